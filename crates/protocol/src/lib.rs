@@ -1,0 +1,22 @@
+//! The wire and object model of Atoll, shared by every process and free of I/O.
+//!
+//! A request meets these modules roughly in this order:
+//! - [`path`]: `/clusters/<name-or-path>/…` — logical-cluster names and canonical paths
+//!   (`root:org:team`).
+//! - [`gvr`]: group, version, resource and kind identifiers.
+//! - [`names`]: object-name, label and annotation validation with kube-apiserver's messages.
+//! - [`meta`]: read and write `metadata` of an object held as JSON.
+//! - [`selector`]: label and field selectors, parsed from query strings and matched.
+//! - [`schema`]: walking an OpenAPI v3 schema over an object to find and prune unknown fields.
+//! - [`openapi`]: the OpenAPI v3 documents served per group-version (what `kubectl apply`
+//!   and `kubectl explain` read).
+//! - [`types`]: typed structs of Atoll's own API groups (LogicalCluster, …).
+
+pub mod gvr;
+pub mod meta;
+pub mod names;
+pub mod openapi;
+pub mod path;
+pub mod schema;
+pub mod selector;
+pub mod types;

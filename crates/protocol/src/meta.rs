@@ -1,0 +1,165 @@
+//! Access to the `metadata` of objects held as JSON values.
+//!
+//! The shard handles every resource generically (built-in or custom), so objects travel
+//! as `serde_json::Value`; these helpers keep the pointer arithmetic in one place.
+
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// The `metadata` map of an object, if present and an object.
+pub fn metadata(object: &Value) -> Option<&Map<String, Value>> {
+    object.get("metadata")?.as_object()
+}
+
+/// The `metadata` map of an object, created when missing or not a map.
+pub fn metadata_mut(object: &mut Value) -> &mut Map<String, Value> {
+    let root = match object {
+        Value::Object(map) => map,
+        other => {
+            *other = Value::Object(Map::new());
+            other.as_object_mut().expect("just made an object")
+        }
+    };
+    let entry = root
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !entry.is_object() {
+        *entry = Value::Object(Map::new());
+    }
+    entry.as_object_mut().expect("metadata is an object")
+}
+
+/// A string field of `metadata` (`name`, `namespace`, `uid`, `resourceVersion`, …).
+pub fn meta_str<'a>(object: &'a Value, field: &str) -> Option<&'a str> {
+    metadata(object)?.get(field)?.as_str()
+}
+
+/// Sets or (with `None`) removes a string field of `metadata`.
+pub fn set_meta_str(object: &mut Value, field: &str, value: Option<&str>) {
+    let meta = metadata_mut(object);
+    match value {
+        Some(v) => {
+            meta.insert(field.to_string(), Value::String(v.to_string()));
+        }
+        None => {
+            meta.remove(field);
+        }
+    }
+}
+
+/// The object's name.
+pub fn name(object: &Value) -> Option<&str> {
+    meta_str(object, "name").filter(|n| !n.is_empty())
+}
+
+/// The object's namespace.
+pub fn namespace(object: &Value) -> Option<&str> {
+    meta_str(object, "namespace").filter(|n| !n.is_empty())
+}
+
+/// A string map of `metadata` (`labels` or `annotations`); values that are not strings are skipped.
+pub fn string_map(object: &Value, field: &str) -> BTreeMap<String, String> {
+    metadata(object)
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The object's labels.
+pub fn labels(object: &Value) -> BTreeMap<String, String> {
+    string_map(object, "labels")
+}
+
+/// The object's annotations.
+pub fn annotations(object: &Value) -> BTreeMap<String, String> {
+    string_map(object, "annotations")
+}
+
+/// Sets one annotation, creating the map when needed.
+pub fn set_annotation(object: &mut Value, key: &str, value: &str) {
+    let meta = metadata_mut(object);
+    let annotations = meta
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !annotations.is_object() {
+        *annotations = Value::Object(Map::new());
+    }
+    annotations
+        .as_object_mut()
+        .expect("annotations is an object")
+        .insert(key.to_string(), Value::String(value.to_string()));
+}
+
+/// The object's finalizers.
+pub fn finalizers(object: &Value) -> Vec<String> {
+    metadata(object)
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Replaces the object's finalizers; an empty list removes the field.
+pub fn set_finalizers(object: &mut Value, finalizers: &[String]) {
+    let meta = metadata_mut(object);
+    if finalizers.is_empty() {
+        meta.remove("finalizers");
+    } else {
+        meta.insert("finalizers".into(), Value::from(finalizers.to_vec()));
+    }
+}
+
+/// Whether the object has a deletionTimestamp (it is being deleted).
+pub fn is_deleting(object: &Value) -> bool {
+    meta_str(object, "deletionTimestamp").is_some()
+}
+
+/// The object's `metadata.generation`, 0 when absent.
+pub fn generation(object: &Value) -> i64 {
+    metadata(object)
+        .and_then(|m| m.get("generation"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_and_writes_metadata() {
+        let mut obj =
+            json!({"kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "1", "bad": 2}}});
+        assert_eq!(name(&obj), Some("a"));
+        assert_eq!(namespace(&obj), None);
+        assert_eq!(labels(&obj).len(), 1);
+        set_meta_str(&mut obj, "namespace", Some("ns"));
+        set_annotation(&mut obj, "k", "v");
+        set_finalizers(&mut obj, &["f".to_string()]);
+        assert_eq!(namespace(&obj), Some("ns"));
+        assert_eq!(annotations(&obj)["k"], "v");
+        assert_eq!(finalizers(&obj), vec!["f"]);
+        set_finalizers(&mut obj, &[]);
+        assert!(obj["metadata"].get("finalizers").is_none());
+    }
+
+    #[test]
+    fn metadata_mut_repairs_non_objects() {
+        let mut obj = json!({"metadata": 3});
+        metadata_mut(&mut obj).insert("name".into(), json!("x"));
+        assert_eq!(name(&obj), Some("x"));
+        let mut not_object = json!([1]);
+        set_meta_str(&mut not_object, "name", Some("y"));
+        assert_eq!(name(&not_object), Some("y"));
+    }
+}

@@ -1,0 +1,229 @@
+//! The request entry point: parse, authenticate, route, record.
+
+use crate::authn::Identity;
+use crate::discovery;
+use crate::http::request_info::{self, RequestInfo, Target};
+use crate::http::status::{ApiError, ApiResult};
+use crate::http::{self, Response};
+use crate::metrics::{RequestLabels, VerbLabels};
+use crate::state::{ClusterState, Shard, LOGICAL_CLUSTER_OBJECT};
+use crate::verbs::{self, Ctx, Scope};
+use hyper::body::Incoming;
+use protocol::path::ClusterRef;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+use tracing::Instrument;
+
+/// What the TLS layer learned about the connection.
+#[derive(Debug, Clone, Default)]
+pub struct PeerInfo {
+    /// The verified client certificate (DER), if one was presented.
+    pub client_cert: Option<Vec<u8>>,
+}
+
+/// Serves one request; never fails (errors become Status responses).
+pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Request<Incoming>) -> Response {
+    let started = Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let span = tracing::info_span!("request", %method, path = %path, code = tracing::field::Empty);
+    let (labels, response) = async {
+        let query = parse_query(request.uri().query());
+        let info = request_info::parse(&method, &path, &query);
+        let labels = labels_of(&info);
+        let response = match route(&shard, &peer, info, query, request).await {
+            Ok(response) => response,
+            Err(error) => {
+                if error.code >= 500 {
+                    tracing::warn!(code = error.code, message = %error.message, "request failed");
+                }
+                http::error_response(&error)
+            }
+        };
+        tracing::Span::current().record("code", response.status().as_u16());
+        (labels, response)
+    }
+    .instrument(span)
+    .await;
+    let code = response.status().as_u16().to_string();
+    shard.metrics.requests.get_or_create(&RequestLabels { verb: labels.0.clone(), resource: labels.1, code }).inc();
+    if labels.0 != "watch" {
+        shard
+            .metrics
+            .request_seconds
+            .get_or_create(&VerbLabels { verb: labels.0 })
+            .observe(started.elapsed().as_secs_f64());
+    }
+    response
+}
+
+fn labels_of(info: &RequestInfo) -> (String, String) {
+    match info {
+        RequestInfo::Cluster(_, Target::Resource(r)) => (r.verb.as_str().to_string(), r.resource.clone()),
+        RequestInfo::Cluster(..) => ("discovery".into(), String::new()),
+        RequestInfo::Process(endpoint) => (endpoint.clone(), String::new()),
+        RequestInfo::Unknown => ("unknown".into(), String::new()),
+    }
+}
+
+/// Splits and percent-decodes a query string.
+pub fn parse_query(query: Option<&str>) -> HashMap<String, String> {
+    query
+        .unwrap_or_default()
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (percent_decode(key), percent_decode(value))
+        })
+        .collect()
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                match u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz"), 16) {
+                    Ok(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+async fn route(
+    shard: &Arc<Shard>,
+    peer: &PeerInfo,
+    info: RequestInfo,
+    query: HashMap<String, String>,
+    request: ::http::Request<Incoming>,
+) -> ApiResult<Response> {
+    let (cluster, target) = match info {
+        RequestInfo::Process(endpoint) => return process_endpoint(shard, &endpoint),
+        RequestInfo::Unknown => {
+            return Err(ApiError::not_found_message(format!(
+                "the server could not find the requested resource: Atoll serves the Kubernetes API per logical cluster under /clusters/<name>/ (got {})",
+                request.uri().path()
+            )))
+        }
+        RequestInfo::Cluster(cluster, target) => (cluster, target),
+    };
+    let identity = authenticate(shard, peer, &request)?;
+    let scope = resolve_scope(shard, &identity, cluster, &target)?;
+    let accept = request.headers().get(::http::header::ACCEPT).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let Target::Resource(req) = target else {
+        let registry = &shard.registry;
+        return discovery::handle(registry, &target, accept.as_deref(), query.contains_key("hash"));
+    };
+    let rt = shard.registry.get(&req.group, &req.version, &req.resource).ok_or_else(|| {
+        ApiError::not_found_message(format!(
+            "the server could not find the requested resource: no resource \"{}\" in {}",
+            req.resource,
+            protocol::gvr::GroupVersion::new(req.group.clone(), req.version.clone())
+        ))
+    })?;
+    check_scope_of_path(&rt, &req)?;
+    let (parts, body) = request.into_parts();
+    let ctx = Ctx { shard: shard.clone(), identity, scope, req, rt, query, headers: parts.headers };
+    verbs::dispatch(ctx, body).await
+}
+
+/// Namespaced resources need a namespace in the path except for list/watch across
+/// namespaces; cluster-scoped ones never have one.
+fn check_scope_of_path(rt: &crate::registry::ResourceType, req: &request_info::ResourceRequest) -> ApiResult<()> {
+    use request_info::Verb;
+    let across_namespaces = matches!(req.verb, Verb::List | Verb::Watch);
+    match (rt.namespaced, req.namespace.is_some()) {
+        (true, false) if !across_namespaces => Err(ApiError::not_found_message(format!(
+            "{} is namespaced: address it under /namespaces/<namespace>/{}",
+            rt.resource, rt.resource
+        ))),
+        (false, true) => Err(ApiError::not_found_message(format!(
+            "{} is cluster-scoped: address it without /namespaces/<namespace>",
+            rt.resource
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn authenticate(shard: &Shard, peer: &PeerInfo, request: &::http::Request<Incoming>) -> ApiResult<Identity> {
+    let authorization = request.headers().get(::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    match shard.authn.authenticate(peer.client_cert.as_deref(), authorization) {
+        Ok(Some(identity)) => Ok(identity),
+        Ok(None) => Err(ApiError::unauthorized(
+            "Unauthorized: present a client certificate from this installation's client CA or a bearer token",
+        )),
+        Err(e) => Err(ApiError::unauthorized(format!("Unauthorized: {e}"))),
+    }
+}
+
+/// Decides which clusters a request may address: wildcards need `system:masters`; a
+/// named cluster must exist, except for creating its own LogicalCluster object.
+fn resolve_scope(shard: &Shard, identity: &Identity, cluster: ClusterRef, target: &Target) -> ApiResult<Scope> {
+    let name = match cluster {
+        ClusterRef::Wildcard if identity.is_master() => return Ok(Scope::Wildcard),
+        ClusterRef::Wildcard => {
+            return Err(ApiError::forbidden(format!(
+            "User \"{}\" cannot list or watch across all logical clusters: /clusters/* is reserved for system:masters",
+            identity.user
+        )))
+        }
+        ClusterRef::Name(name) => name,
+        ClusterRef::Path(path) => {
+            return Err(ApiError::not_found_message(format!(
+                "logical cluster path {path} is not known on this shard; address logical clusters by name"
+            )))
+        }
+    };
+    if shard.cluster_state(&name) == ClusterState::Missing && !creates_logical_cluster(target) {
+        return Err(ApiError::not_found_message(format!(
+            "logical cluster \"{name}\" does not exist on this shard: create it by creating its LogicalCluster object named \"{LOGICAL_CLUSTER_OBJECT}\""
+        )));
+    }
+    Ok(Scope::Cluster(name))
+}
+
+fn creates_logical_cluster(target: &Target) -> bool {
+    matches!(target, Target::Resource(r)
+        if r.group == "core.kcp.io" && r.resource == "logicalclusters" && r.verb == request_info::Verb::Create)
+}
+
+fn process_endpoint(shard: &Shard, endpoint: &str) -> ApiResult<Response> {
+    match endpoint {
+        "healthz" | "livez" | "readyz" => Ok(http::bytes_response(200, "text/plain", "ok", &[])),
+        "metrics" => Ok(http::bytes_response(
+            200,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            shard.metrics.render(&shard.store),
+            &[],
+        )),
+        "version" => Ok(http::json_response(200, &discovery::version_info(), &[])),
+        other => Err(ApiError::not_found_message(format!("unknown endpoint /{other}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_are_split_and_decoded() {
+        let q = parse_query(Some("labelSelector=a%3Db%2Cc+in+(x)&watch=true&flag&bad=%zz"));
+        assert_eq!(q["labelSelector"], "a=b,c in (x)");
+        assert_eq!(q["watch"], "true");
+        assert_eq!(q["flag"], "");
+        assert_eq!(q["bad"], "%zz");
+    }
+}

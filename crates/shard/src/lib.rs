@@ -1,0 +1,35 @@
+//! The shard: Kubernetes REST for many logical clusters over one RocksDB store.
+//!
+//! A request meets these modules in this order:
+//! - [`server`]: TLS (rustls) and HTTP/1.1 + HTTP/2 connections; [`tls`] and [`pki`]
+//!   provide the certificates, generated on first start.
+//! - [`api`]: parses the path ([`http::request_info`]), authenticates ([`authn`]),
+//!   resolves `/clusters/<name>` and routes to discovery or a verb; records metrics.
+//! - [`discovery`]: `/api`, `/apis`, aggregated discovery, `/version`, OpenAPI v3.
+//! - [`verbs`]: one module per REST verb; they decode bodies, negotiate formats
+//!   ([`http::negotiate`], [`table`]) and call [`storage`].
+//! - [`storage`]: create / guaranteed update / delete-with-finalizers over the store,
+//!   with per-resource behaviour from [`registry`] and [`strategy`], keys and codec from
+//!   [`objects`], patches from [`patch`], unknown-field pruning from [`validation`].
+//! - [`controllers`]: namespace and logical-cluster deletion, driven by store watches.
+//! - [`bootstrap`]: the root logical cluster and the admin kubeconfig.
+
+pub mod api;
+pub mod authn;
+pub mod bootstrap;
+pub mod controllers;
+pub mod discovery;
+pub mod http;
+pub mod metrics;
+pub mod objects;
+pub mod patch;
+pub mod pki;
+pub mod registry;
+pub mod server;
+pub mod state;
+pub mod storage;
+pub mod strategy;
+pub mod table;
+pub mod tls;
+pub mod validation;
+pub mod verbs;

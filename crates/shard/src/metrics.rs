@@ -1,0 +1,127 @@
+//! Prometheus metrics, served as text at `/metrics`.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::Ordering;
+use store::Store;
+
+/// Labels of a served request.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    /// Kubernetes verb, or the endpoint for non-resource requests.
+    pub verb: String,
+    /// Resource, empty for non-resource requests.
+    pub resource: String,
+    /// HTTP status code.
+    pub code: String,
+}
+
+/// Labels of a request-duration observation.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VerbLabels {
+    /// Kubernetes verb.
+    pub verb: String,
+}
+
+/// The shard's metrics.
+pub struct Metrics {
+    /// Requests served.
+    pub requests: Family<RequestLabels, Counter>,
+    /// Request latency (watches excluded: they last as long as the client wants).
+    pub request_seconds: Family<VerbLabels, Histogram>,
+    /// Watches started.
+    pub watches_started: Counter,
+    /// Watches streaming now.
+    pub watches_active: Gauge,
+    store_ops: Counter,
+    store_batches: Counter,
+    store_write_seconds: prometheus_client::metrics::counter::Counter<f64, std::sync::atomic::AtomicU64>,
+    registry: Registry,
+}
+
+/// Decrements the active-watch gauge when the watch ends.
+pub struct ActiveWatch<'a>(&'a Gauge);
+
+impl Drop for ActiveWatch<'_> {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+impl Metrics {
+    /// Registers every metric.
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let requests = Family::<RequestLabels, Counter>::default();
+        let request_seconds = Family::<VerbLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.0005, 2.0, 16))
+        });
+        let watches_started = Counter::default();
+        let watches_active = Gauge::default();
+        let store_ops = Counter::default();
+        let store_batches = Counter::default();
+        let store_write_seconds = Default::default();
+        registry.register("apiserver_request", "Requests served, by verb, resource and code", requests.clone());
+        registry.register("apiserver_request_duration_seconds", "Request latency by verb", request_seconds.clone());
+        registry.register("atoll_watches_started", "Watches started", watches_started.clone());
+        registry.register("atoll_watches_active", "Watches streaming now", watches_active.clone());
+        registry.register("atoll_store_ops_committed", "Store ops committed", store_ops.clone());
+        registry.register("atoll_store_batches", "Store batches (fsyncs) written", store_batches.clone());
+        registry.register(
+            "atoll_store_write_seconds",
+            "Time spent in synced batch writes",
+            Counter::clone(&store_write_seconds),
+        );
+        Metrics {
+            requests,
+            request_seconds,
+            watches_started,
+            watches_active,
+            store_ops,
+            store_batches,
+            store_write_seconds,
+            registry,
+        }
+    }
+
+    /// Counts a watch as active until the guard drops.
+    pub fn active_watch_guard(&self) -> ActiveWatch<'_> {
+        self.watches_active.inc();
+        ActiveWatch(&self.watches_active)
+    }
+
+    /// Renders the text exposition format, bringing store counters up to date first.
+    pub fn render(&self, store: &Store) -> String {
+        let m = store.metrics();
+        catch_up(&self.store_ops, m.ops_committed.load(Ordering::Relaxed));
+        catch_up(&self.store_batches, m.batches.load(Ordering::Relaxed));
+        let seconds = m.write_micros.load(Ordering::Relaxed) as f64 / 1e6;
+        let behind = seconds - self.store_write_seconds.get();
+        if behind > 0.0 {
+            self.store_write_seconds.inc_by(behind);
+        }
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.push_str("# encoding metrics failed\n");
+        }
+        out
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Moves a counter up to a monotonically growing source value.
+fn catch_up(counter: &Counter, source: u64) {
+    let behind = source.saturating_sub(counter.get());
+    if behind > 0 {
+        counter.inc_by(behind);
+    }
+}

@@ -1,0 +1,232 @@
+//! Patch application — pure functions over JSON.
+//!
+//! JSON patch (RFC 6902) and JSON merge patch (RFC 7386) come from the `json-patch`
+//! crate. Strategic merge patch is kube's merge patch with directives and merge keys; this
+//! module implements the directives kubectl emits (`$patch`, `$retainKeys`,
+//! `$setElementOrder/…`, `$deleteFromPrimitiveList/…`) and merges lists of objects by
+//! the merge keys of the built-in types' list fields.
+
+use serde_json::{Map, Value};
+
+/// Which patch format a request body is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    /// `application/json-patch+json`.
+    Json,
+    /// `application/merge-patch+json`.
+    Merge,
+    /// `application/strategic-merge-patch+json`.
+    Strategic,
+    /// `application/apply-patch+yaml` (server-side apply).
+    Apply,
+}
+
+impl PatchType {
+    /// The patch type of a media type.
+    pub fn from_media_type(essence: &str) -> Option<Self> {
+        match essence {
+            "application/json-patch+json" => Some(PatchType::Json),
+            "application/merge-patch+json" => Some(PatchType::Merge),
+            "application/strategic-merge-patch+json" => Some(PatchType::Strategic),
+            "application/apply-patch+yaml" => Some(PatchType::Apply),
+            _ => None,
+        }
+    }
+
+    /// Media types a PATCH accepts.
+    pub const MEDIA_TYPES: &'static [&'static str] = &[
+        "application/json-patch+json",
+        "application/merge-patch+json",
+        "application/strategic-merge-patch+json",
+        "application/apply-patch+yaml",
+    ];
+}
+
+/// Applies a JSON patch document.
+pub fn apply_json_patch(target: &mut Value, patch: &Value) -> Result<(), String> {
+    let patch: json_patch::Patch =
+        serde_json::from_value(patch.clone()).map_err(|e| format!("invalid JSON patch: {e}"))?;
+    json_patch::patch(target, &patch).map_err(|e| e.to_string())
+}
+
+/// Applies a JSON merge patch.
+pub fn apply_merge_patch(target: &mut Value, patch: &Value) -> Result<(), String> {
+    if !patch.is_object() {
+        return Err("a merge patch must be a JSON object".into());
+    }
+    json_patch::merge(target, patch);
+    Ok(())
+}
+
+/// Merge keys of list fields of the built-in types, by field name (kube's
+/// `patchMergeKey` tags); other lists are replaced whole.
+fn merge_key(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "ownerReferences" => "uid",
+        "containers" | "initContainers" | "ephemeralContainers" | "env" | "volumes" | "imagePullSecrets" => "name",
+        "volumeMounts" => "mountPath",
+        "ports" => "containerPort",
+        "conditions" => "type",
+        "secrets" => "name",
+        _ => return None,
+    })
+}
+
+/// Applies a strategic merge patch to an object.
+pub fn apply_strategic_merge_patch(target: &mut Value, patch: &Value) -> Result<(), String> {
+    let Value::Object(patch) = patch else {
+        return Err("a strategic merge patch must be a JSON object".into());
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    merge_map(target.as_object_mut().expect("object"), patch)
+}
+
+fn merge_map(target: &mut Map<String, Value>, patch: &Map<String, Value>) -> Result<(), String> {
+    match patch.get("$patch").and_then(Value::as_str) {
+        Some("replace") => {
+            *target = patch.iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k.clone(), v.clone())).collect();
+            return Ok(());
+        }
+        Some("delete") => {
+            target.clear();
+            return Ok(());
+        }
+        Some(other) if other != "merge" => return Err(format!("unknown patch directive $patch: {other}")),
+        _ => {}
+    }
+    if let Some(Value::Array(keep)) = patch.get("$retainKeys") {
+        let keep: Vec<&str> = keep.iter().filter_map(Value::as_str).collect();
+        target.retain(|k, _| keep.contains(&k.as_str()) || patch.contains_key(k));
+    }
+    for (key, value) in patch {
+        if let Some(field) = key.strip_prefix("$deleteFromPrimitiveList/") {
+            let remove: Vec<&Value> = value.as_array().map(|a| a.iter().collect()).unwrap_or_default();
+            if let Some(Value::Array(list)) = target.get_mut(field) {
+                list.retain(|item| !remove.contains(&item));
+            }
+            continue;
+        }
+        if key.starts_with('$') {
+            continue;
+        }
+        merge_field(target, key, value)?;
+    }
+    Ok(())
+}
+
+fn merge_field(target: &mut Map<String, Value>, key: &str, value: &Value) -> Result<(), String> {
+    match value {
+        Value::Null => {
+            target.remove(key);
+        }
+        Value::Object(patch_map) => {
+            let entry = target.entry(key.to_string()).or_insert_with(|| Value::Object(Map::new()));
+            if !entry.is_object() {
+                *entry = Value::Object(Map::new());
+            }
+            merge_map(entry.as_object_mut().expect("object"), patch_map)?;
+        }
+        Value::Array(items) => match (merge_key(key), target.get_mut(key)) {
+            (Some(merge_key), Some(Value::Array(existing))) if items.iter().all(Value::is_object) => {
+                merge_list(existing, items, merge_key)?;
+            }
+            _ => {
+                target.insert(key.to_string(), Value::Array(strip_directives(items)));
+            }
+        },
+        scalar => {
+            target.insert(key.to_string(), scalar.clone());
+        }
+    }
+    Ok(())
+}
+
+fn strip_directives(items: &[Value]) -> Vec<Value> {
+    items.iter().filter(|item| item.get("$patch").is_none()).cloned().collect()
+}
+
+fn merge_list(existing: &mut Vec<Value>, patch: &[Value], merge_key: &str) -> Result<(), String> {
+    for item in patch {
+        let key_value = item.get(merge_key).cloned();
+        let position = key_value.as_ref().and_then(|kv| existing.iter().position(|e| e.get(merge_key) == Some(kv)));
+        let deleting = item.get("$patch").and_then(Value::as_str) == Some("delete");
+        match (position, deleting) {
+            (Some(i), true) => {
+                existing.remove(i);
+            }
+            (None, true) => {}
+            (Some(i), false) => merge_map(
+                existing[i].as_object_mut().ok_or("list item is not an object")?,
+                item.as_object().expect("checked"),
+            )?,
+            (None, false) => {
+                let mut fresh = Map::new();
+                merge_map(&mut fresh, item.as_object().expect("checked"))?;
+                existing.push(Value::Object(fresh));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn strategic_merge_patch_cases() {
+        let cases = [
+            // plain merge; null deletes
+            (
+                json!({"a": 1, "b": {"c": 2, "d": 3}}),
+                json!({"b": {"c": null, "e": 4}}),
+                json!({"a": 1, "b": {"d": 3, "e": 4}}),
+            ),
+            // kubectl's $setElementOrder directives are dropped
+            (
+                json!({"metadata": {"labels": {"x": "1"}}}),
+                json!({"metadata": {"labels": {"y": "2"}}, "$setElementOrder/data": []}),
+                json!({"metadata": {"labels": {"x": "1", "y": "2"}}}),
+            ),
+            // $patch: replace on a map
+            (
+                json!({"data": {"a": "1", "b": "2"}}),
+                json!({"data": {"$patch": "replace", "c": "3"}}),
+                json!({"data": {"c": "3"}}),
+            ),
+            // lists without a merge key are replaced
+            (json!({"finalizers": ["a", "b"]}), json!({"finalizers": ["c"]}), json!({"finalizers": ["c"]})),
+            // $deleteFromPrimitiveList
+            (
+                json!({"finalizers": ["a", "b"]}),
+                json!({"$deleteFromPrimitiveList/finalizers": ["a"]}),
+                json!({"finalizers": ["b"]}),
+            ),
+            // lists with a merge key merge by it, and $patch: delete removes an item
+            (
+                json!({"ownerReferences": [{"uid": "1", "name": "a"}, {"uid": "2", "name": "b"}]}),
+                json!({"ownerReferences": [{"uid": "2", "name": "B"}, {"uid": "1", "$patch": "delete"}, {"uid": "3", "name": "c"}]}),
+                json!({"ownerReferences": [{"uid": "2", "name": "B"}, {"uid": "3", "name": "c"}]}),
+            ),
+        ];
+        for (mut target, patch, expected) in cases {
+            apply_strategic_merge_patch(&mut target, &patch).unwrap();
+            assert_eq!(target, expected, "patch {patch}");
+        }
+    }
+
+    #[test]
+    fn json_and_merge_patches() {
+        let mut doc = json!({"a": {"b": 1}});
+        apply_json_patch(&mut doc, &json!([{"op": "add", "path": "/a/c", "value": 2}])).unwrap();
+        assert_eq!(doc, json!({"a": {"b": 1, "c": 2}}));
+        assert!(apply_json_patch(&mut doc, &json!([{"op": "test", "path": "/a/b", "value": 9}])).is_err());
+        assert!(apply_json_patch(&mut doc, &json!({"not": "a list"})).is_err());
+        apply_merge_patch(&mut doc, &json!({"a": {"b": null}})).unwrap();
+        assert_eq!(doc, json!({"a": {"c": 2}}));
+        assert!(apply_merge_patch(&mut doc, &json!([1])).is_err());
+    }
+}

@@ -1,0 +1,417 @@
+//! The resource registry: one table describes every resource a logical cluster serves.
+//!
+//! Handlers are generic; whatever differs per resource — scope, kind names, discovery
+//! data, printer columns, the storage strategy — is a row here, never a copy of a handler.
+
+use protocol::gvr::{GroupResource, GroupVersion};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// How a cell of a `kubectl get` table is computed from an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cell {
+    /// `metadata.name`.
+    Name,
+    /// Time since `metadata.creationTimestamp`, as kube prints it (`5m`, `3d4h`).
+    Age,
+    /// `metadata.creationTimestamp` as RFC 3339.
+    CreatedAt,
+    /// A string at a JSON pointer (`/status/phase`).
+    Pointer(&'static str),
+    /// The number of keys across these object-valued pointers (ConfigMap `DATA`).
+    CountKeys(&'static [&'static str]),
+    /// The length of the array at a pointer.
+    CountItems(&'static str),
+    /// `<kind>/<name>` of a reference object at a pointer (`ROLE`, `OBJECT`).
+    KindSlashName(&'static str),
+    /// Time since the first present timestamp among these pointers (events' `LAST SEEN`).
+    AgeOf(&'static [&'static str]),
+    /// Names of subjects of one kind in a binding, comma separated.
+    SubjectsOfKind(&'static str),
+}
+
+/// One printer column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column {
+    /// Header, as kubectl shows it upper-cased.
+    pub name: &'static str,
+    /// OpenAPI type of the cell: `string`, `integer`, `date`.
+    pub kind: &'static str,
+    /// `name` for the name column, else empty.
+    pub format: &'static str,
+    /// 0 = always shown; 1 = only with `-o wide`.
+    pub priority: i32,
+    /// What the column shows.
+    pub description: &'static str,
+    /// How to compute it.
+    pub cell: Cell,
+}
+
+/// Resource-specific storage behaviour, looked up by the generic handlers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    /// Plain objects.
+    Generic,
+    /// Namespaces: phase, `kubernetes` finalizer, Terminating on delete.
+    Namespace,
+    /// Secrets: `stringData` folded into base64 `data`, default type.
+    Secret,
+    /// The logical cluster's own `LogicalCluster` object: creating it brings the cluster to life.
+    LogicalCluster,
+    /// CustomResourceDefinitions.
+    CustomResourceDefinition,
+}
+
+/// How object names of a resource are validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameRule {
+    /// RFC 1123 subdomain (most resources).
+    Subdomain,
+    /// RFC 1123 label (namespaces).
+    Label,
+    /// Any path segment: not `.`/`..`, no `/` or `%` (RBAC objects).
+    PathSegment,
+}
+
+/// One served resource in one group-version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceType {
+    /// API group, empty for core.
+    pub group: &'static str,
+    /// API version.
+    pub version: &'static str,
+    /// Plural name.
+    pub resource: &'static str,
+    /// Singular name.
+    pub singular: &'static str,
+    /// Kind.
+    pub kind: &'static str,
+    /// Short names for kubectl.
+    pub short_names: &'static [&'static str],
+    /// Discovery categories (`all`).
+    pub categories: &'static [&'static str],
+    /// Namespaced or cluster-scoped.
+    pub namespaced: bool,
+    /// Subresources served (`status`, `finalize`).
+    pub subresources: &'static [&'static str],
+    /// How names are validated.
+    pub names: NameRule,
+    /// Storage behaviour.
+    pub strategy: Strategy,
+    /// Whether a completed delete answers with the object (true) or a success Status.
+    pub return_deleted_object: bool,
+    /// Printer columns after NAME (which always comes first).
+    pub columns: &'static [Column],
+    /// OpenAPI components key of the kind's schema.
+    pub schema_name: &'static str,
+    /// Storage group-resource shared by all versions of the resource (events live in two
+    /// groups but are one resource in kube; we keep them separate and say so here).
+    pub storage_group: &'static str,
+}
+
+/// The verbs every built-in resource supports, in discovery order.
+pub const VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+
+impl ResourceType {
+    /// Group and resource.
+    pub fn group_resource(&self) -> GroupResource {
+        GroupResource::new(self.group, self.resource)
+    }
+
+    /// Group and version.
+    pub fn group_version(&self) -> GroupVersion {
+        GroupVersion::new(self.group, self.version)
+    }
+
+    /// `apiVersion` of objects of this resource.
+    pub fn api_version(&self) -> String {
+        self.group_version().api_version()
+    }
+
+    /// The kind of a list of these objects.
+    pub fn list_kind(&self) -> String {
+        format!("{}List", self.kind)
+    }
+
+    /// The storage key prefix of this resource in one logical cluster (or in every cluster
+    /// when `cluster` is `None`); see [`crate::objects`] for the full layout.
+    pub fn key_prefix(&self, cluster: Option<&str>) -> String {
+        let group = if self.storage_group.is_empty() { "core" } else { self.storage_group };
+        match cluster {
+            Some(cluster) => format!("{group}/{}/{cluster}/", self.resource),
+            None => format!("{group}/{}/", self.resource),
+        }
+    }
+
+    /// Whether a subresource is served.
+    pub fn has_subresource(&self, sub: &str) -> bool {
+        self.subresources.contains(&sub)
+    }
+}
+
+const fn col(name: &'static str, kind: &'static str, description: &'static str, cell: Cell) -> Column {
+    Column { name, kind, format: "", priority: 0, description, cell }
+}
+
+const fn wide(name: &'static str, description: &'static str, cell: Cell) -> Column {
+    Column { name, kind: "string", format: "", priority: 1, description, cell }
+}
+
+const AGE: Column = col(
+    "Age",
+    "string",
+    "CreationTimestamp is a timestamp representing the server time when this object was created.",
+    Cell::Age,
+);
+const CREATED_AT: Column = col(
+    "Created At",
+    "date",
+    "CreationTimestamp is a timestamp representing the server time when this object was created.",
+    Cell::CreatedAt,
+);
+const EVENT_COLUMNS: &[Column] = &[
+    col(
+        "Last Seen",
+        "string",
+        "Time since the event was last observed.",
+        Cell::AgeOf(&["/lastTimestamp", "/deprecatedLastTimestamp", "/eventTime", "/metadata/creationTimestamp"]),
+    ),
+    col("Type", "string", "Type of this event (Normal, Warning).", Cell::Pointer("/type")),
+    col("Reason", "string", "Why the action was taken.", Cell::Pointer("/reason")),
+    col("Object", "string", "The object this event is about.", Cell::KindSlashName("/involvedObject")),
+    col(
+        "Message",
+        "string",
+        "A human-readable description of the status of this operation.",
+        Cell::Pointer("/message"),
+    ),
+];
+const BINDING_COLUMNS: &[Column] = &[
+    col("Role", "string", "RoleRef references the role bound.", Cell::KindSlashName("/roleRef")),
+    AGE,
+    wide("Users", "Users bound.", Cell::SubjectsOfKind("User")),
+    wide("Groups", "Groups bound.", Cell::SubjectsOfKind("Group")),
+    wide("ServiceAccounts", "Service accounts bound.", Cell::SubjectsOfKind("ServiceAccount")),
+];
+
+/// A built-in resource row with the common defaults filled in.
+const fn builtin(
+    group: &'static str,
+    version: &'static str,
+    resource: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    schema_name: &'static str,
+) -> ResourceType {
+    ResourceType {
+        group,
+        version,
+        resource,
+        singular,
+        kind,
+        short_names: &[],
+        categories: &[],
+        namespaced,
+        subresources: &[],
+        names: NameRule::Subdomain,
+        strategy: Strategy::Generic,
+        return_deleted_object: false,
+        columns: &[AGE],
+        schema_name,
+        storage_group: group,
+    }
+}
+
+/// The built-in resources every logical cluster serves.
+pub fn builtin_resources() -> Vec<ResourceType> {
+    const RBAC: &str = "rbac.authorization.k8s.io";
+    vec![
+        ResourceType {
+            short_names: &["ns"],
+            subresources: &["finalize", "status"],
+            names: NameRule::Label,
+            strategy: Strategy::Namespace,
+            return_deleted_object: true,
+            columns: &const { [col("Status", "string", "The status of the namespace", Cell::Pointer("/status/phase")), AGE] },
+            ..builtin("", "v1", "namespaces", "namespace", "Namespace", false, "io.k8s.api.core.v1.Namespace")
+        },
+        ResourceType {
+            short_names: &["cm"],
+            columns: &const { [col("Data", "integer", "Number of keys in the config map.", Cell::CountKeys(&["/data", "/binaryData"])),
+                AGE,
+            ] },
+            ..builtin("", "v1", "configmaps", "configmap", "ConfigMap", true, "io.k8s.api.core.v1.ConfigMap")
+        },
+        ResourceType {
+            strategy: Strategy::Secret,
+            columns: &const { [col("Type", "string", "The type of the secret", Cell::Pointer("/type")),
+                col("Data", "integer", "Number of keys in the secret.", Cell::CountKeys(&["/data"])),
+                AGE,
+            ] },
+            ..builtin("", "v1", "secrets", "secret", "Secret", true, "io.k8s.api.core.v1.Secret")
+        },
+        ResourceType {
+            short_names: &["sa"],
+            columns: &const { [col("Secrets", "integer", "Number of secrets referenced.", Cell::CountItems("/secrets")), AGE] },
+            ..builtin(
+                "",
+                "v1",
+                "serviceaccounts",
+                "serviceaccount",
+                "ServiceAccount",
+                true,
+                "io.k8s.api.core.v1.ServiceAccount",
+            )
+        },
+        ResourceType {
+            short_names: &["ev"],
+            columns: EVENT_COLUMNS,
+            ..builtin("", "v1", "events", "event", "Event", true, "io.k8s.api.core.v1.Event")
+        },
+        ResourceType {
+            short_names: &["ev"],
+            columns: EVENT_COLUMNS,
+            ..builtin("events.k8s.io", "v1", "events", "event", "Event", true, "io.k8s.api.events.v1.Event")
+        },
+        ResourceType {
+            columns: &const { [col("Holder", "string", "The holder of the lease.", Cell::Pointer("/spec/holderIdentity")), AGE] },
+            ..builtin("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, "io.k8s.api.coordination.v1.Lease")
+        },
+        ResourceType {
+            names: NameRule::PathSegment,
+            columns: &[CREATED_AT],
+            ..builtin(RBAC, "v1", "roles", "role", "Role", true, "io.k8s.api.rbac.v1.Role")
+        },
+        ResourceType {
+            names: NameRule::PathSegment,
+            columns: BINDING_COLUMNS,
+            ..builtin(RBAC, "v1", "rolebindings", "rolebinding", "RoleBinding", true, "io.k8s.api.rbac.v1.RoleBinding")
+        },
+        ResourceType {
+            names: NameRule::PathSegment,
+            columns: &[CREATED_AT],
+            ..builtin(RBAC, "v1", "clusterroles", "clusterrole", "ClusterRole", false, "io.k8s.api.rbac.v1.ClusterRole")
+        },
+        ResourceType {
+            names: NameRule::PathSegment,
+            columns: BINDING_COLUMNS,
+            ..builtin(
+                RBAC,
+                "v1",
+                "clusterrolebindings",
+                "clusterrolebinding",
+                "ClusterRoleBinding",
+                false,
+                "io.k8s.api.rbac.v1.ClusterRoleBinding",
+            )
+        },
+        ResourceType {
+            short_names: &["crd", "crds"],
+            categories: &["api-extensions"],
+            subresources: &["status"],
+            strategy: Strategy::CustomResourceDefinition,
+            return_deleted_object: true,
+            columns: &[CREATED_AT],
+            ..builtin(
+                "apiextensions.k8s.io",
+                "v1",
+                "customresourcedefinitions",
+                "customresourcedefinition",
+                "CustomResourceDefinition",
+                false,
+                "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
+            )
+        },
+        ResourceType {
+            subresources: &["status"],
+            strategy: Strategy::LogicalCluster,
+            return_deleted_object: true,
+            columns: &const { [col("Phase", "string", "The current phase of the logical cluster.", Cell::Pointer("/status/phase")),
+                col("URL", "string", "The URL of the logical cluster.", Cell::Pointer("/status/URL")),
+                AGE,
+            ] },
+            ..builtin(
+                "core.kcp.io",
+                "v1alpha1",
+                "logicalclusters",
+                "logicalcluster",
+                "LogicalCluster",
+                false,
+                "io.kcp.core.v1alpha1.LogicalCluster",
+            )
+        },
+    ]
+}
+
+/// Looks resources up by group-version and plural name.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    by_gvr: BTreeMap<(String, String, String), Arc<ResourceType>>,
+    all: Vec<Arc<ResourceType>>,
+}
+
+impl Registry {
+    /// A registry of the built-in resources.
+    pub fn builtin() -> Self {
+        Self::from_resources(builtin_resources())
+    }
+
+    /// A registry of the given rows.
+    pub fn from_resources(resources: Vec<ResourceType>) -> Self {
+        let all: Vec<Arc<ResourceType>> = resources.into_iter().map(Arc::new).collect();
+        let by_gvr = all
+            .iter()
+            .map(|r| ((r.group.to_string(), r.version.to_string(), r.resource.to_string()), r.clone()))
+            .collect();
+        Registry { by_gvr, all }
+    }
+
+    /// The resource at `group/version/resource`.
+    pub fn get(&self, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceType>> {
+        self.by_gvr.get(&(group.to_string(), version.to_string(), resource.to_string())).cloned()
+    }
+
+    /// Every served resource.
+    pub fn all(&self) -> &[Arc<ResourceType>] {
+        &self.all
+    }
+
+    /// Served group-versions, grouped by group in discovery order (core first).
+    pub fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        for r in &self.all {
+            match groups.iter_mut().find(|(g, _)| g == r.group) {
+                Some((_, versions)) if !versions.iter().any(|v| v == r.version) => versions.push(r.version.into()),
+                Some(_) => {}
+                None => groups.push((r.group.into(), vec![r.version.into()])),
+            }
+        }
+        groups
+    }
+
+    /// The resources of one group-version.
+    pub fn resources_of(&self, group: &str, version: &str) -> Vec<Arc<ResourceType>> {
+        self.all.iter().filter(|r| r.group == group && r.version == version).cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_consistent() {
+        let registry = Registry::builtin();
+        let mut seen = std::collections::HashSet::new();
+        for r in registry.all() {
+            assert!(seen.insert((r.group, r.version, r.resource)), "duplicate row {}", r.resource);
+            assert!(r.resource.ends_with('s'), "{}: plural names", r.resource);
+            assert!(!r.schema_name.is_empty());
+            assert!(r.key_prefix(Some("c")).ends_with("/c/"));
+        }
+        assert_eq!(registry.groups()[0].0, "", "core group first");
+        assert!(registry.get("", "v1", "configmaps").is_some_and(|r| r.namespaced));
+        assert!(registry.get("", "v1", "nope").is_none());
+    }
+}

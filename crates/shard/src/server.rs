@@ -1,0 +1,105 @@
+//! The HTTPS listener: rustls handshakes, HTTP/1.1 and HTTP/2 (kubectl speaks h2), and
+//! graceful shutdown.
+
+use crate::api::{self, PeerInfo};
+use crate::state::Shard;
+use crate::tls;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
+
+/// Connections served at once; further ones wait in the kernel's accept backlog.
+const CONNECTIONS_MAX: usize = 4096;
+/// A TLS handshake that takes longer than this is dropped (slowloris).
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long in-flight requests get to finish on shutdown.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Accepts connections until `shutdown` flips to true, then drains.
+pub async fn serve(
+    listener: TcpListener,
+    config: Arc<rustls::ServerConfig>,
+    shard: Arc<Shard>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let acceptor = TlsAcceptor::from(config);
+    let slots = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
+    let (drain_tx, drain_rx) = watch::channel(false);
+    loop {
+        let permit = tokio::select! {
+            permit = slots.clone().acquire_owned() => permit.expect("semaphore is never closed"),
+            _ = shutdown.changed() => break,
+        };
+        let (tcp, remote) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.changed() => break,
+        };
+        let _ = tcp.set_nodelay(true);
+        let acceptor = acceptor.clone();
+        let shard = shard.clone();
+        let drain = drain_rx.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                Ok(Ok(tls)) => tls,
+                Ok(Err(error)) => {
+                    tracing::debug!(%remote, %error, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => return,
+            };
+            let peer =
+                Arc::new(PeerInfo { client_cert: tls::client_certificate_der(tls.get_ref().1).map(<[u8]>::to_vec) });
+            serve_connection(tls, shard, peer, drain).await;
+        });
+    }
+    let _ = drain_tx.send(true);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+        while slots.available_permits() < CONNECTIONS_MAX {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    if drained.is_err() {
+        tracing::info!("shutdown: connections still open after the drain timeout; closing them");
+    }
+}
+
+async fn serve_connection(
+    tls: tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
+    shard: Arc<Shard>,
+    peer: Arc<PeerInfo>,
+    mut drain: watch::Receiver<bool>,
+) {
+    let service = hyper::service::service_fn(move |request| {
+        let shard = shard.clone();
+        let peer = peer.clone();
+        async move { Ok::<_, std::convert::Infallible>(api::serve(shard, peer, request).await) }
+    });
+    let builder = auto::Builder::new(TokioExecutor::new());
+    let connection = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
+    tokio::pin!(connection);
+    tokio::select! {
+        result = connection.as_mut() => {
+            if let Err(error) = result {
+                tracing::debug!(%error, "connection ended with an error");
+            }
+        }
+        _ = drain.changed() => {
+            connection.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(DRAIN_TIMEOUT, connection).await;
+        }
+    }
+}

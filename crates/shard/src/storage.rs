@@ -1,0 +1,329 @@
+//! Object operations over the store, shared by the REST verbs and the controllers.
+//!
+//! This is kube-apiserver's "registry store": create, read, guaranteed update and the
+//! deletion protocol (finalizers, deletionTimestamp, namespaces' spec finalizers), with
+//! resource-specific steps taken from the [`Strategy`](crate::registry::Strategy) of the
+//! resource. HTTP concerns (parameters, bodies, formats) stay in [`crate::verbs`].
+
+use crate::http::status::{success_status, ApiError, ApiResult};
+use crate::objects;
+use crate::registry::{ResourceType, Strategy};
+use crate::state::Shard;
+use crate::strategy::{self, NAMESPACE_FINALIZER};
+use protocol::meta;
+use serde_json::{json, Value};
+use store::{Precondition, StoreError};
+
+/// Where an object lives: logical cluster, namespace (for namespaced resources) and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectRef<'a> {
+    /// Logical cluster name.
+    pub cluster: &'a str,
+    /// Namespace, for namespaced resources.
+    pub namespace: Option<&'a str>,
+    /// Object name.
+    pub name: &'a str,
+}
+
+impl ObjectRef<'_> {
+    fn key(&self, rt: &ResourceType) -> String {
+        objects::key(rt, self.cluster, self.namespace, self.name)
+    }
+}
+
+/// Options common to writes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteOptions {
+    /// Validate and compute the result without storing it (`dryRun=All`).
+    pub dry_run: bool,
+}
+
+/// The outcome of a delete.
+#[derive(Debug, Clone)]
+pub enum Deleted {
+    /// The object is gone; this is what kube answers (the object or a success Status).
+    Gone(Value),
+    /// The object waits for finalizers; it now carries a deletionTimestamp.
+    Pending(Value),
+}
+
+/// kube's message for a stale resourceVersion.
+const STALE: &str = "the object has been modified; please apply your changes to the latest version and try again";
+
+/// Translates a store error about one object into the Status kube would answer.
+pub fn object_error(rt: &ResourceType, name: &str, error: StoreError) -> ApiError {
+    match error {
+        StoreError::NotFound => ApiError::not_found(&rt.group_resource(), name),
+        StoreError::AlreadyExists => ApiError::already_exists(&rt.group_resource(), name),
+        StoreError::Conflict { .. } => ApiError::conflict(&rt.group_resource(), name, STALE),
+        other => other.into(),
+    }
+}
+
+/// The current object and its resourceVersion.
+pub fn get(shard: &Shard, rt: &ResourceType, at: &ObjectRef<'_>) -> ApiResult<(Value, u64)> {
+    match shard.store.get(at.key(rt).as_bytes()).map_err(ApiError::from)? {
+        Some(stored) => Ok((objects::decode(&stored)?, stored.rv)),
+        None => Err(ApiError::not_found(&rt.group_resource(), at.name)),
+    }
+}
+
+/// Now, as kube writes timestamps (RFC 3339, whole seconds, UTC).
+pub fn now() -> String {
+    let now = jiff::Timestamp::now();
+    jiff::Timestamp::from_second(now.as_second()).map(|t| t.to_string()).unwrap_or_else(|_| now.to_string())
+}
+
+/// Creates an object that has passed body checks; fills server fields, validates, stores.
+pub async fn create(
+    shard: &Shard,
+    rt: &ResourceType,
+    cluster: &str,
+    mut object: Value,
+    options: WriteOptions,
+) -> ApiResult<Value> {
+    if meta::name(&object).is_none() {
+        if let Some(prefix) = meta::meta_str(&object, "generateName").filter(|p| !p.is_empty()) {
+            let name = protocol::names::generated_name(prefix, rand::random());
+            meta::set_meta_str(&mut object, "name", Some(&name));
+        }
+    }
+    let uid = uuid::Uuid::new_v4().to_string();
+    strategy::prepare_create(rt, &mut object, cluster, &now(), &uid)?;
+    let name = meta::name(&object).unwrap_or_default().to_string();
+    let causes = strategy::validate(rt, &object);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(rt.kind, rt.group, &name, &causes));
+    }
+    let namespace = meta::namespace(&object).map(str::to_string);
+    if let Some(ns) = namespace.as_deref() {
+        check_namespace_accepts_content(shard, cluster, ns)?;
+    }
+    if options.dry_run {
+        return Ok(object);
+    }
+    let at = ObjectRef { cluster, namespace: namespace.as_deref(), name: &name };
+    let committed = shard
+        .store
+        .put(at.key(rt), objects::encode(&object)?, Precondition::MustNotExist)
+        .await
+        .map_err(|e| object_error(rt, &name, e))?;
+    meta::set_meta_str(&mut object, "resourceVersion", Some(&committed.rv.to_string()));
+    if rt.strategy == Strategy::LogicalCluster {
+        create_default_namespace(shard, cluster).await?;
+    }
+    Ok(object)
+}
+
+/// Every new logical cluster starts with a `default` namespace, as a kube cluster does.
+async fn create_default_namespace(shard: &Shard, cluster: &str) -> ApiResult<()> {
+    let namespaces = shard.registry.get("", "v1", "namespaces").expect("namespaces are built in");
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
+    match Box::pin(create(shard, &namespaces, cluster, namespace, WriteOptions::default())).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// New objects in a namespace need the namespace, and it must not be terminating.
+fn check_namespace_accepts_content(shard: &Shard, cluster: &str, namespace: &str) -> ApiResult<()> {
+    let namespaces = shard.registry.get("", "v1", "namespaces").expect("namespaces are built in");
+    let at = ObjectRef { cluster, namespace: None, name: namespace };
+    let (ns, _) = get(shard, &namespaces, &at)?;
+    if meta::is_deleting(&ns) {
+        return Err(ApiError::forbidden(format!(
+            "unable to create new content in namespace {namespace} because it is being terminated"
+        )));
+    }
+    Ok(())
+}
+
+/// Writes `new` over the object currently at `old_rv`: updates, or completes a deletion
+/// whose last finalizer the update removed. A no-op update writes nothing.
+pub async fn replace(
+    shard: &Shard,
+    rt: &ResourceType,
+    at: &ObjectRef<'_>,
+    old: &Value,
+    old_rv: u64,
+    mut new: Value,
+    options: WriteOptions,
+) -> ApiResult<Value> {
+    let mut unchanged = new.clone();
+    meta::set_meta_str(&mut unchanged, "resourceVersion", meta::meta_str(old, "resourceVersion"));
+    if &unchanged == old {
+        return Ok(unchanged);
+    }
+    let causes = strategy::validate(rt, &new);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(rt.kind, rt.group, at.name, &causes));
+    }
+    if options.dry_run {
+        return Ok(unchanged);
+    }
+    let key = at.key(rt);
+    if meta::is_deleting(&new) && deletion_unblocked(rt, &new) {
+        let committed = shard
+            .store
+            .delete(key, Precondition::ResourceVersion(old_rv))
+            .await
+            .map_err(|e| object_error(rt, at.name, e))?;
+        meta::set_meta_str(&mut new, "resourceVersion", Some(&committed.rv.to_string()));
+        return Ok(new);
+    }
+    let committed = shard
+        .store
+        .put(key, objects::encode(&new)?, Precondition::ResourceVersion(old_rv))
+        .await
+        .map_err(|e| object_error(rt, at.name, e))?;
+    meta::set_meta_str(&mut new, "resourceVersion", Some(&committed.rv.to_string()));
+    Ok(new)
+}
+
+/// Whether nothing holds a deleting object back any more.
+fn deletion_unblocked(rt: &ResourceType, object: &Value) -> bool {
+    let spec_finalizers = rt.strategy == Strategy::Namespace
+        && object.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+    meta::finalizers(object).is_empty() && !spec_finalizers
+}
+
+/// How many times a guaranteed update retries on conflicts before giving up with 409.
+const UPDATE_ATTEMPTS_MAX: usize = 16;
+
+/// Reads the object, applies `mutate`, and writes the result, retrying on conflicts —
+/// kube's GuaranteedUpdate. `mutate` gets the current object and returns the new one.
+pub async fn guaranteed_update<F>(
+    shard: &Shard,
+    rt: &ResourceType,
+    at: &ObjectRef<'_>,
+    subresource: Option<&str>,
+    options: WriteOptions,
+    mut mutate: F,
+) -> ApiResult<Value>
+where
+    F: FnMut(&Value) -> ApiResult<Value>,
+{
+    let mut last_error = None;
+    for _ in 0..UPDATE_ATTEMPTS_MAX {
+        let (old, old_rv) = get(shard, rt, at)?;
+        let mut new = mutate(&old)?;
+        strategy::prepare_update(rt, &old, &mut new, subresource)?;
+        match replace(shard, rt, at, &old, old_rv, new, options).await {
+            Err(e) if e.reason == "Conflict" => last_error = Some(e),
+            other => return other,
+        }
+    }
+    Err(last_error.unwrap_or_else(|| ApiError::internal("guaranteed update gave up")))
+}
+
+/// Preconditions a delete may carry (`DeleteOptions.preconditions`).
+#[derive(Debug, Clone, Default)]
+pub struct DeletePreconditions {
+    /// The object's UID must be this.
+    pub uid: Option<String>,
+    /// The object's resourceVersion must be this.
+    pub resource_version: Option<String>,
+}
+
+/// Deletes an object, honouring finalizers: an object with finalizers (or a namespace
+/// with spec finalizers) gets a deletionTimestamp and stays until they are removed.
+pub async fn delete(
+    shard: &Shard,
+    rt: &ResourceType,
+    at: &ObjectRef<'_>,
+    preconditions: &DeletePreconditions,
+    options: WriteOptions,
+) -> ApiResult<Deleted> {
+    let (object, rv) = get(shard, rt, at)?;
+    check_delete_preconditions(rt, at.name, &object, preconditions)?;
+    let blocked = !deletion_unblocked(rt, &object);
+    if blocked {
+        if meta::is_deleting(&object) {
+            return Ok(Deleted::Pending(object));
+        }
+        let mut marked = object.clone();
+        let metadata = meta::metadata_mut(&mut marked);
+        metadata.insert("deletionTimestamp".into(), Value::from(now()));
+        metadata.insert("deletionGracePeriodSeconds".into(), Value::from(0));
+        if rt.strategy == Strategy::Namespace {
+            marked["status"]["phase"] = Value::from("Terminating");
+        }
+        let updated = replace(shard, rt, at, &object, rv, marked, options).await?;
+        return Ok(Deleted::Pending(updated));
+    }
+    if !options.dry_run {
+        shard
+            .store
+            .delete(at.key(rt), Precondition::ResourceVersion(rv))
+            .await
+            .map_err(|e| object_error(rt, at.name, e))?;
+    }
+    Ok(Deleted::Gone(if rt.return_deleted_object {
+        object
+    } else {
+        success_status(&rt.group_resource(), at.name, meta::meta_str(&object, "uid"))
+    }))
+}
+
+fn check_delete_preconditions(
+    rt: &ResourceType,
+    name: &str,
+    object: &Value,
+    pre: &DeletePreconditions,
+) -> ApiResult<()> {
+    let conflict = |what: &str, want: &str, have: &str| {
+        ApiError::conflict(
+            &rt.group_resource(),
+            name,
+            &format!("Precondition failed: {what} in precondition: {want}, {what} in object meta: {have}"),
+        )
+    };
+    if let Some(uid) = pre.uid.as_deref() {
+        let have = meta::meta_str(object, "uid").unwrap_or_default();
+        if uid != have {
+            return Err(conflict("UID", uid, have));
+        }
+    }
+    if let Some(rv) = pre.resource_version.as_deref() {
+        let have = meta::meta_str(object, "resourceVersion").unwrap_or_default();
+        if rv != have {
+            return Err(conflict("ResourceVersion", rv, have));
+        }
+    }
+    Ok(())
+}
+
+/// Removes one finalizer from an object (controllers), completing its deletion if it was
+/// the last thing holding it.
+pub async fn remove_finalizer(
+    shard: &Shard,
+    rt: &ResourceType,
+    at: &ObjectRef<'_>,
+    finalizer: &str,
+) -> ApiResult<Value> {
+    guaranteed_update(shard, rt, at, None, WriteOptions::default(), |old| {
+        let mut new = old.clone();
+        let kept: Vec<String> = meta::finalizers(old).into_iter().filter(|f| f != finalizer).collect();
+        meta::set_finalizers(&mut new, &kept);
+        Ok(new)
+    })
+    .await
+}
+
+/// Removes the `kubernetes` spec finalizer of a namespace (its `finalize` subresource).
+pub async fn finalize_namespace(shard: &Shard, cluster: &str, name: &str) -> ApiResult<Value> {
+    let rt = shard.registry.get("", "v1", "namespaces").expect("namespaces are built in");
+    let at = ObjectRef { cluster, namespace: None, name };
+    guaranteed_update(shard, &rt, &at, Some("finalize"), WriteOptions::default(), |old| {
+        let mut new = old.clone();
+        let kept: Vec<Value> = old
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .map(|f| f.iter().filter(|v| v.as_str() != Some(NAMESPACE_FINALIZER)).cloned().collect())
+            .unwrap_or_default();
+        new["spec"] = json!({"finalizers": kept});
+        Ok(new)
+    })
+    .await
+}

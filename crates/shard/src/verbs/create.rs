@@ -1,0 +1,15 @@
+//! POST to a collection.
+
+use super::{read_object, reconcile_name_and_namespace, Ctx};
+use crate::http::status::ApiResult;
+use crate::http::Response;
+use crate::storage;
+
+/// Creates an object from the body.
+pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Response> {
+    let options = ctx.write_options()?;
+    let (mut object, warnings) = read_object(ctx, body).await?;
+    reconcile_name_and_namespace(ctx, &mut object)?;
+    let created = storage::create(&ctx.shard, &ctx.rt, ctx.cluster()?, object, options).await?;
+    ctx.respond_object(201, &created, &warnings)
+}

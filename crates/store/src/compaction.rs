@@ -1,0 +1,48 @@
+//! Bounded change-log retention.
+//!
+//! Without compaction the log would grow forever; with it, a watch or exact-RV list that
+//! asks for history below the floor gets [`StoreError::Gone`] and re-lists, as clients of
+//! kube-apiserver already do after etcd compacts.
+
+use crate::keys::{self, CF_LOG, CF_META};
+use crate::store::Shared;
+use crate::StoreError;
+use rocksdb::WriteBatch;
+use std::sync::atomic::Ordering;
+use std::sync::Weak;
+
+/// Starts the background compactor; it stops when the store is dropped.
+pub(crate) fn spawn(shared: Weak<Shared>) -> Result<(), StoreError> {
+    std::thread::Builder::new()
+        .name("store-compactor".into())
+        .spawn(move || loop {
+            let interval = match shared.upgrade() {
+                Some(s) => s.options.compaction_interval,
+                None => return,
+            };
+            std::thread::sleep(interval);
+            let Some(s) = shared.upgrade() else { return };
+            if let Err(error) = compact_keeping(&s, s.options.retention_events) {
+                tracing::warn!(%error, "change-log compaction failed; will retry");
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| StoreError::Rocks(format!("spawn compactor thread: {e}")))
+}
+
+/// Removes log records so that at most `keep` remain; returns the new floor.
+pub(crate) fn compact_keeping(shared: &Shared, keep: u64) -> Result<u64, StoreError> {
+    let committed = shared.committed_rv.load(Ordering::Acquire);
+    let floor = shared.compacted_rv.load(Ordering::Acquire);
+    let target = committed.saturating_sub(keep);
+    if target <= floor {
+        return Ok(floor);
+    }
+    let mut batch = WriteBatch::default();
+    batch.delete_range_cf(shared.cf(CF_LOG), keys::rv_key(floor + 1), keys::rv_key(target + 1));
+    batch.put_cf(shared.cf(CF_META), keys::META_COMPACTED, keys::rv_key(target));
+    shared.db.write(batch)?;
+    shared.compacted_rv.store(target, Ordering::Release);
+    tracing::debug!(from = floor, to = target, "change log compacted");
+    Ok(target)
+}

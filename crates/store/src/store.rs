@@ -1,0 +1,195 @@
+//! Opening the database and the public [`Store`] handle.
+
+use crate::keys::{self, CF_LOG, CF_META, CF_OBJECTS};
+use crate::writer::{self, Committed, Op, Request};
+use crate::{compaction, Event, StoreError, Versioned};
+use bytes::Bytes;
+use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, Options, DB};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{broadcast, oneshot, Semaphore};
+
+/// Tuning of a store. Every queue and window here is bounded.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// How many change-log records are kept; watches and exact-RV lists older than that
+    /// get [`StoreError::Gone`].
+    pub retention_events: u64,
+    /// How often the compactor trims the change log.
+    pub compaction_interval: Duration,
+    /// Ops committed in one batch (one fsync) at most.
+    pub max_batch_ops: usize,
+    /// Key and value bytes in one batch at most (a single larger op still goes alone).
+    pub max_batch_bytes: usize,
+    /// Ops queued or in the writer at once; further callers wait for a slot.
+    pub max_queued_ops: usize,
+    /// Events buffered for live watchers; a watcher that falls further behind re-reads
+    /// the change log.
+    pub event_buffer: usize,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            retention_events: 100_000,
+            compaction_interval: Duration::from_secs(5),
+            max_batch_ops: 1024,
+            max_batch_bytes: 8 << 20,
+            max_queued_ops: 8192,
+            event_buffer: 16_384,
+        }
+    }
+}
+
+/// Counters the shard exports as Prometheus metrics.
+#[derive(Debug, Default)]
+pub struct StoreMetrics {
+    /// Ops committed.
+    pub ops_committed: AtomicU64,
+    /// Batches (fsyncs) written.
+    pub batches: AtomicU64,
+    /// Total time spent in synced batch writes, in microseconds.
+    pub write_micros: AtomicU64,
+}
+
+impl StoreMetrics {
+    pub(crate) fn record_batch(&self, ops: usize, took: Duration) {
+        self.ops_committed.fetch_add(ops as u64, Ordering::Relaxed);
+        self.batches.fetch_add(1, Ordering::Relaxed);
+        self.write_micros.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+    }
+}
+
+/// State shared by the handle, the writer thread, the compactor and watchers.
+pub(crate) struct Shared {
+    pub db: DB,
+    pub options: StoreOptions,
+    /// The last resourceVersion whose batch is durable and published.
+    pub committed_rv: AtomicU64,
+    /// Log records at or below this resourceVersion have been removed.
+    pub compacted_rv: AtomicU64,
+    pub events: broadcast::Sender<Arc<Event>>,
+    pub metrics: StoreMetrics,
+}
+
+impl Shared {
+    pub fn cf(&self, name: &str) -> &ColumnFamily {
+        self.db.cf_handle(name).expect("column families are created at open")
+    }
+
+    /// The current value of `key`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
+        match self.db.get_pinned_cf(self.cf(CF_OBJECTS), key)? {
+            Some(record) => keys::decode_object(&record).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn read_meta(&self, key: &[u8]) -> Result<u64, StoreError> {
+        match self.db.get_pinned_cf(self.cf(CF_META), key)? {
+            Some(bytes) => keys::decode_u64(&bytes),
+            None => Ok(0),
+        }
+    }
+}
+
+/// A handle to an open store; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    pub(crate) shared: Arc<Shared>,
+    queue: crossbeam_channel::Sender<Request>,
+    slots: Arc<Semaphore>,
+}
+
+impl Store {
+    /// Opens (or creates) the store in `dir` and starts its writer and compactor threads.
+    pub fn open(dir: &Path, options: StoreOptions) -> Result<Store, StoreError> {
+        let mut db_options = Options::default();
+        db_options.create_if_missing(true);
+        db_options.create_missing_column_families(true);
+        db_options.increase_parallelism(2);
+        let families =
+            [CF_OBJECTS, CF_LOG, CF_META].into_iter().map(|name| ColumnFamilyDescriptor::new(name, Options::default()));
+        let db = DB::open_cf_descriptors(&db_options, dir, families)?;
+        let (events, _) = broadcast::channel(options.event_buffer.max(16));
+        let shared = Arc::new(Shared {
+            db,
+            committed_rv: AtomicU64::new(0),
+            compacted_rv: AtomicU64::new(0),
+            events,
+            metrics: StoreMetrics::default(),
+            options: options.clone(),
+        });
+        let committed = shared.read_meta(keys::META_RV)?;
+        let compacted = shared.read_meta(keys::META_COMPACTED)?;
+        assert!(compacted <= committed, "compaction floor {compacted} above committed rv {committed}");
+        shared.committed_rv.store(committed, Ordering::Release);
+        shared.compacted_rv.store(compacted, Ordering::Release);
+        tracing::info!(dir = %dir.display(), committed, compacted, "store opened");
+
+        let (queue, rx) = crossbeam_channel::unbounded();
+        let writer_shared = shared.clone();
+        std::thread::Builder::new()
+            .name("store-writer".into())
+            .spawn(move || writer::run(writer_shared, rx))
+            .map_err(|e| StoreError::Rocks(format!("spawn writer thread: {e}")))?;
+        compaction::spawn(Arc::downgrade(&shared))?;
+        let slots = Arc::new(Semaphore::new(options.max_queued_ops.max(1)));
+        Ok(Store { shared, queue, slots })
+    }
+
+    /// Commits one op durably; returns once it is on disk and published to watchers.
+    pub async fn commit(&self, op: Op) -> Result<Committed, StoreError> {
+        let permit = self.slots.clone().acquire_owned().await.map_err(|_| StoreError::Closed)?;
+        let (reply, response) = oneshot::channel();
+        self.queue.send(Request { op, reply, _permit: permit }).map_err(|_| StoreError::Closed)?;
+        response.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Shorthand for a [`Op::Put`].
+    pub async fn put(
+        &self,
+        key: impl Into<Bytes>,
+        value: impl Into<Bytes>,
+        precondition: crate::Precondition,
+    ) -> Result<Committed, StoreError> {
+        self.commit(Op::Put { key: key.into(), value: value.into(), precondition }).await
+    }
+
+    /// Shorthand for a [`Op::Delete`].
+    pub async fn delete(
+        &self,
+        key: impl Into<Bytes>,
+        precondition: crate::Precondition,
+    ) -> Result<Committed, StoreError> {
+        self.commit(Op::Delete { key: key.into(), precondition }).await
+    }
+
+    /// The current value of `key`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
+        self.shared.get(key)
+    }
+
+    /// The last committed resourceVersion.
+    pub fn current_rv(&self) -> u64 {
+        self.shared.committed_rv.load(Ordering::Acquire)
+    }
+
+    /// The compaction floor: the oldest resourceVersion a watch or exact list may start from.
+    pub fn compacted_rv(&self) -> u64 {
+        self.shared.compacted_rv.load(Ordering::Acquire)
+    }
+
+    /// Counters for metrics.
+    pub fn metrics(&self) -> &StoreMetrics {
+        &self.shared.metrics
+    }
+
+    /// Trims the change log now so that at most `keep` records remain (tests and operators;
+    /// the background compactor does the same on its own schedule).
+    pub fn compact_keeping(&self, keep: u64) -> Result<u64, StoreError> {
+        compaction::compact_keeping(&self.shared, keep)
+    }
+}

@@ -1,0 +1,138 @@
+//! Watches: the change log first, then live events, as one ordered stream.
+//!
+//! The states are explicit: `Backlog` reads change-log records from `next` in bounded
+//! chunks; when the log has nothing more the watch goes `Live` on the broadcast channel.
+//! The live subscription is taken *before* the backlog is read, so every event is either
+//! in the log when read or arrives live; duplicates are dropped by resourceVersion. A
+//! watcher that lags behind the broadcast buffer goes back to `Backlog`, and one that needs
+//! records compaction removed ends with [`StoreError::Gone`].
+
+use crate::keys::{self, CF_LOG};
+use crate::record::LogRecord;
+use crate::store::Shared;
+use crate::{Event, Store, StoreError};
+use bytes::Bytes;
+use rocksdb::{Direction, IteratorMode, ReadOptions};
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tokio::sync::broadcast::{self, error::RecvError};
+
+/// Change-log records read per chunk, bounding a slow watcher's memory.
+const BACKLOG_CHUNK: usize = 1024;
+
+enum State {
+    /// Reading the change log from `next`.
+    Backlog { next: u64 },
+    /// Receiving live events.
+    Live,
+}
+
+/// A stream of events for keys under one prefix, after a starting resourceVersion.
+pub struct Watch {
+    shared: Arc<Shared>,
+    prefix: Bytes,
+    live: broadcast::Receiver<Arc<Event>>,
+    buffered: VecDeque<Arc<Event>>,
+    state: State,
+    /// Every event up to here has been delivered or filtered out.
+    seen_rv: u64,
+}
+
+impl Store {
+    /// Watches keys under `prefix` for changes after `from_rv`.
+    pub fn watch(&self, prefix: impl Into<Bytes>, from_rv: u64) -> Result<Watch, StoreError> {
+        let live = self.shared.events.subscribe();
+        let floor = self.compacted_rv();
+        if from_rv < floor {
+            return Err(StoreError::Gone { requested: from_rv, oldest: floor });
+        }
+        Ok(Watch {
+            shared: self.shared.clone(),
+            prefix: prefix.into(),
+            live,
+            buffered: VecDeque::new(),
+            state: State::Backlog { next: from_rv + 1 },
+            seen_rv: from_rv,
+        })
+    }
+}
+
+impl Watch {
+    /// The next event under the prefix. Cancel-safe.
+    pub async fn next(&mut self) -> Result<Arc<Event>, StoreError> {
+        loop {
+            let event = match self.state {
+                State::Backlog { next } => match self.buffered.pop_front() {
+                    Some(event) => event,
+                    None => {
+                        self.fill_backlog(next)?;
+                        continue;
+                    }
+                },
+                State::Live => match self.live.recv().await {
+                    Ok(event) => event,
+                    Err(RecvError::Lagged(missed)) => {
+                        tracing::debug!(missed, seen = self.seen_rv, "watcher lagged; re-reading the change log");
+                        self.live = self.shared.events.subscribe();
+                        self.state = State::Backlog { next: self.seen_rv + 1 };
+                        continue;
+                    }
+                    Err(RecvError::Closed) => return Err(StoreError::Closed),
+                },
+            };
+            if event.rv <= self.seen_rv {
+                continue;
+            }
+            self.seen_rv = event.rv;
+            if event.key.starts_with(&self.prefix) {
+                return Ok(event);
+            }
+        }
+    }
+
+    /// The resourceVersion up to which this watcher has seen every change, for bookmarks.
+    pub fn progress_rv(&mut self) -> u64 {
+        // Read the committed RV first: every event at or below it was broadcast before it
+        // was stored, so an empty live queue afterwards means all of them were consumed.
+        let committed = self.shared.committed_rv.load(Ordering::Acquire);
+        if matches!(self.state, State::Live) && self.live.is_empty() {
+            self.seen_rv = self.seen_rv.max(committed);
+        }
+        self.seen_rv
+    }
+
+    /// Reads the next chunk of the change log from `next`, or switches to live when the log
+    /// has nothing further.
+    fn fill_backlog(&mut self, next: u64) -> Result<(), StoreError> {
+        let mut read = ReadOptions::default();
+        read.fill_cache(false);
+        let from = keys::rv_key(next);
+        let iter =
+            self.shared.db.iterator_cf_opt(self.shared.cf(CF_LOG), read, IteratorMode::From(&from, Direction::Forward));
+        let mut expected = next;
+        for entry in iter.take(BACKLOG_CHUNK) {
+            let (rv_bytes, record) = entry?;
+            let rv = keys::decode_u64(&rv_bytes)?;
+            if rv != expected {
+                return Err(self.gone());
+            }
+            expected += 1;
+            let event = LogRecord::decode_bytes(&record)?.into_event(rv)?;
+            self.buffered.push_back(Arc::new(event));
+        }
+        if expected == next {
+            if next <= self.shared.compacted_rv.load(Ordering::Acquire) {
+                return Err(self.gone());
+            }
+            self.state = State::Live;
+        } else {
+            self.state = State::Backlog { next: expected };
+        }
+        Ok(())
+    }
+
+    fn gone(&self) -> StoreError {
+        StoreError::Gone { requested: self.seen_rv, oldest: self.shared.compacted_rv.load(Ordering::Acquire) }
+    }
+}

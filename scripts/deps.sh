@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the system packages Atoll's build, tests and benchmarks need, only when missing.
+#   libclang-dev       bindgen for the RocksDB build (librocksdb-sys)
+#   protobuf-compiler  protoc for gRPC code generation (etcd-client in the benchmark)
+#   etcd-server        the baseline of the store benchmark
+#   kubectl            the client the end-to-end tests drive (v1.32 ships with this machine kind)
+set -euo pipefail
+
+need=()
+dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
+command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
+command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+
+if [ "${#need[@]}" -gt 0 ]; then
+  echo "installing system packages: ${need[*]}"
+  if [ "$(id -u)" -ne 0 ]; then sudo=sudo; else sudo=; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+
+if ! command -v kubectl >/dev/null 2>&1; then
+  echo "kubectl is missing: install kubectl v1.32 (it is preinstalled on this machine kind)" >&2
+  exit 1
+fi

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Runs every test: unit, property, in-process integration and end-to-end (real processes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+
+# One target directory outside the clone, reused across runs and clones: RocksDB's C++
+# build alone takes ~12 minutes on this machine kind, so it should happen once.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/atoll-target}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+# The end-to-end tests start the real binaries, so build them first.
+cargo build --workspace --bins
+cargo test --workspace --no-fail-fast

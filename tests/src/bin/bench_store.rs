@@ -1,0 +1,413 @@
+//! `bench-store`: Atoll's full REST create path against etcd's raw put.
+//!
+//! The store's goal is that creating a ConfigMap through Atoll's whole stack (TLS,
+//! HTTP, authentication, admission, JSON, the store's write path) is at least twice as
+//! fast as a bare etcd put of the same size on the same machine, because that is what
+//! a Kubernetes API server on etcd would have as its ceiling. Both systems get the same
+//! load, one after the other so they never compete for the CPUs:
+//!
+//! 1. Atoll: a fresh `atoll-shard`, one logical cluster, N workers each with its own
+//!    HTTPS keep-alive connection, POSTing ConfigMaps with unique names and a random
+//!    `--value-bytes` value. Only 201 counts as done.
+//! 2. etcd: Debian's `/usr/bin/etcd` with default settings (fsync on every commit),
+//!    N workers each with its own gRPC channel, putting unique keys with random values
+//!    of the same size.
+//!
+//! Then it prints ops/s and p50/p99 latency per system and the ratio. Everything it
+//! starts is owned by a guard that kills it on drop, so errors, panics and Ctrl-C all
+//! leave nothing running.
+//!
+//! Run: `cargo build --bins && cargo run -p tests --bin bench-store -- --seconds 30`.
+//! `--skip-etcd` measures Atoll alone; `--skip-atoll` gives this machine's etcd baseline.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Parser;
+use hdrhistogram::Histogram;
+use http::{Method, StatusCode};
+use rand::distributions::Alphanumeric;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tests::etcd::etcd_version;
+use tests::{EtcdProcess, ShardOptions, ShardProcess, TlsConnection, TlsHttp};
+use tokio::task::JoinSet;
+
+/// The logical cluster the ConfigMaps go into.
+const LOGICAL_CLUSTER: &str = "bench";
+
+/// How many failures are printed in full; the rest are only counted, so a broken
+/// server cannot flood the terminal.
+const ERROR_SAMPLES_MAX: usize = 5;
+
+/// The largest latency the histograms hold; slower operations are recorded as this.
+const LATENCY_US_MAX: u64 = 60_000_000;
+
+/// How long a worker waits before reconnecting after a connection failed, so a dead
+/// server is not hammered with handshakes.
+const RECONNECT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// The time limit on each etcd request; matches the HTTPS side's request limit.
+const ETCD_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Command-line flags; every one is bounded so a typo cannot start a day-long run or
+/// thousands of connections.
+#[derive(Parser, Debug)]
+#[command(name = "bench-store", about = "Atoll's REST create rate against etcd's raw put rate")]
+struct Args {
+    /// How long each system is loaded, in seconds.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=600))]
+    seconds: u64,
+    /// Concurrent workers, each with its own connection.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    connections: u64,
+    /// Bytes of random data per object.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    value_bytes: u64,
+    /// Measure only Atoll (no etcd needed).
+    #[arg(long)]
+    skip_etcd: bool,
+    /// Measure only etcd (a baseline for this machine, no atoll-shard needed).
+    #[arg(long, conflicts_with = "skip_etcd")]
+    skip_atoll: bool,
+}
+
+/// The shape of one run, shared by both systems.
+#[derive(Clone, Copy, Debug)]
+struct Load {
+    duration: Duration,
+    workers: usize,
+    value_bytes: usize,
+}
+
+/// What one worker (or all of them, merged) achieved.
+struct Tally {
+    ops: u64,
+    errors: u64,
+    latency_us: Histogram<u64>,
+}
+
+impl Tally {
+    fn new() -> Tally {
+        Tally {
+            ops: 0,
+            errors: 0,
+            latency_us: Histogram::new_with_bounds(1, LATENCY_US_MAX, 3).expect("histogram bounds are valid"),
+        }
+    }
+
+    fn record_ok(&mut self, latency: Duration) {
+        self.ops += 1;
+        let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+        self.latency_us.saturating_record(micros.clamp(1, LATENCY_US_MAX));
+    }
+
+    fn merge(&mut self, other: Tally) -> anyhow::Result<()> {
+        self.ops += other.ops;
+        self.errors += other.errors;
+        self.latency_us.add(other.latency_us).context("merge latency histograms")
+    }
+}
+
+/// One line of the final table.
+struct Report {
+    system: &'static str,
+    tally: Tally,
+    elapsed: Duration,
+}
+
+impl Report {
+    fn ops_per_second(&self) -> f64 {
+        self.tally.ops as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn percentile_ms(&self, quantile: f64) -> f64 {
+        self.tally.latency_us.value_at_quantile(quantile) as f64 / 1000.0
+    }
+}
+
+/// The first few failures, printed as they happen.
+struct ErrorSamples {
+    system: &'static str,
+    printed: Mutex<usize>,
+}
+
+impl ErrorSamples {
+    fn new(system: &'static str) -> Arc<ErrorSamples> {
+        Arc::new(ErrorSamples { system, printed: Mutex::new(0) })
+    }
+
+    fn note(&self, message: impl FnOnce() -> String) {
+        let mut printed = self.printed.lock().unwrap_or_else(|e| e.into_inner());
+        if *printed < ERROR_SAMPLES_MAX {
+            *printed += 1;
+            eprintln!("{} error: {}", self.system, message());
+            if *printed == ERROR_SAMPLES_MAX {
+                eprintln!("{}: further errors are only counted", self.system);
+            }
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let load = Load {
+        duration: Duration::from_secs(args.seconds),
+        workers: usize::try_from(args.connections).context("convert --connections")?,
+        value_bytes: usize::try_from(args.value_bytes).context("convert --value-bytes")?,
+    };
+    // Dropping `run` on Ctrl-C drops the process guards, which kill the shard and etcd.
+    tokio::select! {
+        result = run(load, &args) => result,
+        _ = tokio::signal::ctrl_c() => anyhow::bail!("interrupted; stopped what this run started"),
+    }
+}
+
+async fn run(load: Load, args: &Args) -> anyhow::Result<()> {
+    let etcd_label = if args.skip_etcd {
+        "etcd skipped".to_string()
+    } else {
+        etcd_version().unwrap_or_else(|e| format!("etcd version unknown: {e:#}"))
+    };
+    println!(
+        "bench-store: {:?} per system, {} connections, {}-byte values ({etcd_label})",
+        load.duration, load.workers, load.value_bytes
+    );
+    let atoll = if args.skip_atoll { None } else { Some(bench_atoll(load).await.context("benchmark atoll")?) };
+    let etcd = if args.skip_etcd { None } else { Some(bench_etcd(load).await.context("benchmark etcd")?) };
+    print_table(atoll.as_ref(), etcd.as_ref());
+    Ok(())
+}
+
+fn print_table(atoll: Option<&Report>, etcd: Option<&Report>) {
+    println!();
+    println!("{:<8} {:>10} {:>10} {:>9} {:>9} {:>8}", "system", "ops", "ops/s", "p50 ms", "p99 ms", "errors");
+    for report in atoll.into_iter().chain(etcd) {
+        println!(
+            "{:<8} {:>10} {:>10.1} {:>9.2} {:>9.2} {:>8}",
+            report.system,
+            report.tally.ops,
+            report.ops_per_second(),
+            report.percentile_ms(0.50),
+            report.percentile_ms(0.99),
+            report.tally.errors
+        );
+    }
+    match (atoll, etcd) {
+        (Some(atoll), Some(etcd)) if etcd.tally.ops > 0 => {
+            println!("ratio atoll/etcd = {:.2}x (goal ≥ 2.00x)", atoll.ops_per_second() / etcd.ops_per_second())
+        }
+        (Some(_), Some(_)) => println!("ratio atoll/etcd = n/a (etcd completed no puts)"),
+        (None, _) => println!("ratio atoll/etcd = skipped (--skip-atoll)"),
+        (_, None) => println!("ratio atoll/etcd = skipped (--skip-etcd)"),
+    }
+}
+
+async fn bench_atoll(load: Load) -> anyhow::Result<Report> {
+    eprintln!("atoll: starting a shard");
+    let options = ShardOptions { name: "bench".to_string(), ..ShardOptions::default() };
+    let mut shard = ShardProcess::start(options).await.context("start atoll-shard")?;
+    shard.create_logical_cluster(LOGICAL_CLUSTER).await.context("create the benchmark logical cluster")?;
+    let http = shard.http();
+    ensure_default_namespace(&http).await?;
+
+    // Connect before the clock starts: the benchmark measures creates, not handshakes.
+    let mut connections = Vec::with_capacity(load.workers);
+    for _ in 0..load.workers {
+        connections.push(http.connect().await.context("open a benchmark connection")?);
+    }
+    eprintln!("atoll: {} connections open, loading for {:?}", load.workers, load.duration);
+    let path: Arc<str> = format!("/clusters/{LOGICAL_CLUSTER}/api/v1/namespaces/default/configmaps").into();
+    let samples = ErrorSamples::new("atoll");
+    let started = Instant::now();
+    let deadline = started + load.duration;
+    let mut workers = JoinSet::new();
+    for (worker, connection) in connections.into_iter().enumerate() {
+        let job = AtollWorker {
+            http: http.clone(),
+            path: path.clone(),
+            worker,
+            value_bytes: load.value_bytes,
+            deadline,
+            samples: samples.clone(),
+        };
+        workers.spawn(job.run(connection));
+    }
+    let tally = join_workers(workers).await?;
+    let elapsed = started.elapsed();
+    match shard.stop().await {
+        Ok(status) if !status.success() => eprintln!("atoll: warning: the shard exited with {status} on SIGTERM"),
+        Ok(_) => {}
+        Err(error) => eprintln!("atoll: warning: {error:#}"),
+    }
+    Ok(Report { system: "atoll", tally, elapsed })
+}
+
+/// Kubernetes refuses objects in a namespace that does not exist; create `default`
+/// in case the shard does not create it with the logical cluster.
+async fn ensure_default_namespace(http: &TlsHttp) -> anyhow::Result<()> {
+    let base = format!("/clusters/{LOGICAL_CLUSTER}/api/v1/namespaces");
+    let existing = http.get(&format!("{base}/default")).await.context("look up the default namespace")?;
+    if existing.status == StatusCode::OK {
+        return Ok(());
+    }
+    let namespace = serde_json::json!({
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"},
+    });
+    let created = http.post_json(&base, &namespace).await.context("create the default namespace")?;
+    anyhow::ensure!(
+        matches!(created.status, StatusCode::CREATED | StatusCode::CONFLICT),
+        "create the default namespace: HTTP {}: {}",
+        created.status,
+        created.text()
+    );
+    Ok(())
+}
+
+/// One Atoll load worker: sequential creates on its own connection until the deadline.
+struct AtollWorker {
+    http: TlsHttp,
+    path: Arc<str>,
+    worker: usize,
+    value_bytes: usize,
+    deadline: Instant,
+    samples: Arc<ErrorSamples>,
+}
+
+impl AtollWorker {
+    async fn run(self, connection: TlsConnection) -> Tally {
+        let mut tally = Tally::new();
+        let mut rng = StdRng::from_entropy();
+        let mut connection = Some(connection);
+        let mut sequence = 0u64;
+        while Instant::now() < self.deadline {
+            let open = match connection.as_mut() {
+                Some(open) => open,
+                None => match self.http.connect().await {
+                    Ok(open) => connection.insert(open),
+                    Err(error) => {
+                        tally.errors += 1;
+                        self.samples.note(|| format!("reconnect: {error:#}"));
+                        tokio::time::sleep(RECONNECT_BACKOFF).await;
+                        continue;
+                    }
+                },
+            };
+            let body = configmap_body(self.worker, sequence, &random_value(&mut rng, self.value_bytes));
+            sequence += 1;
+            let headers = [("content-type", "application/json")];
+            let sent = Instant::now();
+            match open.send(Method::POST, &self.path, &headers, body).await {
+                Ok(response) if response.status == StatusCode::CREATED => {
+                    tally.record_ok(sent.elapsed());
+                }
+                Ok(response) => {
+                    tally.errors += 1;
+                    self.samples.note(|| format!("HTTP {}: {}", response.status, clip(&response.text())));
+                }
+                Err(error) => {
+                    tally.errors += 1;
+                    self.samples.note(|| format!("{error:#}"));
+                    // The connection state is unknown after a failed exchange.
+                    connection = None;
+                }
+            }
+        }
+        tally
+    }
+}
+
+fn configmap_body(worker: usize, sequence: u64, value: &str) -> Vec<u8> {
+    let object = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": format!("bench-{worker}-{sequence}")},
+        "data": {"value": value},
+    });
+    serde_json::to_vec(&object).expect("a JSON value serializes")
+}
+
+/// Fresh random data per object, so neither RocksDB's block compression nor anything
+/// else can make the Atoll side cheaper than etcd's uncompressed values.
+fn random_value(rng: &mut StdRng, bytes: usize) -> String {
+    rng.sample_iter(&Alphanumeric).take(bytes).map(char::from).collect()
+}
+
+/// Keeps error bodies short enough to read.
+fn clip(text: &str) -> String {
+    const CLIP_CHARS: usize = 300;
+    match text.char_indices().nth(CLIP_CHARS) {
+        Some((index, _)) => format!("{}…", &text[..index]),
+        None => text.to_string(),
+    }
+}
+
+async fn bench_etcd(load: Load) -> anyhow::Result<Report> {
+    eprintln!("etcd: starting");
+    let mut etcd = EtcdProcess::start().await.context("start etcd")?;
+    let options = etcd_client::ConnectOptions::default()
+        .with_connect_timeout(Duration::from_secs(5))
+        .with_timeout(ETCD_REQUEST_TIMEOUT);
+    // One client, hence one gRPC channel, per worker: the same one-connection-per-worker
+    // shape as the HTTPS side.
+    let mut clients = Vec::with_capacity(load.workers);
+    for _ in 0..load.workers {
+        let client = etcd_client::Client::connect([etcd.client_url()], Some(options.clone()))
+            .await
+            .context("connect an etcd client")?;
+        clients.push(client.kv_client());
+    }
+    eprintln!("etcd: {} clients connected, loading for {:?}", load.workers, load.duration);
+    let samples = ErrorSamples::new("etcd");
+    let started = Instant::now();
+    let deadline = started + load.duration;
+    let mut workers = JoinSet::new();
+    for (worker, kv) in clients.into_iter().enumerate() {
+        workers.spawn(etcd_worker(kv, worker, load.value_bytes, deadline, samples.clone()));
+    }
+    let tally = join_workers(workers).await?;
+    let elapsed = started.elapsed();
+    if let Err(error) = etcd.stop().await {
+        eprintln!("etcd: warning: {error:#}");
+    }
+    Ok(Report { system: "etcd", tally, elapsed })
+}
+
+async fn etcd_worker(
+    mut kv: etcd_client::KvClient,
+    worker: usize,
+    value_bytes: usize,
+    deadline: Instant,
+    samples: Arc<ErrorSamples>,
+) -> Tally {
+    let mut tally = Tally::new();
+    let mut rng = StdRng::from_entropy();
+    let mut sequence = 0u64;
+    while Instant::now() < deadline {
+        // The key a Kubernetes API server on etcd would use for the same ConfigMap.
+        let key = format!("/registry/configmaps/{LOGICAL_CLUSTER}/default/bench-{worker}-{sequence}");
+        let value = random_value(&mut rng, value_bytes);
+        sequence += 1;
+        let sent = Instant::now();
+        match kv.put(key, value, None).await {
+            Ok(_) => tally.record_ok(sent.elapsed()),
+            Err(error) => {
+                tally.errors += 1;
+                samples.note(|| error.to_string());
+            }
+        }
+    }
+    tally
+}
+
+/// Sums up the workers. They live in a `JoinSet` so that dropping the benchmark (on
+/// Ctrl-C or an error) aborts them instead of leaving them to hammer a stopped server.
+async fn join_workers(mut workers: JoinSet<Tally>) -> anyhow::Result<Tally> {
+    let mut total = Tally::new();
+    while let Some(tally) = workers.join_next().await {
+        total.merge(tally.context("join a load worker")?)?;
+    }
+    Ok(total)
+}

@@ -1,0 +1,36 @@
+//! The end-to-end harness: real Atoll processes driven the way users drive them.
+//!
+//! Every end-to-end test and benchmark starts real binaries and talks to them over
+//! HTTPS, so what is tested is what ships. The modules, in the order a test meets them:
+//!
+//! - [`binary`] finds a workspace binary (`atoll-shard`, …) next to the running test
+//!   executable, so tests never build anything themselves.
+//! - [`shard`] starts an `atoll-shard` in a temporary data dir ([`ShardProcess`]), waits
+//!   until it is ready, and stops, kills or restarts it. Every wait is bounded and every
+//!   failure carries the tail of `shard.log`.
+//! - [`kubeconfig`] reads the `admin.kubeconfig` the shard writes, and writes kubeconfigs
+//!   for other users.
+//! - [`certs`] mints client certificates for other users from the shard's client CA.
+//! - [`kubectl`] wraps stock `kubectl` ([`Kubectl`]) with the shard's kubeconfig.
+//! - [`tls_http`] is a raw HTTPS client ([`TlsHttp`]) for requests no well-behaved
+//!   client would send, and for benchmarks that need one connection per worker.
+//! - [`etcd`] starts Debian's etcd for comparison benchmarks.
+//! - [`process`] owns child processes so that nothing outlives the test that started it.
+
+pub mod binary;
+pub mod certs;
+pub mod etcd;
+pub mod kubeconfig;
+pub mod kubectl;
+pub mod ports;
+pub mod process;
+pub mod shard;
+pub mod tls_http;
+
+pub use binary::binary;
+pub use certs::mint_client_identity;
+pub use etcd::EtcdProcess;
+pub use kubeconfig::AdminKubeconfig;
+pub use kubectl::{Kubectl, Output};
+pub use shard::{ShardOptions, ShardProcess};
+pub use tls_http::{ClientIdentity, HttpResponse, TlsConnection, TlsHttp};

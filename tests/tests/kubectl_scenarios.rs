@@ -1,0 +1,222 @@
+//! Stock kubectl against a real `atoll-shard`: the scenarios a person types.
+
+use std::time::Duration;
+use tests::{ShardOptions, ShardProcess};
+
+const MANIFEST: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: shop
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  namespace: shop
+  labels:
+    app: shop
+data:
+  color: blue
+  size: "3"
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: token
+  namespace: shop
+stringData:
+  password: hunter2
+"#;
+
+async fn shard_with_cluster(cluster: &str) -> ShardProcess {
+    let shard = ShardProcess::start(ShardOptions::default()).await.expect("start shard");
+    shard.create_logical_cluster(cluster).await.expect("create logical cluster");
+    shard
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_get_label_annotate_patch() {
+    let shard = shard_with_cluster("alpha").await;
+    let kubectl = || shard.kubectl().cluster("alpha");
+
+    let applied = kubectl().args(["apply", "-f", "-"]).stdin(MANIFEST).ok();
+    assert!(applied.stdout.contains("namespace/shop created"), "{}", applied.stdout);
+    assert!(applied.stdout.contains("configmap/settings created"), "{}", applied.stdout);
+    assert!(applied.stdout.contains("secret/token created"), "{}", applied.stdout);
+
+    // Re-apply with a change goes through kubectl's three-way strategic merge patch.
+    let changed = MANIFEST.replace("color: blue", "color: green");
+    let reapplied = kubectl().args(["apply", "-f", "-"]).stdin(changed).ok();
+    assert!(reapplied.stdout.contains("configmap/settings configured"), "{}", reapplied.stdout);
+    assert!(reapplied.stdout.contains("namespace/shop unchanged"), "{}", reapplied.stdout);
+
+    let yaml = kubectl().args(["get", "configmap", "settings", "-n", "shop", "-o", "yaml"]).ok().stdout;
+    assert!(yaml.contains("color: green"), "{yaml}");
+    assert!(yaml.contains("resourceVersion:"), "{yaml}");
+    assert!(yaml.contains("uid:"), "{yaml}");
+    assert!(yaml.contains("creationTimestamp:"), "{yaml}");
+
+    let secret =
+        kubectl().args(["get", "secret", "token", "-n", "shop", "-o", "jsonpath={.data.password}"]).ok().stdout;
+    assert_eq!(secret, "aHVudGVyMg==");
+
+    kubectl().args(["label", "configmap", "settings", "-n", "shop", "tier=gold"]).ok();
+    kubectl().args(["label", "configmap", "settings", "-n", "shop", "tier=silver", "--overwrite"]).ok();
+    kubectl().args(["annotate", "configmap", "settings", "-n", "shop", "owner=team-a"]).ok();
+    let labelled = kubectl().args(["get", "configmaps", "-n", "shop", "-l", "tier=silver", "-o", "name"]).ok().stdout;
+    assert_eq!(labelled.trim(), "configmap/settings");
+    let none =
+        kubectl().args(["get", "configmaps", "-n", "shop", "-l", "tier notin (silver)", "-o", "name"]).ok().stdout;
+    assert_eq!(none.trim(), "");
+
+    kubectl()
+        .args(["patch", "configmap", "settings", "-n", "shop", "--type", "merge", "-p", r#"{"data":{"size":"4"}}"#])
+        .ok();
+    kubectl()
+        .args([
+            "patch",
+            "configmap",
+            "settings",
+            "-n",
+            "shop",
+            "--type",
+            "json",
+            "-p",
+            r#"[{"op":"remove","path":"/data/color"}]"#,
+        ])
+        .ok();
+    kubectl().args(["patch", "configmap", "settings", "-n", "shop", "-p", r#"{"data":{"shape":"round"}}"#]).ok();
+    let data = kubectl().args(["get", "configmap", "settings", "-n", "shop", "-o", "json"]).ok().json().unwrap();
+    assert_eq!(data["data"], serde_json::json!({"size": "4", "shape": "round"}));
+    assert_eq!(data["metadata"]["annotations"]["owner"], "team-a");
+
+    // Table output with the server's columns.
+    let table = kubectl().args(["get", "configmaps", "-n", "shop"]).ok().stdout;
+    let header = table.lines().next().unwrap_or_default();
+    assert!(header.contains("NAME") && header.contains("DATA") && header.contains("AGE"), "{table}");
+    assert!(table.contains("settings"), "{table}");
+    let namespaces = kubectl().args(["get", "ns"]).ok().stdout;
+    assert!(namespaces.contains("STATUS") && namespaces.contains("Active"), "{namespaces}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_api_resources_and_explain() {
+    let shard = shard_with_cluster("beta").await;
+    let kubectl = || shard.kubectl().cluster("beta");
+    let resources = kubectl().args(["api-resources"]).ok().stdout;
+    for expected in [
+        "configmaps",
+        "namespaces",
+        "secrets",
+        "leases",
+        "clusterroles",
+        "customresourcedefinitions",
+        "logicalclusters",
+        "events",
+    ] {
+        assert!(resources.contains(expected), "{expected} missing from:\n{resources}");
+    }
+    let explain = kubectl().args(["explain", "configmap.data"]).ok().stdout;
+    assert!(explain.contains("KIND:") && explain.contains("ConfigMap"), "{explain}");
+    let explain = kubectl().args(["explain", "leases.spec"]).ok().stdout;
+    assert!(explain.contains("holderIdentity"), "{explain}");
+    let version = kubectl().args(["version", "-o", "json"]).ok().json().unwrap();
+    assert_eq!(version["serverVersion"]["major"], "1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_sees_writes_of_another_client() {
+    let shard = shard_with_cluster("gamma").await;
+    let watcher = shard
+        .kubectl()
+        .cluster("gamma")
+        .args(["get", "configmaps", "-n", "default", "-w", "-o", "name", "--request-timeout=8s"])
+        .timeout(Duration::from_secs(20))
+        .run_async();
+    let watching = tokio::spawn(watcher);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for name in ["first", "second"] {
+        shard.kubectl().cluster("gamma").args(["create", "configmap", name, "-n", "default"]).ok();
+    }
+    shard.kubectl().cluster("gamma").args(["delete", "configmap", "first", "-n", "default"]).ok();
+    let output = watching.await.unwrap();
+    assert!(output.stdout.contains("configmap/first"), "{output:?}");
+    assert!(output.stdout.contains("configmap/second"), "{output:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finalizers_hold_deletion_until_removed() {
+    let shard = shard_with_cluster("delta").await;
+    let kubectl = || shard.kubectl().cluster("delta");
+    let held = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"held","namespace":"default","finalizers":["example.com/hold"]}}"#;
+    kubectl().args(["create", "-f", "-"]).stdin(held).ok();
+    kubectl().args(["delete", "configmap", "held", "-n", "default", "--wait=false"]).ok();
+    let pending = kubectl().args(["get", "configmap", "held", "-n", "default", "-o", "json"]).ok().json().unwrap();
+    assert!(pending["metadata"]["deletionTimestamp"].is_string(), "{pending}");
+    kubectl()
+        .args([
+            "patch",
+            "configmap",
+            "held",
+            "-n",
+            "default",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ])
+        .ok();
+    let gone = kubectl().args(["get", "configmap", "held", "-n", "default"]).fails();
+    assert!(gone.stderr.contains("NotFound") || gone.stderr.contains("not found"), "{gone:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_namespace_deletes_its_content() {
+    let shard = shard_with_cluster("epsilon").await;
+    let kubectl = || shard.kubectl().cluster("epsilon");
+    kubectl().args(["create", "namespace", "doomed"]).ok();
+    kubectl().args(["create", "configmap", "a", "-n", "doomed"]).ok();
+    kubectl().args(["create", "secret", "generic", "b", "-n", "doomed", "--from-literal=k=v"]).ok();
+    kubectl().args(["delete", "namespace", "doomed", "--timeout=30s"]).ok();
+    let gone = kubectl().args(["get", "namespace", "doomed"]).fails();
+    assert!(gone.stderr.contains("not found"), "{gone:?}");
+    let objects =
+        shard.http().get("/clusters/epsilon/api/v1/namespaces/doomed/configmaps").await.unwrap().json().unwrap();
+    assert_eq!(objects["items"], serde_json::json!([]));
+    let create = kubectl().args(["create", "configmap", "late", "-n", "doomed"]).fails();
+    assert!(create.stderr.contains("not found"), "{create:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logical_clusters_are_isolated() {
+    let shard = ShardProcess::start(ShardOptions::default()).await.unwrap();
+    for cluster in ["one", "two"] {
+        shard.create_logical_cluster(cluster).await.unwrap();
+        let value = format!("--from-literal=owner={cluster}");
+        shard.kubectl().cluster(cluster).args(["create", "configmap", "same", "-n", "default", value.as_str()]).ok();
+    }
+    for cluster in ["one", "two"] {
+        let owner = shard
+            .kubectl()
+            .cluster(cluster)
+            .args(["get", "configmap", "same", "-n", "default", "-o", "jsonpath={.data.owner}"])
+            .ok()
+            .stdout;
+        assert_eq!(owner, cluster);
+    }
+    shard.kubectl().cluster("one").args(["delete", "configmap", "same", "-n", "default"]).ok();
+    shard.kubectl().cluster("two").args(["get", "configmap", "same", "-n", "default"]).ok();
+    let missing = shard.kubectl().cluster("nope").args(["get", "configmaps"]).fails();
+    assert!(missing.stderr.contains("does not exist"), "{missing:?}");
+
+    // The wildcard endpoint sees both clusters' objects, annotated with their cluster.
+    let all = shard.http().get("/clusters/*/api/v1/configmaps").await.unwrap().json().unwrap();
+    let clusters: Vec<&str> = all["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|cm| cm["metadata"]["annotations"]["kcp.io/cluster"].as_str())
+        .collect();
+    assert!(clusters.contains(&"two") && !clusters.contains(&"one"), "{clusters:?}");
+}

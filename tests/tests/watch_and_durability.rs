@@ -1,0 +1,197 @@
+//! Watch semantics (410 Gone, bookmarks, streaming lists), a kube-rs watcher that survives
+//! a 410 by re-listing, and durability under kill -9.
+
+use futures::StreamExt;
+use http::Method;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt;
+use kube::Api;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tests::{ShardOptions, ShardProcess};
+
+const CMS: &str = "/clusters/root/api/v1/namespaces/default/configmaps";
+
+fn configmap(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"v": name}})
+}
+
+fn small_retention() -> ShardOptions {
+    ShardOptions {
+        extra_args: vec!["--retention-events".into(), "5".into(), "--compaction-interval-seconds".into(), "1".into()],
+        ..ShardOptions::default()
+    }
+}
+
+async fn read_lines(response: http::Response<hyper::body::Incoming>, count: usize) -> Vec<Value> {
+    use http_body_util::BodyExt;
+    let mut body = response.into_body();
+    let mut buffer = Vec::new();
+    let mut events = Vec::new();
+    while events.len() < count {
+        let frame = tokio::time::timeout(Duration::from_secs(15), body.frame()).await.expect("event within 15 s");
+        let Some(Ok(frame)) = frame else { break };
+        if let Some(data) = frame.data_ref() {
+            buffer.extend_from_slice(data);
+        }
+        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buffer.drain(..=end).collect();
+            events.push(serde_json::from_slice(&line).expect("each line is one JSON event"));
+        }
+    }
+    events
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_from_a_compacted_rv_is_an_in_band_410() {
+    let shard = ShardProcess::start(small_retention()).await.unwrap();
+    let http = shard.http();
+    let first = http.post_json(CMS, &configmap("c0")).await.unwrap().json().unwrap();
+    let old_rv = first["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    for i in 1..20 {
+        http.post_json(CMS, &configmap(&format!("c{i}"))).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let response = http
+        .send_streaming(Method::GET, &format!("{CMS}?watch=true&resourceVersion={old_rv}"), &[], vec![])
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let events = read_lines(response, 1).await;
+    assert_eq!(events[0]["type"], "ERROR", "{events:?}");
+    assert_eq!(events[0]["object"]["code"], 410);
+    assert_eq!(events[0]["object"]["reason"], "Expired");
+    let list = http.get(&format!("{CMS}?resourceVersion={old_rv}&resourceVersionMatch=Exact")).await.unwrap();
+    assert_eq!(list.status, 410, "{}", list.text());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_list_ends_with_an_initial_events_end_bookmark() {
+    let shard = ShardProcess::start(ShardOptions::default()).await.unwrap();
+    let http = shard.http();
+    for name in ["a", "b", "c"] {
+        http.post_json(CMS, &configmap(name)).await.unwrap();
+    }
+    let path =
+        format!("{CMS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true");
+    let response = http.send_streaming(Method::GET, &path, &[], vec![]).await.unwrap();
+    let writer = http.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        writer.post_json(CMS, &configmap("d")).await.unwrap();
+    });
+    let events = read_lines(response, 5).await;
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["ADDED", "ADDED", "ADDED", "BOOKMARK", "ADDED"], "{events:?}");
+    assert_eq!(events[3]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+    assert_eq!(events[4]["object"]["metadata"]["name"], "d");
+
+    // Paged lists are consistent snapshots.
+    let page = http.get(&format!("{CMS}?limit=2")).await.unwrap().json().unwrap();
+    assert_eq!(page["items"].as_array().unwrap().len(), 2);
+    let token = page["metadata"]["continue"].as_str().unwrap();
+    let rest = http.get(&format!("{CMS}?limit=10&continue={token}")).await.unwrap().json().unwrap();
+    assert_eq!(rest["items"].as_array().unwrap().len(), 2, "{rest}");
+    assert_eq!(rest["metadata"]["resourceVersion"], page["metadata"]["resourceVersion"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_rs_watcher_relists_after_410() {
+    let shard = ShardProcess::start(small_retention()).await.unwrap();
+    let client = shard.kube_client("root").await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    // A one-second watch timeout makes the watcher re-watch from its last RV constantly,
+    // so once compaction passes that RV the server answers 410 and the watcher re-lists.
+    let config = watcher::Config::default().timeout(1);
+    let mut events = watcher::watcher(api, config).default_backoff().boxed();
+    let http = shard.http();
+    http.post_json(CMS, &configmap("before")).await.unwrap();
+    let secrets = "/clusters/root/api/v1/namespaces/default/secrets";
+    let mut inits = 0;
+    let mut seen_after = false;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut churn = 0;
+    while tokio::time::Instant::now() < deadline && !(inits >= 2 && seen_after) {
+        // Unrelated writes move the compaction floor past the watcher's RV.
+        for _ in 0..10 {
+            churn += 1;
+            let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": format!("s{churn}")}});
+            http.post_json(secrets, &secret).await.unwrap();
+        }
+        if inits >= 2 && !seen_after {
+            http.post_json(CMS, &configmap(&format!("after{churn}"))).await.unwrap();
+        }
+        while let Ok(Some(event)) = tokio::time::timeout(Duration::from_millis(300), events.next()).await {
+            match event {
+                Ok(Event::Init) => inits += 1,
+                Ok(Event::Apply(cm)) | Ok(Event::InitApply(cm))
+                    if cm.metadata.name.as_deref().is_some_and(|n| n.starts_with("after")) =>
+                {
+                    seen_after = true
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(inits >= 2, "the watcher never re-listed (inits = {inits}): no 410 was served");
+    assert!(seen_after, "after re-listing the watcher kept receiving events");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_writes_survive_kill_9() {
+    let mut shard = ShardProcess::start(ShardOptions::default()).await.unwrap();
+    let http = shard.http();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, u64)>();
+    let mut writers = Vec::new();
+    for worker in 0..8 {
+        let (http, tx) = (http.clone(), tx.clone());
+        writers.push(tokio::spawn(async move {
+            for i in 0.. {
+                let name = format!("w{worker}-{i}");
+                match http.post_json(CMS, &configmap(&name)).await {
+                    Ok(r) if r.status == 201 => {
+                        let rv = r.json().unwrap()["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+                        if tx.send((name, rv)).is_err() {
+                            return;
+                        }
+                    }
+                    _ => return,
+                }
+            }
+        }));
+    }
+    drop(tx);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    shard.kill9();
+    for writer in writers {
+        let _ = writer.await;
+    }
+    let mut acknowledged = BTreeMap::new();
+    while let Ok((name, rv)) = rx.try_recv() {
+        acknowledged.insert(name, rv);
+    }
+    assert!(acknowledged.len() > 20, "only {} writes before the kill", acknowledged.len());
+    shard.restart().await.unwrap();
+    let http = shard.http();
+    let list = http.get(CMS).await.unwrap().json().unwrap();
+    let stored: BTreeMap<String, u64> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["metadata"]["name"].as_str().unwrap().to_string(),
+                o["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap(),
+            )
+        })
+        .collect();
+    for (name, rv) in &acknowledged {
+        assert_eq!(stored.get(name), Some(rv), "acknowledged write {name}@{rv} lost");
+    }
+    let max_acknowledged = acknowledged.values().max().copied().unwrap();
+    let next = http.post_json(CMS, &configmap("after-restart")).await.unwrap().json().unwrap();
+    let next_rv: u64 = next["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+    assert!(next_rv > max_acknowledged, "resourceVersion went backwards: {next_rv} <= {max_acknowledged}");
+}
