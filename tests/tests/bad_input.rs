@@ -5,6 +5,9 @@ use http::Method;
 use serde_json::{json, Value};
 use tests::{ShardOptions, ShardProcess};
 
+/// method, path, headers, body, expected code, expected reason.
+type Case = (Method, String, Vec<(&'static str, &'static str)>, Vec<u8>, u16, &'static str);
+
 const CMS: &str = "/clusters/root/api/v1/namespaces/default/configmaps";
 
 fn status_of(response: &tests::HttpResponse) -> Value {
@@ -24,7 +27,7 @@ async fn every_rejection_is_a_status_with_the_right_code() {
     assert_eq!(http.post_json(CMS, &keep).await.unwrap().status, 201);
 
     let big = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"k": "x".repeat(4 << 20)}});
-    let cases: Vec<(Method, String, Vec<(&str, &str)>, Vec<u8>, u16, &str)> = vec![
+    let cases: Vec<Case> = vec![
         (Method::POST, CMS.into(), json_type.to_vec(), b"{not json".to_vec(), 400, "BadRequest"),
         (
             Method::POST,

@@ -14,19 +14,14 @@ pub struct GroupVersion {
 impl GroupVersion {
     /// Builds a group-version from its parts.
     pub fn new(group: impl Into<String>, version: impl Into<String>) -> Self {
-        Self {
-            group: group.into(),
-            version: version.into(),
-        }
+        Self { group: group.into(), version: version.into() }
     }
 
     /// Parses an `apiVersion` string: `v1` (core) or `group/version`.
     pub fn parse_api_version(api_version: &str) -> Option<Self> {
         match api_version.split_once('/') {
             None if !api_version.is_empty() => Some(Self::new("", api_version)),
-            Some((group, version)) if !group.is_empty() && !version.is_empty() => {
-                Some(Self::new(group, version))
-            }
+            Some((group, version)) if !group.is_empty() && !version.is_empty() => Some(Self::new(group, version)),
             _ => None,
         }
     }
@@ -68,10 +63,7 @@ pub struct GroupResource {
 impl GroupResource {
     /// Builds a group-resource from its parts.
     pub fn new(group: impl Into<String>, resource: impl Into<String>) -> Self {
-        Self {
-            group: group.into(),
-            resource: resource.into(),
-        }
+        Self { group: group.into(), resource: resource.into() }
     }
 }
 
@@ -99,16 +91,8 @@ pub struct GroupVersionKind {
 
 impl GroupVersionKind {
     /// Builds a group-version-kind from its parts.
-    pub fn new(
-        group: impl Into<String>,
-        version: impl Into<String>,
-        kind: impl Into<String>,
-    ) -> Self {
-        Self {
-            group: group.into(),
-            version: version.into(),
-            kind: kind.into(),
-        }
+    pub fn new(group: impl Into<String>, version: impl Into<String>, kind: impl Into<String>) -> Self {
+        Self { group: group.into(), version: version.into(), kind: kind.into() }
     }
 
     /// The group-version part.
@@ -135,13 +119,7 @@ mod tests {
 
     #[test]
     fn group_resource_formats_like_kube() {
-        assert_eq!(
-            GroupResource::new("", "configmaps").to_string(),
-            "configmaps"
-        );
-        assert_eq!(
-            GroupResource::new("coordination.k8s.io", "leases").to_string(),
-            "leases.coordination.k8s.io"
-        );
+        assert_eq!(GroupResource::new("", "configmaps").to_string(), "configmaps");
+        assert_eq!(GroupResource::new("coordination.k8s.io", "leases").to_string(), "leases.coordination.k8s.io");
     }
 }

@@ -20,9 +20,7 @@ pub fn metadata_mut(object: &mut Value) -> &mut Map<String, Value> {
             other.as_object_mut().expect("just made an object")
         }
     };
-    let entry = root
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
+    let entry = root.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
     if !entry.is_object() {
         *entry = Value::Object(Map::new());
     }
@@ -62,11 +60,7 @@ pub fn string_map(object: &Value, field: &str) -> BTreeMap<String, String> {
     metadata(object)
         .and_then(|m| m.get(field))
         .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-                .collect()
-        })
+        .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string()))).collect())
         .unwrap_or_default()
 }
 
@@ -83,9 +77,7 @@ pub fn annotations(object: &Value) -> BTreeMap<String, String> {
 /// Sets one annotation, creating the map when needed.
 pub fn set_annotation(object: &mut Value, key: &str, value: &str) {
     let meta = metadata_mut(object);
-    let annotations = meta
-        .entry("annotations")
-        .or_insert_with(|| Value::Object(Map::new()));
+    let annotations = meta.entry("annotations").or_insert_with(|| Value::Object(Map::new()));
     if !annotations.is_object() {
         *annotations = Value::Object(Map::new());
     }
@@ -100,11 +92,7 @@ pub fn finalizers(object: &Value) -> Vec<String> {
     metadata(object)
         .and_then(|m| m.get("finalizers"))
         .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect()
-        })
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
         .unwrap_or_default()
 }
 
@@ -125,10 +113,7 @@ pub fn is_deleting(object: &Value) -> bool {
 
 /// The object's `metadata.generation`, 0 when absent.
 pub fn generation(object: &Value) -> i64 {
-    metadata(object)
-        .and_then(|m| m.get("generation"))
-        .and_then(Value::as_i64)
-        .unwrap_or(0)
+    metadata(object).and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -138,8 +123,7 @@ mod tests {
 
     #[test]
     fn reads_and_writes_metadata() {
-        let mut obj =
-            json!({"kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "1", "bad": 2}}});
+        let mut obj = json!({"kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "1", "bad": 2}}});
         assert_eq!(name(&obj), Some("a"));
         assert_eq!(namespace(&obj), None);
         assert_eq!(labels(&obj).len(), 1);

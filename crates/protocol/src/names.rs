@@ -22,24 +22,22 @@ pub const TOTAL_ANNOTATION_SIZE_LIMIT_BYTES: usize = 256 * 1024;
 
 /// Longest `generateName` prefix kept before the random suffix, so that the generated name
 /// stays a valid DNS label (kube's `MaxGeneratedNameLength`).
-pub const MAX_GENERATED_NAME_PREFIX_LENGTH: usize =
-    DNS1123_LABEL_MAX_LENGTH - GENERATED_SUFFIX_LENGTH;
+pub const MAX_GENERATED_NAME_PREFIX_LENGTH: usize = DNS1123_LABEL_MAX_LENGTH - GENERATED_SUFFIX_LENGTH;
 const GENERATED_SUFFIX_LENGTH: usize = 5;
 /// kube's `utilrand` alphabet: no vowels (no accidental words) and no look-alikes (0/o, 1/l).
 const GENERATED_SUFFIX_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_LABEL_ERR_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str =
-    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1123_SUBDOMAIN_ERR_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const QUALIFIED_NAME_ERR_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const QUALIFIED_NAME_ERR_MSG: &str =
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const LABEL_VALUE_ERR_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 const CONFIG_MAP_KEY_FMT: &str = "[-._a-zA-Z0-9]+";
-const CONFIG_MAP_KEY_ERR_MSG: &str =
-    "a valid config key must consist of alphanumeric characters, '-', '_' or '.'";
+const CONFIG_MAP_KEY_ERR_MSG: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.'";
 
 /// Checks an object name that must be a DNS-1123 subdomain (most resources).
 /// Returns kube's messages; an empty list means valid.
@@ -49,11 +47,7 @@ pub fn dns1123_subdomain(value: &str) -> Vec<String> {
         errors.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
     }
     if !is_dns1123_subdomain_shape(value) {
-        errors.push(regex_error(
-            DNS1123_SUBDOMAIN_ERR_MSG,
-            DNS1123_SUBDOMAIN_FMT,
-            &["example.com"],
-        ));
+        errors.push(regex_error(DNS1123_SUBDOMAIN_ERR_MSG, DNS1123_SUBDOMAIN_FMT, &["example.com"]));
     }
     errors
 }
@@ -70,11 +64,7 @@ pub fn dns1123_label(value: &str) -> Vec<String> {
         if is_dns1123_subdomain_shape(value) {
             errors.push("must not contain dots".to_string());
         } else {
-            errors.push(regex_error(
-                DNS1123_LABEL_ERR_MSG,
-                DNS1123_LABEL_FMT,
-                &["my-name", "123-abc"],
-            ));
+            errors.push(regex_error(DNS1123_LABEL_ERR_MSG, DNS1123_LABEL_FMT, &["my-name", "123-abc"]));
         }
     }
     errors
@@ -102,10 +92,7 @@ pub fn qualified_name(value: &str) -> Vec<String> {
     if name.is_empty() {
         errors.push("name part must be non-empty".to_string());
     } else if name.len() > QUALIFIED_NAME_MAX_LENGTH {
-        errors.push(format!(
-            "name part {}",
-            max_len_error(QUALIFIED_NAME_MAX_LENGTH)
-        ));
+        errors.push(format!("name part {}", max_len_error(QUALIFIED_NAME_MAX_LENGTH)));
     }
     // Not an `else`: kube reports an empty name part twice, and clients match that text.
     if !is_qualified_name_shape(name) {
@@ -118,18 +105,11 @@ fn prefix_errors(prefix: &str) -> Vec<String> {
     if prefix.is_empty() {
         return vec!["prefix part must be non-empty".to_string()];
     }
-    dns1123_subdomain(prefix)
-        .into_iter()
-        .map(|message| format!("prefix part {message}"))
-        .collect()
+    dns1123_subdomain(prefix).into_iter().map(|message| format!("prefix part {message}")).collect()
 }
 
 fn qualified_name_regex_error() -> String {
-    regex_error(
-        QUALIFIED_NAME_ERR_MSG,
-        QUALIFIED_NAME_FMT,
-        &["MyName", "my.name", "123-abc"],
-    )
+    regex_error(QUALIFIED_NAME_ERR_MSG, QUALIFIED_NAME_FMT, &["MyName", "my.name", "123-abc"])
 }
 
 /// Checks a label value: empty, or up to 63 alphanumerics with `-`, `_`, `.` inside.
@@ -140,11 +120,7 @@ pub fn label_value(value: &str) -> Vec<String> {
         errors.push(max_len_error(LABEL_VALUE_MAX_LENGTH));
     }
     if !value.is_empty() && !is_qualified_name_shape(value) {
-        errors.push(regex_error(
-            LABEL_VALUE_ERR_MSG,
-            LABEL_VALUE_FMT,
-            &["MyValue", "my_value", "12345"],
-        ));
+        errors.push(regex_error(LABEL_VALUE_ERR_MSG, LABEL_VALUE_FMT, &["MyValue", "my_value", "12345"]));
     }
     errors
 }
@@ -158,11 +134,7 @@ pub fn config_map_key(value: &str) -> Vec<String> {
     }
     let key_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
     if value.is_empty() || !value.chars().all(key_char) {
-        errors.push(regex_error(
-            CONFIG_MAP_KEY_ERR_MSG,
-            CONFIG_MAP_KEY_FMT,
-            &["key.name", "KEY_NAME", "key-name"],
-        ));
+        errors.push(regex_error(CONFIG_MAP_KEY_ERR_MSG, CONFIG_MAP_KEY_FMT, &["key.name", "KEY_NAME", "key-name"]));
     }
     if value == "." {
         errors.push("must not be '.'".to_string());
@@ -184,16 +156,8 @@ pub fn config_map_key(value: &str) -> Vec<String> {
 pub fn validate_labels(labels: &BTreeMap<String, String>) -> Vec<(String, String)> {
     let mut errors = Vec::new();
     for (key, value) in labels {
-        errors.extend(
-            qualified_name(key)
-                .into_iter()
-                .map(|detail| invalid_value(key, &detail)),
-        );
-        errors.extend(
-            label_value(value)
-                .into_iter()
-                .map(|detail| invalid_value(value, &detail)),
-        );
+        errors.extend(qualified_name(key).into_iter().map(|detail| invalid_value(key, &detail)));
+        errors.extend(label_value(value).into_iter().map(|detail| invalid_value(value, &detail)));
     }
     errors
 }
@@ -208,29 +172,18 @@ pub fn validate_annotations(annotations: &BTreeMap<String, String>) -> Vec<(Stri
     let mut errors = Vec::new();
     for key in annotations.keys() {
         let details = qualified_name(&key.to_lowercase());
-        errors.extend(
-            details
-                .into_iter()
-                .map(|detail| invalid_value(key, &detail)),
-        );
+        errors.extend(details.into_iter().map(|detail| invalid_value(key, &detail)));
     }
-    let total_bytes: usize = annotations
-        .iter()
-        .map(|(key, value)| key.len() + value.len())
-        .sum();
+    let total_bytes: usize = annotations.iter().map(|(key, value)| key.len() + value.len()).sum();
     if total_bytes > TOTAL_ANNOTATION_SIZE_LIMIT_BYTES {
-        let message =
-            format!("Too long: must have at most {TOTAL_ANNOTATION_SIZE_LIMIT_BYTES} bytes");
+        let message = format!("Too long: must have at most {TOTAL_ANNOTATION_SIZE_LIMIT_BYTES} bytes");
         errors.push((String::new(), message));
     }
     errors
 }
 
 fn invalid_value(bad_value: &str, detail: &str) -> (String, String) {
-    (
-        String::new(),
-        format!("Invalid value: {}: {detail}", go_quote(bad_value)),
-    )
+    (String::new(), format!("Invalid value: {}: {detail}", go_quote(bad_value)))
 }
 
 /// Builds the name for a `generateName` create: the prefix, cut to
@@ -260,8 +213,7 @@ pub fn generated_name(prefix: &str, random: u64) -> String {
 /// `[a-z0-9]([-a-z0-9]*[a-z0-9])?` without the length limit.
 pub(crate) fn is_dns1123_label_shape(value: &str) -> bool {
     let inner = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
-    has_alphanumeric_ends(value, |c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && value.chars().all(inner)
+    has_alphanumeric_ends(value, |c| c.is_ascii_lowercase() || c.is_ascii_digit()) && value.chars().all(inner)
 }
 
 /// Dot-separated DNS-1123 labels, without the length limit.
@@ -289,14 +241,8 @@ fn max_len_error(length: usize) -> String {
 
 /// kube's `RegexError`, whose `"', " + " or "` joins give the double space clients expect.
 fn regex_error(message: &str, pattern: &str, examples: &[&str]) -> String {
-    let quoted: Vec<String> = examples
-        .iter()
-        .map(|example| format!("'{example}', "))
-        .collect();
-    format!(
-        "{message} (e.g. {}regex used for validation is '{pattern}')",
-        quoted.join(" or ")
-    )
+    let quoted: Vec<String> = examples.iter().map(|example| format!("'{example}', ")).collect();
+    format!("{message} (e.g. {}regex used for validation is '{pattern}')", quoted.join(" or "))
 }
 
 /// Quotes like Go's `%q`, which kube uses for bad values in field errors.
@@ -346,10 +292,7 @@ mod tests {
             ("-a", vec![SUBDOMAIN_REGEX_MSG.to_string()]),
             ("a.", vec![SUBDOMAIN_REGEX_MSG.to_string()]),
             ("a_b", vec![SUBDOMAIN_REGEX_MSG.to_string()]),
-            (
-                too_long.as_str(),
-                vec!["must be no more than 253 characters".to_string()],
-            ),
+            (too_long.as_str(), vec!["must be no more than 253 characters".to_string()]),
         ] {
             assert_eq!(dns1123_subdomain(input), expected, "input {input:?}");
         }
@@ -363,10 +306,7 @@ mod tests {
             ("my-name", vec![]),
             ("123-abc", vec![]),
             (sixty_three.as_str(), vec![]),
-            (
-                sixty_four.as_str(),
-                vec!["must be no more than 63 characters".to_string()],
-            ),
+            (sixty_four.as_str(), vec!["must be no more than 63 characters".to_string()]),
             ("my.name", vec!["must not contain dots".to_string()]),
             ("", vec![LABEL_REGEX_MSG.to_string()]),
             ("a-", vec![LABEL_REGEX_MSG.to_string()]),
@@ -387,32 +327,14 @@ mod tests {
             ("my.name_1-x", vec![]),
             ("example.com/MyName", vec![]),
             ("kcp.io/cluster", vec![]),
-            (
-                "",
-                vec![
-                    "name part must be non-empty".to_string(),
-                    NAME_PART_REGEX_MSG.to_string(),
-                ],
-            ),
+            ("", vec!["name part must be non-empty".to_string(), NAME_PART_REGEX_MSG.to_string()]),
             ("a/b/c", vec![too_many_slashes.to_string()]),
             ("/a", vec!["prefix part must be non-empty".to_string()]),
-            (
-                "Example.com/a",
-                vec![format!("prefix part {SUBDOMAIN_REGEX_MSG}")],
-            ),
-            (
-                "a/",
-                vec![
-                    "name part must be non-empty".to_string(),
-                    NAME_PART_REGEX_MSG.to_string(),
-                ],
-            ),
+            ("Example.com/a", vec![format!("prefix part {SUBDOMAIN_REGEX_MSG}")]),
+            ("a/", vec!["name part must be non-empty".to_string(), NAME_PART_REGEX_MSG.to_string()]),
             ("app:monolith", vec![NAME_PART_REGEX_MSG.to_string()]),
             ("_a", vec![NAME_PART_REGEX_MSG.to_string()]),
-            (
-                long_name.as_str(),
-                vec!["name part must be no more than 63 characters".to_string()],
-            ),
+            (long_name.as_str(), vec!["name part must be no more than 63 characters".to_string()]),
         ] {
             assert_eq!(qualified_name(input), expected, "input {input:?}");
         }
@@ -430,10 +352,7 @@ mod tests {
             ("-a", vec![LABEL_VALUE_REGEX_MSG.to_string()]),
             ("a b", vec![LABEL_VALUE_REGEX_MSG.to_string()]),
             ("a/b", vec![LABEL_VALUE_REGEX_MSG.to_string()]),
-            (
-                long_value.as_str(),
-                vec!["must be no more than 63 characters".to_string()],
-            ),
+            (long_value.as_str(), vec!["must be no more than 63 characters".to_string()]),
         ] {
             assert_eq!(label_value(input), expected, "input {input:?}");
         }
@@ -459,19 +378,11 @@ mod tests {
     fn validate_labels_table() {
         for (labels, expected) in [
             (vec![("app", "web"), ("example.com/tier", "")], vec![]),
-            (
-                vec![("app:x", "ok")],
-                vec![format!("Invalid value: \"app:x\": {NAME_PART_REGEX_MSG}")],
-            ),
-            (
-                vec![("app", "a b")],
-                vec![format!("Invalid value: \"a b\": {LABEL_VALUE_REGEX_MSG}")],
-            ),
+            (vec![("app:x", "ok")], vec![format!("Invalid value: \"app:x\": {NAME_PART_REGEX_MSG}")]),
+            (vec![("app", "a b")], vec![format!("Invalid value: \"a b\": {LABEL_VALUE_REGEX_MSG}")]),
         ] {
-            let labels: BTreeMap<String, String> = labels
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
+            let labels: BTreeMap<String, String> =
+                labels.into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
             let got = validate_labels(&labels);
             assert!(got.iter().all(|(suffix, _)| suffix.is_empty()));
             let messages: Vec<String> = got.into_iter().map(|(_, message)| message).collect();
@@ -487,22 +398,12 @@ mod tests {
             (vec![("Example.COM/Note", "anything goes: here")], vec![]),
             (vec![("a", &big[..big.len() - 1])], vec![]),
             (vec![("a", big.as_str())], vec![too_long]),
-            (
-                vec![("bad key", "")],
-                vec![format!(
-                    "Invalid value: \"bad key\": {}",
-                    NAME_PART_REGEX_MSG
-                )],
-            ),
+            (vec![("bad key", "")], vec![format!("Invalid value: \"bad key\": {}", NAME_PART_REGEX_MSG)]),
         ] {
-            let annotations: BTreeMap<String, String> = annotations
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-            let messages: Vec<String> = validate_annotations(&annotations)
-                .into_iter()
-                .map(|(_, message)| message)
-                .collect();
+            let annotations: BTreeMap<String, String> =
+                annotations.into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            let messages: Vec<String> =
+                validate_annotations(&annotations).into_iter().map(|(_, message)| message).collect();
             assert_eq!(messages, expected);
         }
     }
@@ -522,19 +423,14 @@ mod tests {
             assert_eq!(name, expected);
             assert!(name.len() <= DNS1123_LABEL_MAX_LENGTH);
             assert!(name.is_char_boundary(name.len() - 5));
-            assert!(name[name.len() - 5..]
-                .bytes()
-                .all(|b| GENERATED_SUFFIX_ALPHABET.contains(&b)));
+            assert!(name[name.len() - 5..].bytes().all(|b| GENERATED_SUFFIX_ALPHABET.contains(&b)));
         }
     }
 
     #[test]
     fn generated_name_keeps_char_boundaries() {
         let prefix = format!("{}é", "a".repeat(57));
-        assert_eq!(
-            generated_name(&prefix, 0),
-            format!("{}bbbbb", "a".repeat(57))
-        );
+        assert_eq!(generated_name(&prefix, 0), format!("{}bbbbb", "a".repeat(57)));
     }
 
     #[test]

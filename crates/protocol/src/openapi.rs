@@ -68,9 +68,7 @@ pub fn schema_ref(name: &str) -> Value {
 /// Swagger 2.0 style `#/definitions/<name>` is accepted too, so schemas copied from older
 /// documents still resolve.
 pub fn ref_name(reference: &str) -> Option<&str> {
-    reference
-        .strip_prefix(SCHEMA_REF_PREFIX)
-        .or_else(|| reference.strip_prefix("#/definitions/"))
+    reference.strip_prefix(SCHEMA_REF_PREFIX).or_else(|| reference.strip_prefix("#/definitions/"))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -113,9 +111,7 @@ pub fn discovery_root(paths: impl IntoIterator<Item = (String, String)>) -> Valu
 pub fn document_hash(document_bytes: &[u8]) -> String {
     const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
     const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let hash = document_bytes.iter().fold(OFFSET_BASIS, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(PRIME)
-    });
+    let hash = document_bytes.iter().fold(OFFSET_BASIS, |hash, byte| (hash ^ u64::from(*byte)).wrapping_mul(PRIME));
     format!("{hash:016X}")
 }
 
@@ -246,12 +242,7 @@ const LIST_PARAMETERS: &[&str] = &[
 ];
 const WRITE_PARAMETERS: &[&str] = &["dryRun", "fieldManager", "fieldValidation"];
 const PATCH_PARAMETERS: &[&str] = &["dryRun", "fieldManager", "fieldValidation", "force"];
-const DELETE_PARAMETERS: &[&str] = &[
-    "dryRun",
-    "gracePeriodSeconds",
-    "orphanDependents",
-    "propagationPolicy",
-];
+const DELETE_PARAMETERS: &[&str] = &["dryRun", "gracePeriodSeconds", "orphanDependents", "propagationPolicy"];
 const DELETE_COLLECTION_PARAMETERS: &[&str] = &[
     "continue",
     "dryRun",
@@ -428,15 +419,9 @@ const QUERY_PARAMETERS: &[(&str, &str, &str)] = &[
 
 /// The query parameter `name` as kube writes it: `in: query`, with a schema.
 fn query_parameter(name: &str) -> Value {
-    let (_, schema_type, description) = QUERY_PARAMETERS
-        .iter()
-        .find(|(known, _, _)| *known == name)
-        .copied()
-        .unwrap_or((name, "string", ""));
-    debug_assert!(
-        !description.is_empty(),
-        "query parameter {name} missing from QUERY_PARAMETERS"
-    );
+    let (_, schema_type, description) =
+        QUERY_PARAMETERS.iter().find(|(known, _, _)| *known == name).copied().unwrap_or((name, "string", ""));
+    debug_assert!(!description.is_empty(), "query parameter {name} missing from QUERY_PARAMETERS");
     json!({
         "description": description,
         "in": "query",
@@ -464,37 +449,23 @@ struct ResourceContext<'a> {
     strategic_merge_patch: bool,
 }
 
-fn add_resource_paths(
-    paths: &mut BTreeMap<String, Value>,
-    gv: &GroupVersion,
-    resource: &OpenApiResource,
-) {
+fn add_resource_paths(paths: &mut BTreeMap<String, Value>, gv: &GroupVersion, resource: &OpenApiResource) {
     let context = ResourceContext {
         resource,
         gvk: json!({ "group": gv.group, "kind": resource.kind, "version": gv.version }),
-        id_group_version: format!(
-            "{}{}",
-            upper_camel(&group_words(&gv.group)),
-            capitalize(&gv.version)
-        ),
+        id_group_version: format!("{}{}", upper_camel(&group_words(&gv.group)), capitalize(&gv.version)),
         tag: format!("{}_{}", lower_camel(&group_words(&gv.group)), gv.version),
         strategic_merge_patch: compiled_into_kube(&resource.schema_name),
     };
-    for endpoint in [
-        Endpoint::Collection,
-        Endpoint::AllNamespaces,
-        Endpoint::Item,
-        Endpoint::Status,
-        Endpoint::Finalize,
-    ] {
+    for endpoint in
+        [Endpoint::Collection, Endpoint::AllNamespaces, Endpoint::Item, Endpoint::Status, Endpoint::Finalize]
+    {
         let Some(path) = endpoint_path(gv, resource, endpoint) else {
             continue;
         };
         let operations: Vec<(&str, Value)> = OPERATIONS
             .iter()
-            .filter(|spec| {
-                spec.endpoint == endpoint && resource.verbs.iter().any(|verb| verb == spec.verb)
-            })
+            .filter(|spec| spec.endpoint == endpoint && resource.verbs.iter().any(|verb| verb == spec.verb))
             .map(|spec| (spec.method, operation(&context, spec)))
             .collect();
         if operations.is_empty() {
@@ -504,21 +475,14 @@ fn add_resource_paths(
         for (method, operation) in operations {
             item.insert(method.to_owned(), operation);
         }
-        item.insert(
-            "parameters".to_owned(),
-            Value::Array(path_parameters(resource, endpoint)),
-        );
+        item.insert("parameters".to_owned(), Value::Array(path_parameters(resource, endpoint)));
         item.sort_keys();
         paths.insert(path, Value::Object(item));
     }
 }
 
 /// The URL path of an endpoint, or None when the resource has no such endpoint.
-fn endpoint_path(
-    gv: &GroupVersion,
-    resource: &OpenApiResource,
-    endpoint: Endpoint,
-) -> Option<String> {
+fn endpoint_path(gv: &GroupVersion, resource: &OpenApiResource, endpoint: Endpoint) -> Option<String> {
     let base = format!("/{}", gv.url_prefix());
     let collection = if resource.namespaced {
         format!("{base}/namespaces/{{namespace}}/{}", resource.resource)
@@ -528,35 +492,20 @@ fn endpoint_path(
     let has_subresource = |name: &str| resource.subresources.iter().any(|sub| sub == name);
     match endpoint {
         Endpoint::Collection => Some(collection),
-        Endpoint::AllNamespaces => resource
-            .namespaced
-            .then(|| format!("{base}/{}", resource.resource)),
+        Endpoint::AllNamespaces => resource.namespaced.then(|| format!("{base}/{}", resource.resource)),
         Endpoint::Item => Some(format!("{collection}/{{name}}")),
-        Endpoint::Status => {
-            has_subresource("status").then(|| format!("{collection}/{{name}}/status"))
-        }
-        Endpoint::Finalize => {
-            has_subresource("finalize").then(|| format!("{collection}/{{name}}/finalize"))
-        }
+        Endpoint::Status => has_subresource("status").then(|| format!("{collection}/{{name}}/status")),
+        Endpoint::Finalize => has_subresource("finalize").then(|| format!("{collection}/{{name}}/finalize")),
     }
 }
 
 fn path_parameters(resource: &OpenApiResource, endpoint: Endpoint) -> Vec<Value> {
     let mut parameters = Vec::new();
-    if matches!(
-        endpoint,
-        Endpoint::Item | Endpoint::Status | Endpoint::Finalize
-    ) {
-        parameters.push(path_parameter(
-            "name",
-            &format!("name of the {}", resource.kind),
-        ));
+    if matches!(endpoint, Endpoint::Item | Endpoint::Status | Endpoint::Finalize) {
+        parameters.push(path_parameter("name", &format!("name of the {}", resource.kind)));
     }
     if resource.namespaced && endpoint != Endpoint::AllNamespaces {
-        parameters.push(path_parameter(
-            "namespace",
-            "object name and auth scope, such as for teams and projects",
-        ));
+        parameters.push(path_parameter("namespace", "object name and auth scope, such as for teams and projects"));
     }
     parameters.push(query_parameter("pretty"));
     parameters
@@ -565,17 +514,10 @@ fn path_parameters(resource: &OpenApiResource, endpoint: Endpoint) -> Vec<Value>
 fn operation(context: &ResourceContext<'_>, spec: &OperationSpec) -> Value {
     let resource = context.resource;
     let mut operation = Map::new();
-    operation.insert(
-        "description".into(),
-        json!(format!("{} {}", spec.description, resource.kind)),
-    );
+    operation.insert("description".into(), json!(format!("{} {}", spec.description, resource.kind)));
     operation.insert("operationId".into(), json!(operation_id(context, spec)));
     if !spec.parameters.is_empty() {
-        let parameters = spec
-            .parameters
-            .iter()
-            .map(|name| query_parameter(name))
-            .collect();
+        let parameters = spec.parameters.iter().map(|name| query_parameter(name)).collect();
         operation.insert("parameters".into(), Value::Array(parameters));
     }
     if let Some(body) = request_body(context, spec.body) {
@@ -591,26 +533,16 @@ fn operation(context: &ResourceContext<'_>, spec: &OperationSpec) -> Value {
 /// kube's operation IDs: `patchCoreV1NamespacedConfigMapStatus`,
 /// `deleteRbacAuthorizationV1CollectionClusterRole`, `listCoreV1SecretForAllNamespaces`.
 fn operation_id(context: &ResourceContext<'_>, spec: &OperationSpec) -> String {
-    let collection = if spec.action == "deletecollection" {
-        "Collection"
-    } else {
-        ""
-    };
-    let namespaced = if context.resource.namespaced && spec.endpoint != Endpoint::AllNamespaces {
-        "Namespaced"
-    } else {
-        ""
-    };
+    let collection = if spec.action == "deletecollection" { "Collection" } else { "" };
+    let namespaced =
+        if context.resource.namespaced && spec.endpoint != Endpoint::AllNamespaces { "Namespaced" } else { "" };
     let suffix = match spec.endpoint {
         Endpoint::AllNamespaces => "ForAllNamespaces",
         Endpoint::Status => "Status",
         Endpoint::Finalize => "Finalize",
         Endpoint::Collection | Endpoint::Item => "",
     };
-    format!(
-        "{}{}{collection}{namespaced}{}{suffix}",
-        spec.id_prefix, context.id_group_version, context.resource.kind
-    )
+    format!("{}{}{collection}{namespaced}{}{suffix}", spec.id_prefix, context.id_group_version, context.resource.kind)
 }
 
 fn request_body(context: &ResourceContext<'_>, body: Body) -> Option<Value> {
@@ -624,11 +556,8 @@ fn request_body(context: &ResourceContext<'_>, body: Body) -> Option<Value> {
             "content": { "*/*": { "schema": schema_ref(DELETE_OPTIONS_SCHEMA) } }
         })),
         Body::Patch => {
-            let mut media_types = vec![
-                "application/apply-patch+yaml",
-                "application/json-patch+json",
-                "application/merge-patch+json",
-            ];
+            let mut media_types =
+                vec!["application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json"];
             if context.strategic_merge_patch {
                 media_types.push("application/strategic-merge-patch+json");
             }
@@ -640,24 +569,12 @@ fn request_body(context: &ResourceContext<'_>, body: Body) -> Option<Value> {
 fn responses(context: &ResourceContext<'_>, reply: Reply) -> Value {
     let resource = context.resource;
     let (schema, codes, media_types): (String, &[u16], &[&str]) = match reply {
-        Reply::Object(codes) => (
-            resource.schema_name.clone(),
-            codes,
-            &["application/json", "application/yaml"],
-        ),
-        Reply::Status(codes) => (
-            STATUS_SCHEMA.to_owned(),
-            codes,
-            &["application/json", "application/yaml"],
-        ),
+        Reply::Object(codes) => (resource.schema_name.clone(), codes, &["application/json", "application/yaml"]),
+        Reply::Status(codes) => (STATUS_SCHEMA.to_owned(), codes, &["application/json", "application/yaml"]),
         Reply::List => (
             list_schema_name(resource),
             &[200],
-            &[
-                "application/json",
-                "application/json;stream=watch",
-                "application/yaml",
-            ],
+            &["application/json", "application/json;stream=watch", "application/yaml"],
         ),
     };
     let mut responses = Map::new();
@@ -679,12 +596,7 @@ fn responses(context: &ResourceContext<'_>, reply: Reply) -> Value {
 fn media_type_map(media_types: &[&str], schema_name: &str) -> Value {
     let content: Map<String, Value> = media_types
         .iter()
-        .map(|media_type| {
-            (
-                (*media_type).to_owned(),
-                json!({ "schema": schema_ref(schema_name) }),
-            )
-        })
+        .map(|media_type| ((*media_type).to_owned(), json!({ "schema": schema_ref(schema_name) })))
         .collect();
     Value::Object(content)
 }
@@ -692,8 +604,7 @@ fn media_type_map(media_types: &[&str], schema_name: &str) -> Value {
 /// Kinds compiled into kube-apiserver accept strategic merge patches; custom resources
 /// (whose schema names are reversed group names such as `io.kcp.core…`) do not.
 fn compiled_into_kube(schema_name: &str) -> bool {
-    schema_name.starts_with("io.k8s.api.")
-        || schema_name.starts_with("io.k8s.apiextensions-apiserver.")
+    schema_name.starts_with("io.k8s.api.") || schema_name.starts_with("io.k8s.apiextensions-apiserver.")
 }
 
 /// Components key of a resource's list schema.
@@ -711,10 +622,7 @@ fn group_words(group: &str) -> Vec<&str> {
         return vec!["core"];
     }
     let group = group.strip_suffix(".k8s.io").unwrap_or(group);
-    group
-        .split(['.', '-'])
-        .filter(|word| !word.is_empty())
-        .collect()
+    group.split(['.', '-']).filter(|word| !word.is_empty()).collect()
 }
 
 fn capitalize(word: &str) -> String {
@@ -763,9 +671,7 @@ fn document_schemas(
         };
         schemas.insert(list_name, list_schema);
     }
-    let mut pending: Vec<String> = [DELETE_OPTIONS_SCHEMA, STATUS_SCHEMA, PATCH_SCHEMA]
-        .map(String::from)
-        .to_vec();
+    let mut pending: Vec<String> = [DELETE_OPTIONS_SCHEMA, STATUS_SCHEMA, PATCH_SCHEMA].map(String::from).to_vec();
     for schema in schemas.values() {
         collect_refs(schema, &mut pending);
     }
@@ -785,9 +691,7 @@ fn document_schemas(
 
 /// A component schema by name: the caller's first, the built-ins second.
 pub fn lookup_schema<'a>(components: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
-    components
-        .get(name)
-        .or_else(|| builtin_components().get(name))
+    components.get(name).or_else(|| builtin_components().get(name))
 }
 
 /// Pushes the component names of every `$ref` inside `schema`.
@@ -811,9 +715,7 @@ fn gvk_value(group: &str, version: &str, kind: &str) -> Value {
 /// `schema` with `gvk` in its `x-kubernetes-group-version-kind` list.
 fn with_gvk(mut schema: Value, gvk: Value) -> Value {
     if let Value::Object(map) = &mut schema {
-        let entry = map
-            .entry(GVK_EXTENSION)
-            .or_insert_with(|| Value::Array(Vec::new()));
+        let entry = map.entry(GVK_EXTENSION).or_insert_with(|| Value::Array(Vec::new()));
         if let Value::Array(gvks) = entry {
             if !gvks.contains(&gvk) {
                 gvks.push(gvk);
@@ -913,10 +815,7 @@ const SUPPORT_SCHEMAS: &[fn(&mut SchemaGenerator) -> Schema] = &[
 
 /// Meta kinds that carry a GVK in kube's documents; kube lists one per group, the core one
 /// is what clients look for.
-const META_KINDS: &[(&str, &str)] = &[
-    (DELETE_OPTIONS_SCHEMA, "DeleteOptions"),
-    (STATUS_SCHEMA, "Status"),
-];
+const META_KINDS: &[(&str, &str)] = &[(DELETE_OPTIONS_SCHEMA, "DeleteOptions"), (STATUS_SCHEMA, "Status")];
 
 /// All built-in component schemas, keyed like kube's (`io.k8s.api.core.v1.ConfigMap`), with
 /// OpenAPI 3.0 `$ref`s (`#/components/schemas/…`), generated on first use.
@@ -943,19 +842,16 @@ pub fn builtin_components() -> &'static Map<String, Value> {
 /// Components key of the schema for a built-in kind or its list, e.g. (`""`, `v1`,
 /// `ConfigMapList`) → `io.k8s.api.core.v1.ConfigMapList`.
 pub fn schema_name_for(group: &str, version: &str, kind: &str) -> Option<String> {
-    BUILTIN_KINDS
-        .iter()
-        .filter(|builtin| builtin.group == group && builtin.version == version)
-        .find_map(|builtin| {
-            let name = (builtin.schema_name)();
-            if builtin.kind == kind {
-                Some(name.into_owned())
-            } else if kind.strip_suffix("List") == Some(builtin.kind) {
-                Some(format!("{name}List"))
-            } else {
-                None
-            }
-        })
+    BUILTIN_KINDS.iter().filter(|builtin| builtin.group == group && builtin.version == version).find_map(|builtin| {
+        let name = (builtin.schema_name)();
+        if builtin.kind == kind {
+            Some(name.into_owned())
+        } else if kind.strip_suffix("List") == Some(builtin.kind) {
+            Some(format!("{name}List"))
+        } else {
+            None
+        }
+    })
 }
 
 fn generate_builtin_components() -> Map<String, Value> {
@@ -984,11 +880,7 @@ fn generate_builtin_components() -> Map<String, Value> {
             drop_type_meta_defaults(schema);
             *schema = with_gvk(schema.take(), gvk);
         }
-        let list_gvk = gvk_value(
-            builtin.group,
-            builtin.version,
-            &format!("{}List", builtin.kind),
-        );
+        let list_gvk = gvk_value(builtin.group, builtin.version, &format!("{}List", builtin.kind));
         let list = list_schema(&name, builtin.kind, list_gvk);
         components.insert(format!("{name}List"), list);
     }
@@ -1024,10 +916,7 @@ fn unwrap_descriptions(schema: &mut Value) {
 }
 
 fn unwrap_lines(text: &str) -> String {
-    let paragraphs: Vec<String> = text
-        .split("\n\n")
-        .map(|paragraph| paragraph.replace('\n', " "))
-        .collect();
+    let paragraphs: Vec<String> = text.split("\n\n").map(|paragraph| paragraph.replace('\n', " ")).collect();
     paragraphs.join("\n\n")
 }
 
@@ -1053,34 +942,13 @@ fn apply_kube_forms(components: &mut Map<String, Value>) {
             "io.k8s.apimachinery.pkg.util.intstr.IntOrString",
             json!({ "format": "int-or-string", "oneOf": [{ "type": "integer" }, { "type": "string" }] }),
         ),
-        (
-            "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
-            json!({ PRESERVE_UNKNOWN_FIELDS: true }),
-        ),
-        (
-            "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray",
-            json!({}),
-        ),
-        (
-            "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool",
-            json!({}),
-        ),
-        (
-            "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray",
-            json!({}),
-        ),
-        (
-            "io.k8s.apimachinery.pkg.runtime.RawExtension",
-            json!({ "type": "object", PRESERVE_UNKNOWN_FIELDS: true }),
-        ),
-        (
-            "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1",
-            json!({ "type": "object", PRESERVE_UNKNOWN_FIELDS: true }),
-        ),
-        (
-            PATCH_SCHEMA,
-            json!({ "type": "object", PRESERVE_UNKNOWN_FIELDS: true }),
-        ),
+        ("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON", json!({ PRESERVE_UNKNOWN_FIELDS: true })),
+        ("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray", json!({})),
+        ("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool", json!({})),
+        ("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray", json!({})),
+        ("io.k8s.apimachinery.pkg.runtime.RawExtension", json!({ "type": "object", PRESERVE_UNKNOWN_FIELDS: true })),
+        ("io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1", json!({ "type": "object", PRESERVE_UNKNOWN_FIELDS: true })),
+        (PATCH_SCHEMA, json!({ "type": "object", PRESERVE_UNKNOWN_FIELDS: true })),
     ];
     for (name, form) in forms {
         if let Some(schema) = components.get_mut(name) {
@@ -1129,11 +997,19 @@ fn apply_list_semantics(components: &mut Map<String, Value>) {
         })
     };
     let semantics = [
-        (OBJECT_META_SCHEMA, "finalizers", json!({ "x-kubernetes-list-type": "set", "x-kubernetes-patch-strategy": "merge" })),
+        (
+            OBJECT_META_SCHEMA,
+            "finalizers",
+            json!({ "x-kubernetes-list-type": "set", "x-kubernetes-patch-strategy": "merge" }),
+        ),
         (OBJECT_META_SCHEMA, "ownerReferences", map_list("uid")),
         ("io.k8s.api.core.v1.ServiceAccount", "secrets", map_list("name")),
         ("io.k8s.api.core.v1.NamespaceStatus", "conditions", map_list("type")),
-        ("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps", "x-kubernetes-validations", map_list("rule")),
+        (
+            "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps",
+            "x-kubernetes-validations",
+            map_list("rule"),
+        ),
         (
             "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus",
             "conditions",
@@ -1141,9 +1017,8 @@ fn apply_list_semantics(components: &mut Map<String, Value>) {
         ),
     ];
     for (schema, property, extensions) in semantics {
-        let target = components
-            .get_mut(schema)
-            .and_then(|schema| schema.pointer_mut(&format!("/properties/{property}")));
+        let target =
+            components.get_mut(schema).and_then(|schema| schema.pointer_mut(&format!("/properties/{property}")));
         debug_assert!(target.is_some(), "{schema} has no property {property}");
         if let (Some(Value::Object(target)), Value::Object(extensions)) = (target, extensions) {
             target.extend(extensions);
@@ -1155,48 +1030,24 @@ fn apply_list_semantics(components: &mut Map<String, Value>) {
 mod tests {
     use super::*;
 
-    fn resource(
-        resource: &str,
-        kind: &str,
-        namespaced: bool,
-        schema_name: &str,
-    ) -> OpenApiResource {
+    fn resource(resource: &str, kind: &str, namespaced: bool, schema_name: &str) -> OpenApiResource {
         OpenApiResource {
             resource: resource.into(),
             kind: kind.into(),
             namespaced,
             schema_name: schema_name.into(),
             list_kind: format!("{kind}List"),
-            verbs: [
-                "create",
-                "delete",
-                "deletecollection",
-                "get",
-                "list",
-                "patch",
-                "update",
-                "watch",
-            ]
-            .map(String::from)
-            .to_vec(),
+            verbs: ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+                .map(String::from)
+                .to_vec(),
             subresources: Vec::new(),
         }
     }
 
     fn core_document() -> Value {
-        let mut namespaces = resource(
-            "namespaces",
-            "Namespace",
-            false,
-            "io.k8s.api.core.v1.Namespace",
-        );
+        let mut namespaces = resource("namespaces", "Namespace", false, "io.k8s.api.core.v1.Namespace");
         namespaces.subresources = vec!["status".into(), "finalize".into()];
-        let configmaps = resource(
-            "configmaps",
-            "ConfigMap",
-            true,
-            "io.k8s.api.core.v1.ConfigMap",
-        );
+        let configmaps = resource("configmaps", "ConfigMap", true, "io.k8s.api.core.v1.ConfigMap");
         group_version_document("", "v1", &[namespaces, configmaps], builtin_components())
     }
 
@@ -1227,72 +1078,17 @@ mod tests {
         let document = core_document();
         let cases = [
             ("/api/v1/namespaces", "get", "listCoreV1Namespace", "list"),
-            (
-                "/api/v1/namespaces",
-                "post",
-                "createCoreV1Namespace",
-                "post",
-            ),
-            (
-                "/api/v1/namespaces",
-                "delete",
-                "deleteCoreV1CollectionNamespace",
-                "deletecollection",
-            ),
-            (
-                "/api/v1/namespaces/{name}",
-                "get",
-                "readCoreV1Namespace",
-                "get",
-            ),
-            (
-                "/api/v1/namespaces/{name}",
-                "put",
-                "replaceCoreV1Namespace",
-                "put",
-            ),
-            (
-                "/api/v1/namespaces/{name}",
-                "patch",
-                "patchCoreV1Namespace",
-                "patch",
-            ),
-            (
-                "/api/v1/namespaces/{name}",
-                "delete",
-                "deleteCoreV1Namespace",
-                "delete",
-            ),
-            (
-                "/api/v1/namespaces/{name}/status",
-                "patch",
-                "patchCoreV1NamespaceStatus",
-                "patch",
-            ),
-            (
-                "/api/v1/namespaces/{name}/finalize",
-                "put",
-                "replaceCoreV1NamespaceFinalize",
-                "put",
-            ),
-            (
-                "/api/v1/namespaces/{namespace}/configmaps",
-                "get",
-                "listCoreV1NamespacedConfigMap",
-                "list",
-            ),
-            (
-                "/api/v1/namespaces/{namespace}/configmaps/{name}",
-                "patch",
-                "patchCoreV1NamespacedConfigMap",
-                "patch",
-            ),
-            (
-                "/api/v1/configmaps",
-                "get",
-                "listCoreV1ConfigMapForAllNamespaces",
-                "list",
-            ),
+            ("/api/v1/namespaces", "post", "createCoreV1Namespace", "post"),
+            ("/api/v1/namespaces", "delete", "deleteCoreV1CollectionNamespace", "deletecollection"),
+            ("/api/v1/namespaces/{name}", "get", "readCoreV1Namespace", "get"),
+            ("/api/v1/namespaces/{name}", "put", "replaceCoreV1Namespace", "put"),
+            ("/api/v1/namespaces/{name}", "patch", "patchCoreV1Namespace", "patch"),
+            ("/api/v1/namespaces/{name}", "delete", "deleteCoreV1Namespace", "delete"),
+            ("/api/v1/namespaces/{name}/status", "patch", "patchCoreV1NamespaceStatus", "patch"),
+            ("/api/v1/namespaces/{name}/finalize", "put", "replaceCoreV1NamespaceFinalize", "put"),
+            ("/api/v1/namespaces/{namespace}/configmaps", "get", "listCoreV1NamespacedConfigMap", "list"),
+            ("/api/v1/namespaces/{namespace}/configmaps/{name}", "patch", "patchCoreV1NamespacedConfigMap", "patch"),
+            ("/api/v1/configmaps", "get", "listCoreV1ConfigMapForAllNamespaces", "list"),
         ];
         for (path, method, operation_id, action) in cases {
             let operation = &document["paths"][path][method];
@@ -1300,12 +1096,8 @@ mod tests {
             assert_eq!(operation["x-kubernetes-action"], action, "{path} {method}");
             assert!(operation[GVK_EXTENSION].is_object(), "{path} {method}");
         }
-        assert!(document["paths"]["/api/v1/namespaces/{name}/finalize"]
-            .get("patch")
-            .is_none());
-        assert!(
-            document["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}/status"].is_null()
-        );
+        assert!(document["paths"]["/api/v1/namespaces/{name}/finalize"].get("patch").is_none());
+        assert!(document["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}/status"].is_null());
     }
 
     /// kubectl v1.32 `supportsQueryParamV3`: for each path's PATCH operation whose
@@ -1324,10 +1116,7 @@ mod tests {
             assert!(patch[GVK_EXTENSION]["kind"].is_string(), "{path}");
             let parameters = patch["parameters"].as_array().unwrap();
             assert!(
-                parameters
-                    .iter()
-                    .any(|parameter| parameter["name"] == "fieldValidation"
-                        && parameter["in"] == "query"),
+                parameters.iter().any(|parameter| parameter["name"] == "fieldValidation" && parameter["in"] == "query"),
                 "{path}"
             );
         }
@@ -1336,27 +1125,14 @@ mod tests {
 
     #[test]
     fn strategic_merge_patch_only_for_kinds_compiled_into_kube() {
-        let cluster = resource(
-            "logicalclusters",
-            "LogicalCluster",
-            false,
-            "io.kcp.core.v1alpha1.LogicalCluster",
-        );
-        let kcp =
-            group_version_document("core.kcp.io", "v1alpha1", &[cluster], builtin_components());
+        let cluster = resource("logicalclusters", "LogicalCluster", false, "io.kcp.core.v1alpha1.LogicalCluster");
+        let kcp = group_version_document("core.kcp.io", "v1alpha1", &[cluster], builtin_components());
         let kcp_patch = &kcp["paths"]["/apis/core.kcp.io/v1alpha1/logicalclusters/{name}"]["patch"];
-        assert!(kcp_patch["requestBody"]["content"]
-            .get("application/strategic-merge-patch+json")
-            .is_none());
-        assert!(kcp_patch["requestBody"]["content"]
-            .get("application/merge-patch+json")
-            .is_some());
+        assert!(kcp_patch["requestBody"]["content"].get("application/strategic-merge-patch+json").is_none());
+        assert!(kcp_patch["requestBody"]["content"].get("application/merge-patch+json").is_some());
         let core = core_document();
-        let core_patch =
-            &core["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"];
-        assert!(core_patch["requestBody"]["content"]
-            .get("application/strategic-merge-patch+json")
-            .is_some());
+        let core_patch = &core["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"];
+        assert!(core_patch["requestBody"]["content"].get("application/strategic-merge-patch+json").is_some());
     }
 
     #[test]
@@ -1396,18 +1172,14 @@ mod tests {
             schemas["com.example.v1.Widget"][GVK_EXTENSION],
             json!([{"group": "example.com", "kind": "Widget", "version": "v1"}])
         );
-        assert_eq!(
-            schemas["com.example.v1.WidgetList"][GVK_EXTENSION][0]["kind"],
-            "WidgetList"
-        );
+        assert_eq!(schemas["com.example.v1.WidgetList"][GVK_EXTENSION][0]["kind"], "WidgetList");
         assert!(schemas.get(LIST_META_SCHEMA).is_some());
         assert_eq!(
             document["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets"]["get"]["tags"],
             json!(["exampleCom_v1"])
         );
         assert_eq!(
-            document["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets"]["get"]
-                ["operationId"],
+            document["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets"]["get"]["operationId"],
             "listExampleComV1NamespacedWidget"
         );
     }
@@ -1420,7 +1192,12 @@ mod tests {
             ("", "v1", "Event", Some("io.k8s.api.core.v1.Event")),
             ("events.k8s.io", "v1", "Event", Some("io.k8s.api.events.v1.Event")),
             ("coordination.k8s.io", "v1", "Lease", Some("io.k8s.api.coordination.v1.Lease")),
-            ("rbac.authorization.k8s.io", "v1", "ClusterRoleBindingList", Some("io.k8s.api.rbac.v1.ClusterRoleBindingList")),
+            (
+                "rbac.authorization.k8s.io",
+                "v1",
+                "ClusterRoleBindingList",
+                Some("io.k8s.api.rbac.v1.ClusterRoleBindingList"),
+            ),
             (
                 "apiextensions.k8s.io",
                 "v1",
@@ -1432,11 +1209,7 @@ mod tests {
             ("apps", "v1", "ConfigMap", None),
         ];
         for (group, version, kind, expected) in cases {
-            assert_eq!(
-                schema_name_for(group, version, kind).as_deref(),
-                expected,
-                "{group}/{version} {kind}"
-            );
+            assert_eq!(schema_name_for(group, version, kind).as_deref(), expected, "{group}/{version} {kind}");
         }
     }
 
@@ -1462,29 +1235,14 @@ mod tests {
         assert_refs_resolve(&Value::Object(components.clone()), components);
         for (name, schema) in components {
             visit_schema(schema, &mut |node| {
-                for forbidden in [
-                    "$schema",
-                    "$defs",
-                    "definitions",
-                    "const",
-                    "examples",
-                    "nullable",
-                    "prefixItems",
-                ] {
-                    assert!(
-                        node.get(forbidden).is_none(),
-                        "{forbidden} in {name}: {node:?}"
-                    );
+                for forbidden in ["$schema", "$defs", "definitions", "const", "examples", "nullable", "prefixItems"] {
+                    assert!(node.get(forbidden).is_none(), "{forbidden} in {name}: {node:?}");
                 }
                 if let Some(kind) = node.get("type") {
                     assert!(kind.is_string(), "type must be one string in {name}");
                 }
                 if node.contains_key("$ref") {
-                    assert_eq!(
-                        node.len(),
-                        1,
-                        "OpenAPI 3.0 ignores siblings of $ref, in {name}"
-                    );
+                    assert_eq!(node.len(), 1, "OpenAPI 3.0 ignores siblings of $ref, in {name}");
                 }
             });
         }
@@ -1522,25 +1280,14 @@ mod tests {
         ];
         for (name, keys, expected) in cases {
             let schema = &components[name];
-            let picked: Map<String, Value> = keys
-                .iter()
-                .filter_map(|key| Some(((*key).to_owned(), schema.get(*key)?.clone())))
-                .collect();
+            let picked: Map<String, Value> =
+                keys.iter().filter_map(|key| Some(((*key).to_owned(), schema.get(*key)?.clone()))).collect();
             assert_eq!(Value::Object(picked), expected, "{name}");
-            assert!(
-                schema["description"].is_string(),
-                "{name} keeps kube's description"
-            );
+            assert!(schema["description"].is_string(), "{name} keeps kube's description");
         }
         let config_map = &components["io.k8s.api.core.v1.ConfigMap"];
-        assert!(
-            config_map.get("required").is_none(),
-            "metadata is not required"
-        );
-        assert_eq!(
-            config_map["properties"]["metadata"]["allOf"][0],
-            schema_ref(OBJECT_META_SCHEMA)
-        );
+        assert!(config_map.get("required").is_none(), "metadata is not required");
+        assert_eq!(config_map["properties"]["metadata"]["allOf"][0], schema_ref(OBJECT_META_SCHEMA));
         let finalizers = &components[OBJECT_META_SCHEMA]["properties"]["finalizers"];
         assert_eq!(finalizers["x-kubernetes-patch-strategy"], "merge");
     }
@@ -1549,10 +1296,7 @@ mod tests {
     fn logical_cluster_schema_uses_kcp_field_names() {
         let components = builtin_components();
         let cluster = &components["io.kcp.core.v1alpha1.LogicalCluster"];
-        assert!(cluster["description"]
-            .as_str()
-            .unwrap()
-            .starts_with("LogicalCluster describes"));
+        assert!(cluster["description"].as_str().unwrap().starts_with("LogicalCluster describes"));
         let spec = &components["io.kcp.core.v1alpha1.LogicalClusterSpec"]["properties"];
         for field in ["directlyDeletable", "owner", "initializers"] {
             assert!(spec[field]["description"].is_string(), "spec.{field}");
@@ -1561,21 +1305,12 @@ mod tests {
         for field in ["URL", "phase", "conditions", "initializers"] {
             assert!(status[field]["description"].is_string(), "status.{field}");
         }
-        assert_eq!(
-            status["phase"]["enum"],
-            json!(["Scheduling", "Initializing", "Ready", "Unavailable"])
-        );
+        assert_eq!(status["phase"]["enum"], json!(["Scheduling", "Initializing", "Ready", "Unavailable"]));
         let url_description = status["URL"]["description"].as_str().unwrap();
-        assert!(
-            !url_description.contains('\n'),
-            "doc comment wrapping is joined"
-        );
+        assert!(!url_description.contains('\n'), "doc comment wrapping is joined");
         assert!(cluster["properties"]["apiVersion"].get("default").is_none());
         let owner = &components["io.kcp.core.v1alpha1.LogicalClusterOwner"];
-        assert_eq!(
-            owner["required"],
-            json!(["apiVersion", "resource", "name", "cluster", "uid"])
-        );
+        assert_eq!(owner["required"], json!(["apiVersion", "resource", "name", "cluster", "uid"]));
     }
 
     /// Calls `check` on `schema` and every subschema position below it (not on maps of
@@ -1586,9 +1321,7 @@ mod tests {
         };
         check(map);
         if let Some(Value::Object(properties)) = map.get("properties") {
-            properties
-                .values()
-                .for_each(|property| visit_schema(property, check));
+            properties.values().for_each(|property| visit_schema(property, check));
         }
         for key in ["items", "additionalProperties", "not"] {
             if let Some(subschema) = map.get(key) {
@@ -1597,9 +1330,7 @@ mod tests {
         }
         for key in ["allOf", "anyOf", "oneOf"] {
             if let Some(Value::Array(subschemas)) = map.get(key) {
-                subschemas
-                    .iter()
-                    .for_each(|subschema| visit_schema(subschema, check));
+                subschemas.iter().for_each(|subschema| visit_schema(subschema, check));
             }
         }
     }

@@ -37,9 +37,7 @@ pub enum PathError {
         segment: String,
     },
     /// A single-segment reference that is not a valid logical-cluster name.
-    #[error(
-        "invalid logical cluster name {0:?}: must be a lowercase RFC 1123 label of at most 63 characters"
-    )]
+    #[error("invalid logical cluster name {0:?}: must be a lowercase RFC 1123 label of at most 63 characters")]
     InvalidName(String),
 }
 
@@ -63,14 +61,8 @@ impl ClusterPath {
         if path.is_empty() {
             return Err(PathError::Empty);
         }
-        if let Some(segment) = path
-            .split(SEPARATOR)
-            .find(|segment| !is_valid_cluster_name(segment))
-        {
-            return Err(PathError::InvalidSegment {
-                path: path.to_string(),
-                segment: segment.to_string(),
-            });
+        if let Some(segment) = path.split(SEPARATOR).find(|segment| !is_valid_cluster_name(segment)) {
+            return Err(PathError::InvalidSegment { path: path.to_string(), segment: segment.to_string() });
         }
         Ok(ClusterPath(path.to_string()))
     }
@@ -93,9 +85,7 @@ impl ClusterPath {
     /// The path one level up, or `None` at a top (`root`, or `home` of `home:alice`).
     /// Having a parent path says nothing about whether that workspace exists.
     pub fn parent(&self) -> Option<ClusterPath> {
-        self.0
-            .rsplit_once(SEPARATOR)
-            .map(|(parent, _)| ClusterPath(parent.to_string()))
+        self.0.rsplit_once(SEPARATOR).map(|(parent, _)| ClusterPath(parent.to_string()))
     }
 
     /// The last segment: the workspace's name inside its parent.
@@ -107,10 +97,7 @@ impl ClusterPath {
     pub fn join(&self, child: &str) -> Result<ClusterPath, PathError> {
         if !is_valid_cluster_name(child) {
             let path = format!("{}{SEPARATOR}{child}", self.0);
-            return Err(PathError::InvalidSegment {
-                path,
-                segment: child.to_string(),
-            });
+            return Err(PathError::InvalidSegment { path, segment: child.to_string() });
         }
         Ok(ClusterPath(format!("{}{SEPARATOR}{child}", self.0)))
     }
@@ -227,17 +214,11 @@ mod tests {
     #[test]
     fn parse_table() {
         let invalid = |path: &str, segment: &str| {
-            Err(PathError::InvalidSegment {
-                path: path.to_string(),
-                segment: segment.to_string(),
-            })
+            Err(PathError::InvalidSegment { path: path.to_string(), segment: segment.to_string() })
         };
         for (input, expected) in [
             ("root", Ok(ClusterPath("root".to_string()))),
-            (
-                "root:org:team",
-                Ok(ClusterPath("root:org:team".to_string())),
-            ),
+            ("root:org:team", Ok(ClusterPath("root:org:team".to_string()))),
             ("home:alice", Ok(ClusterPath("home:alice".to_string()))),
             ("", Err(PathError::Empty)),
             ("root:", invalid("root:", "")),
@@ -257,33 +238,13 @@ mod tests {
         for (input, segments, parent, base, is_root) in [
             ("root", vec!["root"], None, "root", true),
             ("root:org", vec!["root", "org"], Some("root"), "org", false),
-            (
-                "root:org:team",
-                vec!["root", "org", "team"],
-                Some("root:org"),
-                "team",
-                false,
-            ),
-            (
-                "home:alice",
-                vec!["home", "alice"],
-                Some("home"),
-                "alice",
-                false,
-            ),
+            ("root:org:team", vec!["root", "org", "team"], Some("root:org"), "team", false),
+            ("home:alice", vec!["home", "alice"], Some("home"), "alice", false),
             ("home", vec!["home"], None, "home", false),
         ] {
             let path = ClusterPath::parse(input).unwrap();
-            assert_eq!(
-                path.segments().collect::<Vec<_>>(),
-                segments,
-                "input {input:?}"
-            );
-            assert_eq!(
-                path.parent().as_ref().map(ClusterPath::as_str),
-                parent,
-                "input {input:?}"
-            );
+            assert_eq!(path.segments().collect::<Vec<_>>(), segments, "input {input:?}");
+            assert_eq!(path.parent().as_ref().map(ClusterPath::as_str), parent, "input {input:?}");
             assert_eq!(path.base(), base, "input {input:?}");
             assert_eq!(path.is_root(), is_root, "input {input:?}");
             assert_eq!(path.to_string(), input);
@@ -296,26 +257,10 @@ mod tests {
         for (child, expected) in [
             ("org", Ok("root:org".to_string())),
             ("a-1", Ok("root:a-1".to_string())),
-            (
-                "",
-                Err(PathError::InvalidSegment {
-                    path: "root:".to_string(),
-                    segment: String::new(),
-                }),
-            ),
-            (
-                "a:b",
-                Err(PathError::InvalidSegment {
-                    path: "root:a:b".to_string(),
-                    segment: "a:b".to_string(),
-                }),
-            ),
+            ("", Err(PathError::InvalidSegment { path: "root:".to_string(), segment: String::new() })),
+            ("a:b", Err(PathError::InvalidSegment { path: "root:a:b".to_string(), segment: "a:b".to_string() })),
         ] {
-            assert_eq!(
-                root.join(child).map(|path| path.to_string()),
-                expected,
-                "child {child:?}"
-            );
+            assert_eq!(root.join(child).map(|path| path.to_string()), expected, "child {child:?}");
         }
     }
 
@@ -325,22 +270,13 @@ mod tests {
         for (input, expected) in [
             ("*", Ok(ClusterRef::Wildcard)),
             ("root", Ok(ClusterRef::Name("root".to_string()))),
-            (
-                "2x5kq9zt7pl",
-                Ok(ClusterRef::Name("2x5kq9zt7pl".to_string())),
-            ),
+            ("2x5kq9zt7pl", Ok(ClusterRef::Name("2x5kq9zt7pl".to_string()))),
             ("root:org", Ok(path("root:org"))),
             ("home:alice", Ok(path("home:alice"))),
             ("", Err(PathError::Empty)),
             ("Root", Err(PathError::InvalidName("Root".to_string()))),
             ("**", Err(PathError::InvalidName("**".to_string()))),
-            (
-                "root:*",
-                Err(PathError::InvalidSegment {
-                    path: "root:*".to_string(),
-                    segment: "*".to_string(),
-                }),
-            ),
+            ("root:*", Err(PathError::InvalidSegment { path: "root:*".to_string(), segment: "*".to_string() })),
         ] {
             assert_eq!(ClusterRef::parse(input), expected, "input {input:?}");
             if let Ok(parsed) = ClusterRef::parse(input) {
@@ -351,11 +287,7 @@ mod tests {
 
     #[test]
     fn serde_round_trip_validates() {
-        for (json, ok) in [
-            ("\"root:org\"", true),
-            ("\"root:\"", false),
-            ("\"\"", false),
-        ] {
+        for (json, ok) in [("\"root:org\"", true), ("\"root:\"", false), ("\"\"", false)] {
             let parsed: Result<ClusterPath, _> = serde_json::from_str(json);
             assert_eq!(parsed.is_ok(), ok, "json {json}");
             if let Ok(path) = parsed {

@@ -45,16 +45,8 @@ const MAX_OBJECT_DEPTH: usize = 512;
 /// an inline schema such as a CRD's `openAPIV3Schema`. `$ref`s resolve against
 /// `components` first and [`crate::openapi::builtin_components`] second; a `$ref` that
 /// resolves nowhere declares nothing, so nothing below it is pruned.
-pub fn prune_unknown_fields(
-    object: &mut Value,
-    root: &Value,
-    components: &Map<String, Value>,
-) -> Vec<String> {
-    let mut walker = Walker {
-        components,
-        path: String::new(),
-        pruned: Vec::new(),
-    };
+pub fn prune_unknown_fields(object: &mut Value, root: &Value, components: &Map<String, Value>) -> Vec<String> {
+    let mut walker = Walker { components, path: String::new(), pruned: Vec::new() };
     if let Value::Object(map) = object {
         let node = walker.resolve(root);
         walker.walk_object(map, &node, true, 0);
@@ -83,18 +75,13 @@ struct Node<'s> {
 
 impl<'s> Node<'s> {
     fn property(&self, key: &str) -> Option<&'s Value> {
-        self.properties
-            .iter()
-            .find_map(|properties| properties.get(key))
+        self.properties.iter().find_map(|properties| properties.get(key))
     }
 
     /// Whether the node declares which fields an object may have; if not, nothing in the
     /// object is unknown.
     fn declares_fields(&self) -> bool {
-        !self.unresolved
-            && (self.typed_object
-                || !self.properties.is_empty()
-                || self.additional_properties.is_some())
+        !self.unresolved && (self.typed_object || !self.properties.is_empty() || self.additional_properties.is_some())
     }
 
     /// Whether a key the node does not declare is kept.
@@ -106,8 +93,7 @@ impl<'s> Node<'s> {
 
     /// The schema values of undeclared keys are walked with.
     fn additional_schema(&self) -> Option<&'s Value> {
-        self.additional_properties
-            .filter(|schema| schema.is_object())
+        self.additional_properties.filter(|schema| schema.is_object())
     }
 }
 
@@ -161,10 +147,7 @@ impl<'s> Walker<'s> {
     fn object_meta(&self) -> Node<'s> {
         match lookup_schema(self.components, OBJECT_META_SCHEMA) {
             Some(schema) => self.resolve(schema),
-            None => Node {
-                unresolved: true,
-                ..Node::default()
-            },
+            None => Node { unresolved: true, ..Node::default() },
         }
     }
 
@@ -191,13 +174,7 @@ impl<'s> Walker<'s> {
     }
 
     /// Walks the fields of one object; `is_resource` allows apiVersion, kind and metadata.
-    fn walk_object(
-        &mut self,
-        map: &mut Map<String, Value>,
-        node: &Node<'s>,
-        is_resource: bool,
-        depth: usize,
-    ) {
+    fn walk_object(&mut self, map: &mut Map<String, Value>, node: &Node<'s>, is_resource: bool, depth: usize) {
         if depth >= MAX_OBJECT_DEPTH {
             return;
         }
@@ -215,14 +192,7 @@ impl<'s> Walker<'s> {
     }
 
     /// Walks one field and says whether it is kept.
-    fn walk_field(
-        &mut self,
-        key: &str,
-        value: &mut Value,
-        node: &Node<'s>,
-        is_resource: bool,
-        depth: usize,
-    ) -> bool {
+    fn walk_field(&mut self, key: &str, value: &mut Value, node: &Node<'s>, is_resource: bool, depth: usize) -> bool {
         if is_resource {
             match key {
                 "apiVersion" | "kind" => return true,
@@ -376,9 +346,7 @@ mod tests {
             ),
             (
                 "int-or-string and scalars are left alone",
-                with_spec(
-                    json!({"type": "object", "properties": {"port": {"x-kubernetes-int-or-string": true}}}),
-                ),
+                with_spec(json!({"type": "object", "properties": {"port": {"x-kubernetes-int-or-string": true}}})),
                 json!({"spec": {"port": "http"}}),
                 vec![],
                 json!({"spec": {"port": "http"}}),
@@ -428,7 +396,10 @@ mod tests {
     #[test]
     fn follows_refs_into_components_and_survives_cycles() {
         let mut components = Map::new();
-        components.insert("Spec".into(), json!({"type": "object", "properties": {"child": schema_ref("Spec"), "n": {"type": "integer"}}}));
+        components.insert(
+            "Spec".into(),
+            json!({"type": "object", "properties": {"child": schema_ref("Spec"), "n": {"type": "integer"}}}),
+        );
         components.insert("Loop".into(), schema_ref("Loop"));
         let root = json!({"type": "object", "properties": {
             "spec": {"allOf": [schema_ref("Spec")], "description": "recursive"},
@@ -500,15 +471,10 @@ mod tests {
         ];
         for (schema_name, mut object, expected) in cases {
             let before = object.clone();
-            let pruned =
-                prune_unknown_fields(&mut object, &schema_ref(schema_name), builtin_components());
+            let pruned = prune_unknown_fields(&mut object, &schema_ref(schema_name), builtin_components());
             assert_eq!(pruned, expected, "{schema_name}: {before}");
-            let again =
-                prune_unknown_fields(&mut object, &schema_ref(schema_name), builtin_components());
-            assert!(
-                again.is_empty(),
-                "pruning is idempotent: {schema_name} {again:?}"
-            );
+            let again = prune_unknown_fields(&mut object, &schema_ref(schema_name), builtin_components());
+            assert!(again.is_empty(), "pruning is idempotent: {schema_name} {again:?}");
         }
     }
 
@@ -516,10 +482,7 @@ mod tests {
     fn non_objects_are_left_alone() {
         for mut value in [json!(null), json!("text"), json!([{"a": 1}])] {
             let before = value.clone();
-            assert!(
-                prune_unknown_fields(&mut value, &json!({"type": "object"}), &Map::new())
-                    .is_empty()
-            );
+            assert!(prune_unknown_fields(&mut value, &json!({"type": "object"}), &Map::new()).is_empty());
             assert_eq!(value, before);
         }
     }

@@ -83,46 +83,27 @@ pub struct Requirement {
 impl Requirement {
     /// Validates like kube's `labels.NewRequirement`: the key is a qualified name, every
     /// value a label value, and the value count fits the operator.
-    pub fn new(
-        key: &str,
-        operator: Operator,
-        values: Vec<String>,
-    ) -> Result<Requirement, SelectorError> {
+    pub fn new(key: &str, operator: Operator, values: Vec<String>) -> Result<Requirement, SelectorError> {
         Self::validated(key, operator, values).map_err(SelectorError::LabelRequirement)
     }
 
-    fn validated(
-        key: &str,
-        operator: Operator,
-        values: Vec<String>,
-    ) -> Result<Requirement, String> {
+    fn validated(key: &str, operator: Operator, values: Vec<String>) -> Result<Requirement, String> {
         let mut errors = Vec::new();
         let key_errors = qualified_name(key);
         if !key_errors.is_empty() {
-            errors.push(format!(
-                "key: Invalid value: {}: {}",
-                go_quote(key),
-                key_errors.join("; ")
-            ));
+            errors.push(format!("key: Invalid value: {}: {}", go_quote(key), key_errors.join("; ")));
         }
         errors.extend(operator_arity_errors(operator, &values));
         for (index, value) in values.iter().enumerate() {
             let value_errors = label_value(value);
             if !value_errors.is_empty() {
                 let bad = go_quote(value);
-                errors.push(format!(
-                    "values[{index}][{key}]: Invalid value: {bad}: {}",
-                    value_errors.join("; ")
-                ));
+                errors.push(format!("values[{index}][{key}]: Invalid value: {bad}: {}", value_errors.join("; ")));
             }
         }
         aggregate(errors)?;
         let values: BTreeSet<String> = values.into_iter().collect();
-        Ok(Requirement {
-            key: key.to_string(),
-            operator,
-            values: values.into_iter().collect(),
-        })
+        Ok(Requirement { key: key.to_string(), operator, values: values.into_iter().collect() })
     }
 
     /// The label key this requirement looks at.
@@ -146,9 +127,7 @@ impl Requirement {
         let label = labels.get(&self.key);
         match self.operator {
             Operator::Equals | Operator::In => label.is_some_and(|value| self.has_value(value)),
-            Operator::NotEquals | Operator::NotIn => {
-                !label.is_some_and(|value| self.has_value(value))
-            }
+            Operator::NotEquals | Operator::NotIn => !label.is_some_and(|value| self.has_value(value)),
             Operator::Exists => label.is_some(),
             Operator::DoesNotExist => label.is_none(),
             Operator::GreaterThan => self.compare_integer(label).is_some_and(|(l, r)| l > r),
@@ -157,9 +136,7 @@ impl Requirement {
     }
 
     fn has_value(&self, value: &str) -> bool {
-        self.values
-            .binary_search_by(|candidate| candidate.as_str().cmp(value))
-            .is_ok()
+        self.values.binary_search_by(|candidate| candidate.as_str().cmp(value)).is_ok()
     }
 
     /// Both sides as integers; a label that is absent or not an integer matches neither
@@ -181,9 +158,7 @@ fn operator_arity_errors(operator: Operator, values: &[String]) -> Vec<String> {
             vec![format!("values: Invalid value: {bad}: for 'in', 'notin' operators, values set can't be empty")]
         }
         Operator::Equals | Operator::NotEquals if values.len() != 1 => {
-            vec![format!(
-                "values: Invalid value: {bad}: exact-match compatibility requires one single value"
-            )]
+            vec![format!("values: Invalid value: {bad}: exact-match compatibility requires one single value")]
         }
         Operator::Exists | Operator::DoesNotExist if !values.is_empty() => {
             vec![format!("values: Invalid value: {bad}: values set must be empty for exists and does not exist")]
@@ -197,9 +172,7 @@ fn integer_bound_errors(values: &[String]) -> Vec<String> {
     let mut errors = Vec::new();
     if values.len() != 1 {
         let bad = go_string_slice(values);
-        errors.push(format!(
-            "values: Invalid value: {bad}: for 'Gt', 'Lt' operators, exactly one value is required"
-        ));
+        errors.push(format!("values: Invalid value: {bad}: for 'Gt', 'Lt' operators, exactly one value is required"));
     }
     for (index, value) in values.iter().enumerate() {
         if value.parse::<i64>().is_err() {
@@ -268,9 +241,7 @@ impl LabelSelector {
     /// `k notin (a,b)`, `k`, `!k`, `k>n`, `k<n`, joined by commas. The empty string (or
     /// only whitespace) selects everything.
     pub fn parse(selector: &str) -> Result<LabelSelector, SelectorError> {
-        let requirements = Parser::new(selector)
-            .parse()
-            .map_err(SelectorError::LabelSyntax)?;
+        let requirements = Parser::new(selector).parse().map_err(SelectorError::LabelSyntax)?;
         Ok(LabelSelector::from_requirements(requirements))
     }
 
@@ -283,9 +254,7 @@ impl LabelSelector {
             _ => return Err(malformed("must be an object")),
         };
         let mut requirements = match_labels_requirements(object.get("matchLabels"))?;
-        requirements.extend(match_expressions_requirements(
-            object.get("matchExpressions"),
-        )?);
+        requirements.extend(match_expressions_requirements(object.get("matchExpressions"))?);
         Ok(LabelSelector::from_requirements(requirements))
     }
 
@@ -296,27 +265,17 @@ impl LabelSelector {
 
     /// The selector that matches no object (a null `metav1.LabelSelector`).
     pub fn nothing() -> LabelSelector {
-        LabelSelector {
-            requirements: Vec::new(),
-            matches_nothing: true,
-        }
+        LabelSelector { requirements: Vec::new(), matches_nothing: true }
     }
 
     fn from_requirements(mut requirements: Vec<Requirement>) -> LabelSelector {
         requirements.sort_by(|a, b| a.key.cmp(&b.key));
-        LabelSelector {
-            requirements,
-            matches_nothing: false,
-        }
+        LabelSelector { requirements, matches_nothing: false }
     }
 
     /// Reports whether every requirement holds for `labels`.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        !self.matches_nothing
-            && self
-                .requirements
-                .iter()
-                .all(|requirement| requirement.matches(labels))
+        !self.matches_nothing && self.requirements.iter().all(|requirement| requirement.matches(labels))
     }
 
     /// Reports whether this selects everything, which lets list paths skip matching.
@@ -354,9 +313,7 @@ fn malformed(message: &str) -> SelectorError {
     SelectorError::MalformedLabelSelector(message.to_string())
 }
 
-fn match_labels_requirements(
-    match_labels: Option<&Value>,
-) -> Result<Vec<Requirement>, SelectorError> {
+fn match_labels_requirements(match_labels: Option<&Value>) -> Result<Vec<Requirement>, SelectorError> {
     let labels = match match_labels {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Object(labels)) => labels,
@@ -367,37 +324,26 @@ fn match_labels_requirements(
     sorted
         .into_iter()
         .map(|(key, value)| {
-            let value = value
-                .as_str()
-                .ok_or_else(|| malformed("matchLabels values must be strings"))?;
+            let value = value.as_str().ok_or_else(|| malformed("matchLabels values must be strings"))?;
             Requirement::new(key, Operator::Equals, vec![value.to_string()])
         })
         .collect()
 }
 
-fn match_expressions_requirements(
-    expressions: Option<&Value>,
-) -> Result<Vec<Requirement>, SelectorError> {
+fn match_expressions_requirements(expressions: Option<&Value>) -> Result<Vec<Requirement>, SelectorError> {
     match expressions {
         None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(expressions)) => expressions
-            .iter()
-            .map(match_expression_requirement)
-            .collect(),
+        Some(Value::Array(expressions)) => expressions.iter().map(match_expression_requirement).collect(),
         Some(_) => Err(malformed("matchExpressions must be a list")),
     }
 }
 
 fn match_expression_requirement(expression: &Value) -> Result<Requirement, SelectorError> {
-    let expression = expression
-        .as_object()
-        .ok_or_else(|| malformed("matchExpressions items must be objects"))?;
+    let expression = expression.as_object().ok_or_else(|| malformed("matchExpressions items must be objects"))?;
     let text = |field: &str| match expression.get(field) {
         None | Some(Value::Null) => Ok(""),
         Some(Value::String(text)) => Ok(text.as_str()),
-        Some(_) => Err(malformed(&format!(
-            "matchExpressions {field} must be a string"
-        ))),
+        Some(_) => Err(malformed(&format!("matchExpressions {field} must be a string"))),
     };
     let operator = match text("operator")? {
         "In" => Operator::In,
@@ -451,11 +397,7 @@ fn lex(selector: &str) -> Vec<(Kind, &str)> {
     let mut tokens = Vec::new();
     let mut rest = selector.trim_start_matches(is_selector_whitespace);
     while let Some(first) = rest.chars().next() {
-        let (kind, length) = if is_special(first) {
-            lex_special(rest)
-        } else {
-            lex_word(rest)
-        };
+        let (kind, length) = if is_special(first) { lex_special(rest) } else { lex_word(rest) };
         tokens.push((kind, &rest[..length]));
         rest = rest[length..].trim_start_matches(is_selector_whitespace);
     }
@@ -484,9 +426,7 @@ fn lex_special(rest: &str) -> (Kind, usize) {
 }
 
 fn lex_word(rest: &str) -> (Kind, usize) {
-    let length = rest
-        .find(|c| is_special(c) || is_selector_whitespace(c))
-        .unwrap_or(rest.len());
+    let length = rest.find(|c| is_special(c) || is_selector_whitespace(c)).unwrap_or(rest.len());
     let kind = match &rest[..length] {
         "in" => Kind::In,
         "notin" => Kind::NotIn,
@@ -505,10 +445,7 @@ struct Parser<'a> {
 
 impl<'a> Parser<'a> {
     fn new(selector: &'a str) -> Self {
-        Parser {
-            tokens: lex(selector),
-            position: 0,
-        }
+        Parser { tokens: lex(selector), position: 0 }
     }
 
     /// The next token with `in`/`notin` read as identifiers, which is how kube lets them
@@ -523,10 +460,7 @@ impl<'a> Parser<'a> {
 
     fn peek_raw(&self) -> (Kind, &'a str) {
         // The lexer always ends with `End`, and the grammar never reads past it.
-        self.tokens
-            .get(self.position)
-            .copied()
-            .unwrap_or((Kind::End, ""))
+        self.tokens.get(self.position).copied().unwrap_or((Kind::End, ""))
     }
 
     fn next(&mut self) -> (Kind, &'a str) {
@@ -548,24 +482,14 @@ impl<'a> Parser<'a> {
             match kind {
                 Kind::Identifier | Kind::Bang => {}
                 Kind::End => return Ok(requirements),
-                _ => {
-                    return Err(format!(
-                        "found '{literal}', expected: !, identifier, or 'end of string'"
-                    ))
-                }
+                _ => return Err(format!("found '{literal}', expected: !, identifier, or 'end of string'")),
             }
-            let requirement = self
-                .parse_requirement()
-                .map_err(|e| format!("unable to parse requirement: {e}"))?;
+            let requirement = self.parse_requirement().map_err(|e| format!("unable to parse requirement: {e}"))?;
             requirements.push(requirement);
             match self.next() {
                 (Kind::End, _) => return Ok(requirements),
                 (Kind::Comma, _) => self.expect_requirement_after_comma()?,
-                (_, literal) => {
-                    return Err(format!(
-                        "found '{literal}', expected: ',' or 'end of string'"
-                    ))
-                }
+                (_, literal) => return Err(format!("found '{literal}', expected: ',' or 'end of string'")),
             }
         }
     }
@@ -605,11 +529,7 @@ impl<'a> Parser<'a> {
         let key_errors = qualified_name(literal);
         if !key_errors.is_empty() {
             // kube validates against a nil field path here, hence the literal `<nil>`.
-            return Err(format!(
-                "<nil>: Invalid value: {}: {}",
-                go_quote(literal),
-                key_errors.join("; ")
-            ));
+            return Err(format!("<nil>: Invalid value: {}: {}", go_quote(literal), key_errors.join("; ")));
         }
         if unary.is_none() && matches!(self.peek().0, Kind::End | Kind::Comma) {
             unary = Some(Operator::Exists);
@@ -625,9 +545,7 @@ impl<'a> Parser<'a> {
             (Kind::NotEquals, _) => Ok(Operator::NotEquals),
             (Kind::GreaterThan, _) => Ok(Operator::GreaterThan),
             (Kind::LessThan, _) => Ok(Operator::LessThan),
-            (_, literal) => Err(format!(
-                "found '{literal}', expected: in, notin, =, ==, !=, gt, lt"
-            )),
+            (_, literal) => Err(format!("found '{literal}', expected: in, notin, =, ==, !=, gt, lt")),
         }
     }
 
@@ -650,9 +568,7 @@ impl<'a> Parser<'a> {
                 // `k in ()` means "k is the empty string", as in kube.
                 Ok(BTreeSet::from([String::new()]))
             }
-            _ => Err(format!(
-                "found '{literal}', expected: ',', ')' or identifier"
-            )),
+            _ => Err(format!("found '{literal}', expected: ',', ')' or identifier")),
         }
     }
 
@@ -686,9 +602,7 @@ impl<'a> Parser<'a> {
                         _ => {}
                     }
                 }
-                (_, literal) => {
-                    return Err(format!("found '{literal}', expected: ',', or identifier"))
-                }
+                (_, literal) => return Err(format!("found '{literal}', expected: ',', or identifier")),
             }
         }
     }
@@ -735,17 +649,10 @@ impl FieldSelector {
         let mut terms = Vec::with_capacity(raw_terms.len());
         for raw in raw_terms.into_iter().filter(|raw| !raw.is_empty()) {
             let Some((field, operator, raw_value)) = split_field_term(raw) else {
-                return Err(SelectorError::FieldTerm {
-                    selector: selector.to_string(),
-                    term: raw.to_string(),
-                });
+                return Err(SelectorError::FieldTerm { selector: selector.to_string(), term: raw.to_string() });
             };
             let value = unescape_field_value(raw_value)?;
-            terms.push(FieldTerm {
-                field: field.to_string(),
-                value,
-                negated: operator == "!=",
-            });
+            terms.push(FieldTerm { field: field.to_string(), value, negated: operator == "!=" });
         }
         Ok(FieldSelector { terms })
     }
@@ -767,10 +674,7 @@ impl FieldSelector {
     /// The value `field` must equal, if some term pins it (`metadata.name=x`), which lets
     /// a list turn into a point lookup. Like kube, the first such term wins.
     pub fn requires_exact_match(&self, field: &str) -> Option<&str> {
-        self.terms
-            .iter()
-            .find(|term| !term.negated && term.field == field)
-            .map(|term| term.value.as_str())
+        self.terms.iter().find(|term| !term.negated && term.field == field).map(|term| term.value.as_str())
     }
 
     /// Reports whether this selects everything.
@@ -787,12 +691,7 @@ impl fmt::Display for FieldSelector {
                 f.write_str(",")?;
             }
             let operator = if term.negated { "!=" } else { "=" };
-            write!(
-                f,
-                "{}{operator}{}",
-                term.field,
-                escape_field_value(&term.value)
-            )?;
+            write!(f, "{}{operator}{}", term.field, escape_field_value(&term.value))?;
         }
         Ok(())
     }
@@ -878,10 +777,7 @@ mod tests {
     const VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     #[test]
@@ -907,22 +803,12 @@ mod tests {
             ("x in (a,,b)", "x in (,a,b)"),
             ("x>1", "x>1"),
             ("x<10", "x<10"),
-            (
-                "in in (in),notin notin (notin)",
-                "in in (in),notin notin (notin)",
-            ),
-            (
-                "example.com/app=web,!kcp.io/cluster",
-                "example.com/app=web,!kcp.io/cluster",
-            ),
+            ("in in (in),notin notin (notin)", "in in (in),notin notin (notin)"),
+            ("example.com/app=web,!kcp.io/cluster", "example.com/app=web,!kcp.io/cluster"),
         ] {
             let selector = LabelSelector::parse(input).unwrap_or_else(|e| panic!("{input:?}: {e}"));
             assert_eq!(selector.to_string(), canonical, "input {input:?}");
-            assert_eq!(
-                LabelSelector::parse(canonical).unwrap(),
-                selector,
-                "round trip {input:?}"
-            );
+            assert_eq!(LabelSelector::parse(canonical).unwrap(), selector, "round trip {input:?}");
             assert_eq!(selector.is_empty(), canonical.is_empty(), "input {input:?}");
         }
     }
@@ -1002,26 +888,11 @@ mod tests {
             ("tier=", &web, false),
         ] {
             let parsed = LabelSelector::parse(selector).unwrap();
-            assert_eq!(
-                parsed.matches(target),
-                expected,
-                "selector {selector:?} on {target:?}"
-            );
+            assert_eq!(parsed.matches(target), expected, "selector {selector:?} on {target:?}");
         }
         let empty_value = labels(&[("x", "")]);
-        for (selector, expected) in [
-            ("x=", true),
-            ("x in ()", true),
-            ("x in (a,)", true),
-            ("x in (a)", false),
-        ] {
-            assert_eq!(
-                LabelSelector::parse(selector)
-                    .unwrap()
-                    .matches(&empty_value),
-                expected,
-                "{selector}"
-            );
+        for (selector, expected) in [("x=", true), ("x in ()", true), ("x in (a,)", true), ("x in (a)", false)] {
+            assert_eq!(LabelSelector::parse(selector).unwrap().matches(&empty_value), expected, "{selector}");
         }
     }
 
@@ -1099,10 +970,9 @@ mod tests {
         let some = labels(&[("a", "b")]);
         let nothing = LabelSelector::from_label_selector_json(&Value::Null).unwrap();
         assert_eq!(nothing, LabelSelector::nothing());
-        for (selector, matches, is_empty) in [
-            (LabelSelector::nothing(), false, false),
-            (LabelSelector::everything(), true, true),
-        ] {
+        for (selector, matches, is_empty) in
+            [(LabelSelector::nothing(), false, false), (LabelSelector::everything(), true, true)]
+        {
             assert_eq!(selector.matches(&some), matches);
             assert_eq!(selector.matches(&labels(&[])), matches);
             assert_eq!(selector.is_empty(), is_empty);
@@ -1115,21 +985,9 @@ mod tests {
         for (input, canonical, fields) in [
             ("", "", vec![]),
             (",", "", vec![]),
-            (
-                "metadata.name=foo",
-                "metadata.name=foo",
-                vec!["metadata.name"],
-            ),
-            (
-                "metadata.name==foo",
-                "metadata.name=foo",
-                vec!["metadata.name"],
-            ),
-            (
-                "status.phase!=Running",
-                "status.phase!=Running",
-                vec!["status.phase"],
-            ),
+            ("metadata.name=foo", "metadata.name=foo", vec!["metadata.name"]),
+            ("metadata.name==foo", "metadata.name=foo", vec!["metadata.name"]),
+            ("status.phase!=Running", "status.phase!=Running", vec!["status.phase"]),
             ("b=1,a=2", "a=2,b=1", vec!["a", "b"]),
             ("a=1,,b=2", "a=1,b=2", vec!["a", "b"]),
             ("a=", "a=", vec!["a"]),
@@ -1140,11 +998,7 @@ mod tests {
         ] {
             let selector = FieldSelector::parse(input).unwrap_or_else(|e| panic!("{input:?}: {e}"));
             assert_eq!(selector.to_string(), canonical, "input {input:?}");
-            assert_eq!(
-                selector.fields().collect::<Vec<_>>(),
-                fields,
-                "input {input:?}"
-            );
+            assert_eq!(selector.fields().collect::<Vec<_>>(), fields, "input {input:?}");
             assert_eq!(selector.is_empty(), fields.is_empty(), "input {input:?}");
         }
     }
@@ -1152,53 +1006,22 @@ mod tests {
     #[test]
     fn field_parse_error_table() {
         for (input, expected) in [
-            (
-                "abc",
-                SelectorError::FieldTerm {
-                    selector: "abc".to_string(),
-                    term: "abc".to_string(),
-                },
-            ),
-            (
-                "a=b,c",
-                SelectorError::FieldTerm {
-                    selector: "a=b,c".to_string(),
-                    term: "c".to_string(),
-                },
-            ),
+            ("abc", SelectorError::FieldTerm { selector: "abc".to_string(), term: "abc".to_string() }),
+            ("a=b,c", SelectorError::FieldTerm { selector: "a=b,c".to_string(), term: "c".to_string() }),
             ("a=b=c", SelectorError::FieldUnescapedCharacter('=')),
             // Field names cannot be escaped: this splits at the first `=`, as in kube.
             ("a\\=b=c", SelectorError::FieldUnescapedCharacter('=')),
-            (
-                "a=\\x",
-                SelectorError::FieldEscapeSequence("\\x".to_string()),
-            ),
-            (
-                "a=x\\",
-                SelectorError::FieldEscapeSequence("\\".to_string()),
-            ),
+            ("a=\\x", SelectorError::FieldEscapeSequence("\\x".to_string())),
+            ("a=x\\", SelectorError::FieldEscapeSequence("\\".to_string())),
         ] {
-            assert_eq!(
-                FieldSelector::parse(input),
-                Err(expected),
-                "input {input:?}"
-            );
+            assert_eq!(FieldSelector::parse(input), Err(expected), "input {input:?}");
         }
         for (input, message) in [
             ("abc", "invalid selector: 'abc'; can't understand 'abc'"),
-            (
-                "a=b=c",
-                "invalid field selector: unescaped character in value: 61",
-            ),
-            (
-                "a=\\x",
-                "invalid field selector: invalid escape sequence: \\x",
-            ),
+            ("a=b=c", "invalid field selector: unescaped character in value: 61"),
+            ("a=\\x", "invalid field selector: invalid escape sequence: \\x"),
         ] {
-            assert_eq!(
-                FieldSelector::parse(input).unwrap_err().to_string(),
-                message
-            );
+            assert_eq!(FieldSelector::parse(input).unwrap_err().to_string(), message);
         }
     }
 
@@ -1224,11 +1047,7 @@ mod tests {
             ("spec.nodeName!=x", true),
             ("spec.data=a\\,b\\=c", true),
         ] {
-            assert_eq!(
-                FieldSelector::parse(selector).unwrap().matches(object),
-                expected,
-                "selector {selector:?}"
-            );
+            assert_eq!(FieldSelector::parse(selector).unwrap().matches(object), expected, "selector {selector:?}");
         }
     }
 
@@ -1242,11 +1061,7 @@ mod tests {
             ("", "metadata.name", None),
         ] {
             let parsed = FieldSelector::parse(selector).unwrap();
-            assert_eq!(
-                parsed.requires_exact_match(field),
-                expected,
-                "selector {selector:?}"
-            );
+            assert_eq!(parsed.requires_exact_match(field), expected, "selector {selector:?}");
         }
     }
 }

@@ -42,12 +42,7 @@ pub const PHASE_READY: &str = "Ready";
 /// gone); kcp added it after v1alpha1 first shipped, so older objects never carry it.
 pub const PHASE_UNAVAILABLE: &str = "Unavailable";
 /// Every phase `status.phase` may hold, in lifecycle order.
-pub const PHASES: [&str; 4] = [
-    PHASE_SCHEDULING,
-    PHASE_INITIALIZING,
-    PHASE_READY,
-    PHASE_UNAVAILABLE,
-];
+pub const PHASES: [&str; 4] = [PHASE_SCHEDULING, PHASE_INITIALIZING, PHASE_READY, PHASE_UNAVAILABLE];
 
 /// LogicalCluster describes the logical cluster it lives in. It is used to authorize
 /// requests to the logical cluster and to track its lifecycle. Every logical cluster holds
@@ -262,10 +257,7 @@ mod tests {
 
     #[test]
     fn wire_names_match_kcp() {
-        let mut cluster = LogicalCluster::new(ObjectMeta {
-            name: Some("cluster".into()),
-            ..ObjectMeta::default()
-        });
+        let mut cluster = LogicalCluster::new(ObjectMeta { name: Some("cluster".into()), ..ObjectMeta::default() });
         cluster.spec.directly_deletable = true;
         cluster.spec.owner = Some(LogicalClusterOwner {
             api_version: "tenancy.kcp.io/v1alpha1".into(),
@@ -303,8 +295,7 @@ mod tests {
 
     #[test]
     fn decoding_fills_type_meta_and_empty_parts() {
-        let cluster: LogicalCluster =
-            serde_json::from_value(json!({"metadata": {"name": "cluster"}})).unwrap();
+        let cluster: LogicalCluster = serde_json::from_value(json!({"metadata": {"name": "cluster"}})).unwrap();
         assert_eq!(cluster.api_version, LOGICAL_CLUSTER_API_VERSION);
         assert_eq!(cluster.kind, LOGICAL_CLUSTER_KIND);
         assert_eq!(cluster.spec, LogicalClusterSpec::default());

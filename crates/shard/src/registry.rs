@@ -238,22 +238,35 @@ pub fn builtin_resources() -> Vec<ResourceType> {
         },
         ResourceType {
             short_names: &["cm"],
-            columns: &const { [col("Data", "integer", "Number of keys in the config map.", Cell::CountKeys(&["/data", "/binaryData"])),
-                AGE,
-            ] },
+            columns: &const {
+                [
+                    col(
+                        "Data",
+                        "integer",
+                        "Number of keys in the config map.",
+                        Cell::CountKeys(&["/data", "/binaryData"]),
+                    ),
+                    AGE,
+                ]
+            },
             ..builtin("", "v1", "configmaps", "configmap", "ConfigMap", true, "io.k8s.api.core.v1.ConfigMap")
         },
         ResourceType {
             strategy: Strategy::Secret,
-            columns: &const { [col("Type", "string", "The type of the secret", Cell::Pointer("/type")),
-                col("Data", "integer", "Number of keys in the secret.", Cell::CountKeys(&["/data"])),
-                AGE,
-            ] },
+            columns: &const {
+                [
+                    col("Type", "string", "The type of the secret", Cell::Pointer("/type")),
+                    col("Data", "integer", "Number of keys in the secret.", Cell::CountKeys(&["/data"])),
+                    AGE,
+                ]
+            },
             ..builtin("", "v1", "secrets", "secret", "Secret", true, "io.k8s.api.core.v1.Secret")
         },
         ResourceType {
             short_names: &["sa"],
-            columns: &const { [col("Secrets", "integer", "Number of secrets referenced.", Cell::CountItems("/secrets")), AGE] },
+            columns: &const {
+                [col("Secrets", "integer", "Number of secrets referenced.", Cell::CountItems("/secrets")), AGE]
+            },
             ..builtin(
                 "",
                 "v1",
@@ -275,7 +288,9 @@ pub fn builtin_resources() -> Vec<ResourceType> {
             ..builtin("events.k8s.io", "v1", "events", "event", "Event", true, "io.k8s.api.events.v1.Event")
         },
         ResourceType {
-            columns: &const { [col("Holder", "string", "The holder of the lease.", Cell::Pointer("/spec/holderIdentity")), AGE] },
+            columns: &const {
+                [col("Holder", "string", "The holder of the lease.", Cell::Pointer("/spec/holderIdentity")), AGE]
+            },
             ..builtin("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, "io.k8s.api.coordination.v1.Lease")
         },
         ResourceType {
@@ -327,10 +342,13 @@ pub fn builtin_resources() -> Vec<ResourceType> {
             subresources: &["status"],
             strategy: Strategy::LogicalCluster,
             return_deleted_object: true,
-            columns: &const { [col("Phase", "string", "The current phase of the logical cluster.", Cell::Pointer("/status/phase")),
-                col("URL", "string", "The URL of the logical cluster.", Cell::Pointer("/status/URL")),
-                AGE,
-            ] },
+            columns: &const {
+                [
+                    col("Phase", "string", "The current phase of the logical cluster.", Cell::Pointer("/status/phase")),
+                    col("URL", "string", "The URL of the logical cluster.", Cell::Pointer("/status/URL")),
+                    AGE,
+                ]
+            },
             ..builtin(
                 "core.kcp.io",
                 "v1alpha1",

@@ -119,16 +119,14 @@ fn rollback_since(
     let mut read = ReadOptions::default();
     read.set_iterate_upper_bound(keys::rv_key(head + 1).to_vec());
     let from = keys::rv_key(at + 1);
-    let mut expected = at + 1;
-    for entry in snapshot.iterator_cf_opt(store.shared.cf(CF_LOG), read, IteratorMode::From(&from, Direction::Forward))
-    {
+    let log = snapshot.iterator_cf_opt(store.shared.cf(CF_LOG), read, IteratorMode::From(&from, Direction::Forward));
+    for (expected, entry) in (at + 1..).zip(log) {
         let (rv_bytes, record) = entry?;
         let rv = keys::decode_u64(&rv_bytes)?;
         if rv != expected {
             // The log is contiguous; a hole means compaction raced this read.
             return Err(StoreError::Gone { requested: at, oldest: rv.saturating_sub(1) });
         }
-        expected += 1;
         let record = LogRecord::decode_bytes(&record)?;
         if record.key.starts_with(prefix) && !rollback.contains_key(&record.key) {
             let prev = record.prev_value.map(|value| Versioned { rv: record.prev_rv, value });

@@ -59,7 +59,7 @@ async fn concurrent_writes_share_batches_and_get_unique_increasing_rvs() {
     assert_eq!(rvs.len(), 400, "every write gets its own rv");
     assert_eq!(*rvs.last().unwrap(), store.current_rv());
     let batches = store.metrics().batches.load(std::sync::atomic::Ordering::Relaxed);
-    assert!(batches >= 1 && batches <= 400);
+    assert!((1..=400).contains(&batches));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -96,9 +96,8 @@ async fn paged_lists_filter_and_continue() {
     store.put("q/0", "0", Precondition::None).await.unwrap();
     let mut options = ListOptions { prefix: b"p/".to_vec(), limit: Some(2), ..ListOptions::default() };
     let mut seen = Vec::new();
-    let first_rv;
     let page = store.list(&options, |_, v| v.value == Bytes::from_static(b"0")).unwrap();
-    first_rv = page.rv;
+    let first_rv = page.rv;
     seen.extend(page.items.iter().map(|(k, _)| k.clone()));
     let mut next = page.next;
     // Writes between pages must not show up in later pages.

@@ -24,6 +24,9 @@ pub enum Verb {
     Delete,
     /// DELETE of a collection.
     DeleteCollection,
+    /// A method the path does not support (PUT or PATCH of a collection, OPTIONS, …):
+    /// answered with 405.
+    Unsupported,
 }
 
 impl Verb {
@@ -38,6 +41,7 @@ impl Verb {
             Verb::Patch => "patch",
             Verb::Delete => "delete",
             Verb::DeleteCollection => "deletecollection",
+            Verb::Unsupported => "unsupported",
         }
     }
 }
@@ -156,7 +160,7 @@ fn parse_resource(
         _ => return None,
     };
     let watch_param = query.get("watch").is_some_and(|w| w == "true" || w == "1");
-    let verb = verb_for(method, name.is_some(), legacy_watch || watch_param)?;
+    let verb = verb_for(method, name.is_some(), legacy_watch || watch_param);
     Some(ResourceRequest {
         group: group.to_string(),
         version: version.to_string(),
@@ -168,9 +172,9 @@ fn parse_resource(
     })
 }
 
-fn verb_for(method: &http::Method, has_name: bool, watch: bool) -> Option<Verb> {
+fn verb_for(method: &http::Method, has_name: bool, watch: bool) -> Verb {
     use http::Method;
-    Some(match (method, has_name) {
+    match (method, has_name) {
         (&Method::GET, _) if watch => Verb::Watch,
         (&Method::GET | &Method::HEAD, true) => Verb::Get,
         (&Method::GET | &Method::HEAD, false) => Verb::List,
@@ -182,8 +186,8 @@ fn verb_for(method: &http::Method, has_name: bool, watch: bool) -> Option<Verb> 
         (&Method::PATCH, true) => Verb::Patch,
         (&Method::DELETE, true) => Verb::Delete,
         (&Method::DELETE, false) => Verb::DeleteCollection,
-        _ => return None,
-    })
+        _ => Verb::Unsupported,
+    }
 }
 
 #[cfg(test)]
@@ -285,7 +289,12 @@ mod tests {
                 "",
                 RequestInfo::Cluster(ClusterRef::Wildcard, res("", None, "configmaps", None, None, Verb::List)),
             ),
-            (Method::PUT, "/clusters/x/api/v1/namespaces/a/configmaps", "", RequestInfo::Unknown),
+            (
+                Method::PUT,
+                "/clusters/x/api/v1/namespaces/a/configmaps",
+                "",
+                RequestInfo::Cluster(name("x"), res("", Some("a"), "configmaps", None, None, Verb::Unsupported)),
+            ),
             (Method::GET, "/api/v1/namespaces", "", RequestInfo::Unknown),
             (Method::GET, "/clusters/x/api/v1/namespaces/a/configmaps/b/c/d", "", RequestInfo::Unknown),
         ];

@@ -158,6 +158,10 @@ pub async fn dispatch(ctx: Ctx, body: Incoming) -> ApiResult<Response> {
         (Verb::Patch, _) => patch::handle(&ctx, body).await,
         (Verb::Delete, None) => delete::handle(&ctx, body).await,
         (Verb::DeleteCollection, None) => delete::handle_collection(&ctx).await,
+        (Verb::Unsupported, _) => Err(ApiError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource ({})",
+            ctx.rt.resource
+        ))),
         (verb, Some(sub)) => Err(ApiError::method_not_allowed(format!(
             "{} is not supported on {}/{sub}",
             verb.as_str(),
