@@ -17,7 +17,9 @@ if [ "${1:-}" = "stop" ]; then stop; exit 0; fi
 
 scripts/deps.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/atoll-target}"
-cargo build -p shard --bin atoll-shard
+# The whole workspace, as the tests build it: the same dependency features, so RocksDB
+# is built once for both.
+cargo build --workspace --all-targets
 stop
 mkdir -p "$state/root"
 listen="${ATOLL_LISTEN:-127.0.0.1:6443}"

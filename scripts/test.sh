@@ -9,6 +9,8 @@ scripts/deps.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/atoll-target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
-# The end-to-end tests start the real binaries, so build them first.
-cargo build --workspace --bins
+# The end-to-end tests start the real binaries, so build them first. Every cargo command
+# of this project selects the whole workspace with all targets: a narrower selection
+# unifies dependency features differently and so rebuilds RocksDB from scratch.
+cargo build --workspace --all-targets
 cargo test --workspace --no-fail-fast

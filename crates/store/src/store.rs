@@ -4,7 +4,7 @@ use crate::keys::{self, CF_LOG, CF_META, CF_OBJECTS};
 use crate::writer::{self, Committed, Op, Request};
 use crate::{compaction, Event, StoreError, Versioned};
 use bytes::Bytes;
-use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, Options, DB};
+use rocksdb::{BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, Options, DB};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -28,6 +28,8 @@ pub struct StoreOptions {
     /// Events buffered for live watchers; a watcher that falls further behind re-reads
     /// the change log.
     pub event_buffer: usize,
+    /// RocksDB block cache shared by all column families.
+    pub block_cache_bytes: usize,
 }
 
 impl Default for StoreOptions {
@@ -39,6 +41,7 @@ impl Default for StoreOptions {
             max_batch_bytes: 8 << 20,
             max_queued_ops: 8192,
             event_buffer: 16_384,
+            block_cache_bytes: 256 << 20,
         }
     }
 }
@@ -95,6 +98,21 @@ impl Shared {
     }
 }
 
+/// Table options of every column family: bloom filters, because every create checks that
+/// its key is absent and without a filter each such miss probes every level's files.
+fn column_family_options(cache: &Cache) -> Options {
+    let mut table = BlockBasedOptions::default();
+    table.set_block_cache(cache);
+    table.set_bloom_filter(10.0, false);
+    table.set_cache_index_and_filter_blocks(true);
+    table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    let mut options = Options::default();
+    options.set_block_based_table_factory(&table);
+    options.set_memtable_whole_key_filtering(true);
+    options.set_memtable_prefix_bloom_ratio(0.1);
+    options
+}
+
 /// A handle to an open store; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
@@ -110,8 +128,11 @@ impl Store {
         db_options.create_if_missing(true);
         db_options.create_missing_column_families(true);
         db_options.increase_parallelism(2);
-        let families =
-            [CF_OBJECTS, CF_LOG, CF_META].into_iter().map(|name| ColumnFamilyDescriptor::new(name, Options::default()));
+        // One cache for every column family, so memory stays bounded however many there are.
+        let cache = Cache::new_lru_cache(options.block_cache_bytes);
+        let families = [CF_OBJECTS, CF_LOG, CF_META]
+            .into_iter()
+            .map(|name| ColumnFamilyDescriptor::new(name, column_family_options(&cache)));
         let db = DB::open_cf_descriptors(&db_options, dir, families)?;
         let (events, _) = broadcast::channel(options.event_buffer.max(16));
         let shared = Arc::new(Shared {
