@@ -208,7 +208,10 @@ async fn logical_clusters_are_isolated() {
     shard.kubectl().cluster("one").args(["delete", "configmap", "same", "-n", "default"]).ok();
     shard.kubectl().cluster("two").args(["get", "configmap", "same", "-n", "default"]).ok();
     let missing = shard.kubectl().cluster("nope").args(["get", "configmaps"]).fails();
-    assert!(missing.stderr.contains("does not exist"), "{missing:?}");
+    assert!(missing.stderr.contains("could not find the requested resource"), "{missing:?}");
+    let raw = shard.http().get("/clusters/nope/api/v1/namespaces/default/configmaps").await.unwrap();
+    assert_eq!(raw.status, 404);
+    assert!(raw.text().contains("logical cluster \\\"nope\\\" does not exist"), "{}", raw.text());
 
     // The wildcard endpoint sees both clusters' objects, annotated with their cluster.
     let all = shard.http().get("/clusters/*/api/v1/configmaps").await.unwrap().json().unwrap();

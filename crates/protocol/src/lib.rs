@@ -4,6 +4,8 @@
 //! - [`path`]: `/clusters/<name-or-path>/…` — logical-cluster names and canonical paths
 //!   (`root:org:team`).
 //! - [`gvr`]: group, version, resource and kind identifiers.
+//! - [`protobuf`]: Kubernetes protobuf request bodies (what kubectl's typed commands send)
+//!   decoded into the JSON the rest of the request path works on.
 //! - [`names`]: object-name, label and annotation validation with kube-apiserver's messages.
 //! - [`meta`]: read and write `metadata` of an object held as JSON.
 //! - [`selector`]: label and field selectors, parsed from query strings and matched.
@@ -17,6 +19,7 @@ pub mod meta;
 pub mod names;
 pub mod openapi;
 pub mod path;
+pub mod protobuf;
 pub mod schema;
 pub mod selector;
 pub mod types;

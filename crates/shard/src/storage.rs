@@ -79,14 +79,38 @@ pub async fn create(
     shard: &Shard,
     rt: &ResourceType,
     cluster: &str,
-    mut object: Value,
+    object: Value,
     options: WriteOptions,
 ) -> ApiResult<Value> {
-    if meta::name(&object).is_none() {
-        if let Some(prefix) = meta::meta_str(&object, "generateName").filter(|p| !p.is_empty()) {
-            let name = protocol::names::generated_name(prefix, rand::random());
-            meta::set_meta_str(&mut object, "name", Some(&name));
+    let generated = meta::name(&object).is_none()
+        && meta::meta_str(&object, "generateName").is_some_and(|prefix| !prefix.is_empty());
+    // A generated name may collide; draw again, as kube-apiserver does since 1.32.
+    let attempts = if generated { GENERATE_NAME_ATTEMPTS_MAX } else { 1 };
+    let mut last_error = None;
+    for _ in 0..attempts {
+        match create_once(shard, rt, cluster, object.clone(), options, generated).await {
+            Err(e) if generated && e.reason == "AlreadyExists" => last_error = Some(e),
+            other => return other,
         }
+    }
+    Err(last_error.unwrap_or_else(|| ApiError::internal("no name could be generated")))
+}
+
+/// How many names `generateName` draws before giving up with 409.
+const GENERATE_NAME_ATTEMPTS_MAX: usize = 8;
+
+async fn create_once(
+    shard: &Shard,
+    rt: &ResourceType,
+    cluster: &str,
+    mut object: Value,
+    options: WriteOptions,
+    generate_name: bool,
+) -> ApiResult<Value> {
+    if generate_name {
+        let prefix = meta::meta_str(&object, "generateName").unwrap_or_default().to_string();
+        let name = protocol::names::generated_name(&prefix, rand::random());
+        meta::set_meta_str(&mut object, "name", Some(&name));
     }
     let uid = uuid::Uuid::new_v4().to_string();
     strategy::prepare_create(rt, &mut object, cluster, &now(), &uid)?;

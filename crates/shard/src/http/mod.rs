@@ -6,7 +6,7 @@ pub mod request_info;
 pub mod status;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use serde_json::Value;
 use status::{ApiError, ApiResult};
@@ -51,16 +51,27 @@ pub fn error_response(error: &ApiError) -> Response {
     response
 }
 
+/// How much of an oversized body is read and thrown away before answering 413, so that
+/// a client still sending it receives the Status instead of a reset connection.
+const OVERSIZED_BODY_DRAIN_BYTES_MAX: usize = 64 * 1024 * 1024;
+
 /// Reads a request body up to [`MAX_REQUEST_BODY_BYTES`]; larger bodies are 413.
-pub async fn read_body(body: Incoming, declared_length: Option<u64>) -> ApiResult<Bytes> {
-    if declared_length.is_some_and(|len| len > MAX_REQUEST_BODY_BYTES as u64) {
+pub async fn read_body(mut body: Incoming, declared_length: Option<u64>) -> ApiResult<Bytes> {
+    let mut collected = bytes::BytesMut::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| ApiError::bad_request(format!("reading the request body failed: {e}")))?;
+        let Ok(data) = frame.into_data() else { continue };
+        seen += data.len();
+        if seen <= MAX_REQUEST_BODY_BYTES {
+            collected.extend_from_slice(&data);
+        } else if seen > OVERSIZED_BODY_DRAIN_BYTES_MAX {
+            break;
+        }
+    }
+    let declared_too_large = declared_length.is_some_and(|len| len > MAX_REQUEST_BODY_BYTES as u64);
+    if seen > MAX_REQUEST_BODY_BYTES || declared_too_large {
         return Err(ApiError::too_large(MAX_REQUEST_BODY_BYTES));
     }
-    match Limited::new(body, MAX_REQUEST_BODY_BYTES).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
-            Err(ApiError::too_large(MAX_REQUEST_BODY_BYTES))
-        }
-        Err(e) => Err(ApiError::bad_request(format!("reading the request body failed: {e}"))),
-    }
+    Ok(collected.freeze())
 }

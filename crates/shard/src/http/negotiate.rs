@@ -72,8 +72,11 @@ pub fn choose(accept: Option<&str>, allow_table: bool, allow_discovery: bool) ->
     )))
 }
 
+/// Kubernetes' protobuf media type.
+pub const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
 /// Media types accepted for object bodies (create, update).
-pub const OBJECT_BODY_TYPES: &[&str] = &["application/json", "application/yaml"];
+pub const OBJECT_BODY_TYPES: &[&str] = &["application/json", "application/yaml", PROTOBUF];
 
 /// The essence of a `Content-Type` header (`application/json` from `application/json; charset=utf-8`).
 pub fn essence(content_type: Option<&str>) -> String {
@@ -88,6 +91,13 @@ pub fn decode_object(content_type: Option<&str>, body: &[u8]) -> ApiResult<Value
             .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))?,
         "application/yaml" => serde_yaml_ng::from_slice::<Value>(body)
             .map_err(|e| ApiError::bad_request(format!("the request body is not valid YAML: {e}")))?,
+        // kubectl's typed commands (`kubectl create configmap …`) send protobuf.
+        PROTOBUF => protocol::protobuf::decode_object(body).map_err(|e| match e {
+            protocol::protobuf::ProtobufError::UnsupportedKind { .. } => ApiError::unsupported_media_type_because(
+                format!("{e}; send this object as application/json or application/yaml"),
+            ),
+            other => ApiError::bad_request(format!("the protobuf request body does not decode: {other}")),
+        })?,
         other => return Err(ApiError::unsupported_media_type(other, OBJECT_BODY_TYPES)),
     };
     if !value.is_object() {

@@ -96,6 +96,11 @@ impl ApiError {
         )
     }
 
+    /// 415 with a specific reason (a media type accepted in general, but not for this body).
+    pub fn unsupported_media_type_because(message: impl Into<String>) -> Self {
+        Self::new(415, "UnsupportedMediaType", message)
+    }
+
     /// 422: the object fails validation; `causes` are (field, message) pairs.
     pub fn invalid(kind: &str, group: &str, name: &str, causes: &[(String, String)]) -> Self {
         let summary: Vec<String> = causes.iter().map(|(field, message)| format!("{field}: {message}")).collect();
