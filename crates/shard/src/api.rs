@@ -1,6 +1,6 @@
 //! The request entry point: parse, authenticate, route, record.
 
-use crate::authn::Identity;
+use crate::authn::{AuthnError, Identity};
 use crate::discovery;
 use crate::http::request_info::{self, RequestInfo, Target};
 use crate::http::status::{ApiError, ApiResult};
@@ -15,11 +15,12 @@ use std::sync::Arc;
 use std::time::Instant;
 use tracing::Instrument;
 
-/// What the TLS layer learned about the connection.
+/// What the TLS layer learned about the connection, worked out once per connection
+/// rather than per request.
 #[derive(Debug, Clone, Default)]
 pub struct PeerInfo {
-    /// The verified client certificate (DER), if one was presented.
-    pub client_cert: Option<Vec<u8>>,
+    /// The identity of the verified client certificate, if one was presented.
+    pub certificate_identity: Option<Result<Identity, AuthnError>>,
 }
 
 /// Serves one request; never fails (errors become Status responses).
@@ -160,7 +161,11 @@ fn check_scope_of_path(rt: &crate::registry::ResourceType, req: &request_info::R
 
 fn authenticate(shard: &Shard, peer: &PeerInfo, request: &::http::Request<Incoming>) -> ApiResult<Identity> {
     let authorization = request.headers().get(::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    match shard.authn.authenticate(peer.client_cert.as_deref(), authorization) {
+    let authenticated = match &peer.certificate_identity {
+        Some(from_certificate) => from_certificate.clone().map(Some),
+        None => shard.authn.authenticate(None, authorization),
+    };
+    match authenticated {
         Ok(Some(identity)) => Ok(identity),
         Ok(None) => Err(ApiError::unauthorized(
             "Unauthorized: present a client certificate from this installation's client CA or a bearer token",

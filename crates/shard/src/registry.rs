@@ -22,8 +22,10 @@ pub enum Cell {
     CountKeys(&'static [&'static str]),
     /// The length of the array at a pointer.
     CountItems(&'static str),
-    /// `<kind>/<name>` of a reference object at a pointer (`ROLE`, `OBJECT`).
+    /// `<kind>/<name>` of a reference object at a pointer (`ROLE`).
     KindSlashName(&'static str),
+    /// `<kind in lower case>/<name>` of a reference (events' `OBJECT`, as kube prints it).
+    LowerKindSlashName(&'static str),
     /// Time since the first present timestamp among these pointers (events' `LAST SEEN`).
     AgeOf(&'static [&'static str]),
     /// Names of subjects of one kind in a binding, comma separated.
@@ -178,7 +180,7 @@ const EVENT_COLUMNS: &[Column] = &[
     ),
     col("Type", "string", "Type of this event (Normal, Warning).", Cell::Pointer("/type")),
     col("Reason", "string", "Why the action was taken.", Cell::Pointer("/reason")),
-    col("Object", "string", "The object this event is about.", Cell::KindSlashName("/involvedObject")),
+    col("Object", "string", "The object this event is about.", Cell::LowerKindSlashName("/involvedObject")),
     col(
         "Message",
         "string",

@@ -59,8 +59,7 @@ pub async fn serve(
                 }
                 Err(_) => return,
             };
-            let peer =
-                Arc::new(PeerInfo { client_cert: tls::client_certificate_der(tls.get_ref().1).map(<[u8]>::to_vec) });
+            let peer = Arc::new(PeerInfo { certificate_identity: certificate_identity(&shard, tls.get_ref().1) });
             serve_connection(tls, shard, peer, drain).await;
         });
     }
@@ -75,6 +74,19 @@ pub async fn serve(
     if drained.is_err() {
         tracing::info!("shutdown: connections still open after the drain timeout; closing them");
     }
+}
+
+/// The identity of the connection's client certificate, parsed once per connection.
+fn certificate_identity(
+    shard: &Shard,
+    connection: &rustls::ServerConnection,
+) -> Option<Result<crate::authn::Identity, crate::authn::AuthnError>> {
+    let der = tls::client_certificate_der(connection)?;
+    Some(shard.authn.authenticate(Some(der), None).and_then(|identity| {
+        identity.ok_or(crate::authn::AuthnError::InvalidClientCertificate {
+            reason: "no identity in the certificate".into(),
+        })
+    }))
 }
 
 async fn serve_connection(

@@ -93,11 +93,8 @@ fn cell(cell: Cell, object: &Value, now: jiff::Timestamp) -> Value {
             Value::from(pointers.iter().filter_map(|p| object.pointer(p)?.as_object().map(|m| m.len())).sum::<usize>())
         }
         Cell::CountItems(p) => Value::from(object.pointer(p).and_then(Value::as_array).map_or(0, Vec::len)),
-        Cell::KindSlashName(p) => {
-            let r = object.pointer(p);
-            let get = |f: &str| r.and_then(|r| r.get(f)).and_then(Value::as_str).unwrap_or_default();
-            Value::from(format!("{}/{}", get("kind").to_lowercase(), get("name")))
-        }
+        Cell::KindSlashName(p) => Value::from(kind_slash_name(object.pointer(p), false)),
+        Cell::LowerKindSlashName(p) => Value::from(kind_slash_name(object.pointer(p), true)),
         Cell::AgeOf(pointers) => {
             let stamp =
                 pointers.iter().find_map(|p| object.pointer(p).and_then(Value::as_str).filter(|s| !s.is_empty()));
@@ -119,6 +116,12 @@ fn cell(cell: Cell, object: &Value, now: jiff::Timestamp) -> Value {
             Value::from(names.join(", "))
         }
     }
+}
+
+fn kind_slash_name(reference: Option<&Value>, lower: bool) -> String {
+    let get = |f: &str| reference.and_then(|r| r.get(f)).and_then(Value::as_str).unwrap_or_default();
+    let kind = if lower { get("kind").to_lowercase() } else { get("kind").to_string() };
+    format!("{kind}/{}", get("name"))
 }
 
 fn age(stamp: Option<&str>, now: jiff::Timestamp) -> String {
@@ -206,7 +209,7 @@ mod tests {
         let rb = registry.get("rbac.authorization.k8s.io", "v1", "rolebindings").unwrap();
         let binding = serde_json::json!({"metadata": {"name": "b"}, "roleRef": {"kind": "ClusterRole", "name": "view"}, "subjects": [{"kind": "User", "name": "al"}, {"kind": "ServiceAccount", "name": "s", "namespace": "n"}]});
         let cells = row(&rb, &binding, IncludeObject::None, now)["cells"].clone();
-        assert_eq!(cells[1], "clusterrole/view");
+        assert_eq!(cells[1], "ClusterRole/view");
         assert_eq!(cells[3], "al");
         assert_eq!(cells[5], "n/s");
     }
