@@ -39,6 +39,12 @@ Atoll is running: root shard on https://$listen (log: $state/root.log).
   kubectl api-resources
 
 Each logical cluster is served at https://$listen/clusters/<name>; the kubeconfig points at root.
+Create another logical cluster and use it:
+
+  echo '{"apiVersion":"core.kcp.io/v1alpha1","kind":"LogicalCluster","metadata":{"name":"cluster"}}' |
+    kubectl create --raw /clusters/team-a/apis/core.kcp.io/v1alpha1/logicalclusters -f -
+  kubectl --server https://$listen/clusters/team-a get namespaces
+
 Stop it with: scripts/start.sh stop
 MSG
     exit 0

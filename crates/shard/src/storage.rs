@@ -114,6 +114,9 @@ async fn create_once(
     }
     let uid = uuid::Uuid::new_v4().to_string();
     strategy::prepare_create(rt, &mut object, cluster, &now(), &uid)?;
+    if rt.strategy == Strategy::LogicalCluster {
+        object["status"]["URL"] = Value::from(format!("{}/clusters/{cluster}", shard.base_url));
+    }
     let name = meta::name(&object).unwrap_or_default().to_string();
     let causes = strategy::validate(rt, &object);
     if !causes.is_empty() {
