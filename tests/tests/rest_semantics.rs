@@ -75,4 +75,13 @@ async fn generate_name_dry_run_preconditions_and_collections() {
     let status = send_json(&http, Method::PATCH, &format!("{ns}/status"), &json!({"metadata": {"labels": {"ignored": "yes"}}, "status": {"conditions": [{"type": "Test", "status": "True"}]}})).await.json().unwrap();
     assert_eq!(status["status"]["conditions"][0]["type"], "Test");
     assert!(status["metadata"]["labels"].get("ignored").is_none(), "{status}");
+
+    // Process endpoints answer, and /metrics counts what was served in Prometheus text.
+    for probe in ["/healthz", "/livez", "/readyz"] {
+        assert_eq!(http.get(probe).await.unwrap().status, 200, "{probe}");
+    }
+    let metrics = http.get("/metrics").await.unwrap().text();
+    assert!(metrics.contains("apiserver_request_total{"), "{metrics}");
+    assert!(metrics.contains("resource=\"configmaps\""), "{metrics}");
+    assert!(metrics.contains("atoll_store_batches_total"), "{metrics}");
 }
