@@ -6,7 +6,7 @@ use crate::http::request_info::{self, RequestInfo, Target};
 use crate::http::status::{ApiError, ApiResult};
 use crate::http::{self, Response};
 use crate::metrics::{RequestLabels, VerbLabels};
-use crate::state::{ClusterState, Shard, LOGICAL_CLUSTER_OBJECT};
+use crate::state::{Shard, LOGICAL_CLUSTER_OBJECT};
 use crate::verbs::{self, Ctx, Scope};
 use hyper::body::Incoming;
 use protocol::path::ClusterRef;
@@ -192,7 +192,7 @@ fn resolve_scope(shard: &Shard, identity: &Identity, cluster: ClusterRef, target
             )))
         }
     };
-    if shard.cluster_state(&name) == ClusterState::Missing && !creates_logical_cluster(target) {
+    if !shard.cluster_exists(&name) && !creates_logical_cluster(target) {
         return Err(ApiError::not_found_message(format!(
             "logical cluster \"{name}\" does not exist on this shard: create it by creating its LogicalCluster object named \"{LOGICAL_CLUSTER_OBJECT}\""
         )));

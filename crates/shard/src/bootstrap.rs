@@ -1,13 +1,13 @@
 //! First-start work: the root logical cluster and the admin kubeconfig.
 
-use crate::state::{ClusterState, Shard, LOGICAL_CLUSTER_OBJECT, ROOT_CLUSTER};
+use crate::state::{Shard, LOGICAL_CLUSTER_OBJECT, ROOT_CLUSTER};
 use crate::storage::{self, WriteOptions};
 use anyhow::Context;
 use serde_json::json;
 
 /// Creates the root logical cluster if it does not exist yet.
 pub async fn ensure_root_cluster(shard: &Shard) -> anyhow::Result<()> {
-    if shard.cluster_state(ROOT_CLUSTER) != ClusterState::Missing {
+    if shard.cluster_exists(ROOT_CLUSTER) {
         return Ok(());
     }
     let rt = shard.registry.get("core.kcp.io", "v1alpha1", "logicalclusters").expect("built in");

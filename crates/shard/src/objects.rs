@@ -44,9 +44,14 @@ pub fn split_key(key: &[u8]) -> Option<(&str, &str, &str)> {
 
 /// Serializes an object for storage, without its resourceVersion.
 pub fn encode(object: &Value) -> ApiResult<Bytes> {
-    let mut object = object.clone();
-    meta::set_meta_str(&mut object, "resourceVersion", None);
-    serde_json::to_vec(&object).map(Bytes::from).map_err(|e| ApiError::internal(format!("encode object: {e}")))
+    let bytes = if meta::meta_str(object, "resourceVersion").is_some() {
+        let mut object = object.clone();
+        meta::set_meta_str(&mut object, "resourceVersion", None);
+        serde_json::to_vec(&object)
+    } else {
+        serde_json::to_vec(object)
+    };
+    bytes.map(Bytes::from).map_err(|e| ApiError::internal(format!("encode object: {e}")))
 }
 
 /// Deserializes a stored object and stamps its resourceVersion.

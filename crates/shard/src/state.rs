@@ -3,8 +3,6 @@
 use crate::authn::Authenticator;
 use crate::metrics::Metrics;
 use crate::registry::Registry;
-use crate::storage::{self, ObjectRef};
-use protocol::meta;
 use store::Store;
 
 /// The name of the object that makes a logical cluster exist.
@@ -28,27 +26,13 @@ pub struct Shard {
     pub base_url: String,
 }
 
-/// Whether a logical cluster exists on this shard, and whether it is being deleted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClusterState {
-    /// No LogicalCluster object.
-    Missing,
-    /// Serving.
-    Active,
-    /// Its LogicalCluster is being deleted; its content is going away.
-    Deleting,
-}
-
 impl Shard {
-    /// Looks the cluster's `LogicalCluster` object up. A point read in RocksDB is cheap
-    /// enough that no cache (and so no cache invalidation) is needed.
-    pub fn cluster_state(&self, cluster: &str) -> ClusterState {
+    /// Whether the cluster's `LogicalCluster` object exists. A point read in RocksDB is
+    /// cheap enough that no cache (and so no cache invalidation) is needed, and the value
+    /// is not decoded: only existence matters on the request path.
+    pub fn cluster_exists(&self, cluster: &str) -> bool {
         let rt = self.registry.get("core.kcp.io", "v1alpha1", "logicalclusters").expect("built in");
-        let at = ObjectRef { cluster, namespace: None, name: LOGICAL_CLUSTER_OBJECT };
-        match storage::get(self, &rt, &at) {
-            Ok((object, _)) if meta::is_deleting(&object) => ClusterState::Deleting,
-            Ok(_) => ClusterState::Active,
-            Err(_) => ClusterState::Missing,
-        }
+        let key = crate::objects::key(&rt, cluster, None, LOGICAL_CLUSTER_OBJECT);
+        matches!(self.store.get(key.as_bytes()), Ok(Some(_)))
     }
 }
