@@ -10,6 +10,18 @@ type Case = (Method, String, Vec<(&'static str, &'static str)>, Vec<u8>, u16, &'
 
 const CMS: &str = "/clusters/root/api/v1/namespaces/default/configmaps";
 
+/// A JSON patch whose self-copies would double an array forty times.
+fn copy_bomb() -> Value {
+    let mut ops = vec![json!({"op": "add", "path": "/data/x", "value": "0123456789".repeat(100)})];
+    ops.push(json!({"op": "add", "path": "/metadata/annotations", "value": {}}));
+    ops.push(json!({"op": "add", "path": "/metadata/finalizers", "value": ["a"]}));
+    ops.extend(
+        (0..40).map(|_| json!({"op": "copy", "from": "/metadata/finalizers", "path": "/metadata/finalizers/-"})),
+    );
+    ops.extend((0..2000).map(|i| json!({"op": "copy", "from": "/data/x", "path": format!("/data/y{i}")})));
+    Value::Array(ops)
+}
+
 fn status_of(response: &tests::HttpResponse) -> Value {
     let status = response.json().unwrap_or_else(|e| panic!("{e:#}"));
     assert_eq!(status["kind"], "Status", "{status}");
@@ -108,6 +120,30 @@ async fn every_rejection_is_a_status_with_the_right_code() {
             br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}"#.to_vec(),
             404,
             "NotFound",
+        ),
+        (
+            Method::POST,
+            CMS.into(),
+            json_type.to_vec(),
+            br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"typed"},"data":{"k":1}}"#.to_vec(),
+            400,
+            "BadRequest",
+        ),
+        (
+            Method::PATCH,
+            "/clusters/root/api/v1/namespaces/default/status".into(),
+            vec![("content-type", "application/merge-patch+json")],
+            br#"{"status":"not an object"}"#.to_vec(),
+            400,
+            "BadRequest",
+        ),
+        (
+            Method::PATCH,
+            format!("{CMS}/keep"),
+            vec![("content-type", "application/json-patch+json")],
+            serde_json::to_vec(&copy_bomb()).unwrap(),
+            422,
+            "Invalid",
         ),
     ];
     for (method, path, headers, body, code, reason) in cases {

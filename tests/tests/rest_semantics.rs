@@ -84,4 +84,52 @@ async fn generate_name_dry_run_preconditions_and_collections() {
     assert!(metrics.contains("apiserver_request_total{"), "{metrics}");
     assert!(metrics.contains("resource=\"configmaps\""), "{metrics}");
     assert!(metrics.contains("atoll_store_batches_total"), "{metrics}");
+
+    // A watch on a named object sees only that object.
+    let named = http
+        .send_streaming(Method::GET, &format!("{CMS}/c2?watch=true&resourceVersion=0&timeoutSeconds=2"), &[], vec![])
+        .await
+        .unwrap();
+    use http_body_util::BodyExt;
+    let body = named.into_body().collect().await.unwrap().to_bytes();
+    let names: Vec<String> = String::from_utf8_lossy(&body)
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<Value>(line).unwrap()["object"]["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(names, ["c2"], "{}", String::from_utf8_lossy(&body));
+
+    // A namespace already terminating answers a second DELETE with 409, as kube does.
+    let held = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "held", "finalizers": ["x/y"]}});
+    let ns_path = "/clusters/root/api/v1/namespaces";
+    assert_eq!(
+        http.post_json(ns_path, &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "slow"}}))
+            .await
+            .unwrap()
+            .status,
+        201
+    );
+    assert_eq!(http.post_json(&format!("{ns_path}/slow/configmaps"), &held).await.unwrap().status, 201);
+    assert_eq!(http.send(Method::DELETE, &format!("{ns_path}/slow"), &[], vec![]).await.unwrap().status, 200);
+    let again = http.send(Method::DELETE, &format!("{ns_path}/slow"), &[], vec![]).await.unwrap();
+    assert_eq!(again.status, 409, "{}", again.text());
+
+    // A logical cluster being deleted refuses new content.
+    shard.create_logical_cluster("leaving").await.unwrap();
+    let lc = "/clusters/leaving/apis/core.kcp.io/v1alpha1/logicalclusters/cluster";
+    let hold = json!({"metadata": {"finalizers": ["core.kcp.io/logicalcluster-deletion", "test/hold"]}});
+    assert_eq!(send_json(&http, Method::PATCH, lc, &hold).await.status, 200);
+    assert_eq!(http.send(Method::DELETE, lc, &[], vec![]).await.unwrap().status, 200);
+    let refused = http
+        .post_json(
+            "/clusters/leaving/api/v1/namespaces/default/configmaps",
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late"}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(refused.status, 403, "{}", refused.text());
 }

@@ -197,7 +197,20 @@ fn resolve_scope(shard: &Shard, identity: &Identity, cluster: ClusterRef, target
             "logical cluster \"{name}\" does not exist on this shard: create it by creating its LogicalCluster object named \"{LOGICAL_CLUSTER_OBJECT}\""
         )));
     }
+    if writes_content(target) && shard.cluster_deleting(&name) {
+        return Err(ApiError::forbidden(format!(
+            "unable to create or change content in logical cluster {name} because it is being deleted"
+        )));
+    }
     Ok(Scope::Cluster(name))
+}
+
+/// Creates, updates and patches of anything but the LogicalCluster object itself (whose
+/// finalizers must stay editable while it is deleted).
+fn writes_content(target: &Target) -> bool {
+    matches!(target, Target::Resource(r)
+        if matches!(r.verb, request_info::Verb::Create | request_info::Verb::Update | request_info::Verb::Patch)
+            && r.resource != "logicalclusters")
 }
 
 fn creates_logical_cluster(target: &Target) -> bool {

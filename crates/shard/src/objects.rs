@@ -51,8 +51,17 @@ pub fn encode(object: &Value) -> ApiResult<Bytes> {
     } else {
         serde_json::to_vec(object)
     };
-    bytes.map(Bytes::from).map_err(|e| ApiError::internal(format!("encode object: {e}")))
+    let bytes = bytes.map_err(|e| ApiError::internal(format!("encode object: {e}")))?;
+    if bytes.len() > OBJECT_BYTES_MAX {
+        return Err(ApiError::too_large_object(bytes.len(), OBJECT_BYTES_MAX));
+    }
+    Ok(Bytes::from(bytes))
 }
+
+/// The largest object stored (etcd's default request limit, which kube users know).
+/// Patches and updates that grow an object past it are refused; nothing larger ever
+/// reaches the change log or the watch buffers.
+pub const OBJECT_BYTES_MAX: usize = 1_572_864;
 
 /// Deserializes a stored object and stamps its resourceVersion.
 pub fn decode(stored: &Versioned) -> ApiResult<Value> {

@@ -42,11 +42,38 @@ impl PatchType {
     ];
 }
 
-/// Applies a JSON patch document.
+/// Operations one JSON patch may hold (kube's limit).
+pub const JSON_PATCH_OPERATIONS_MAX: usize = 10_000;
+/// Bytes all `copy` operations of one JSON patch may duplicate together (kube bounds this
+/// too): without it a few dozen self-copies of a growing array exhaust memory.
+pub const JSON_PATCH_COPIED_BYTES_MAX: usize = 1_572_864;
+
+/// Applies a JSON patch document, bounded by [`JSON_PATCH_OPERATIONS_MAX`] and
+/// [`JSON_PATCH_COPIED_BYTES_MAX`]. On error the target may be partly patched; callers
+/// patch a copy.
 pub fn apply_json_patch(target: &mut Value, patch: &Value) -> Result<(), String> {
     let patch: json_patch::Patch =
         serde_json::from_value(patch.clone()).map_err(|e| format!("invalid JSON patch: {e}"))?;
-    json_patch::patch(target, &patch).map_err(|e| e.to_string())
+    if patch.0.len() > JSON_PATCH_OPERATIONS_MAX {
+        return Err(format!(
+            "the JSON patch has {} operations; at most {JSON_PATCH_OPERATIONS_MAX} are allowed",
+            patch.0.len()
+        ));
+    }
+    let mut copied = 0usize;
+    for operation in &patch.0 {
+        if let json_patch::PatchOperation::Copy(copy) = operation {
+            let source = target.pointer(copy.from.as_str());
+            copied += source.map_or(0, |v| serde_json::to_vec(v).map_or(0, |b| b.len()));
+            if copied > JSON_PATCH_COPIED_BYTES_MAX {
+                return Err(format!(
+                    "the JSON patch copies more than {JSON_PATCH_COPIED_BYTES_MAX} bytes; split the change"
+                ));
+            }
+        }
+        json_patch::patch(target, std::slice::from_ref(operation)).map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// Applies a JSON merge patch.
@@ -225,6 +252,11 @@ mod tests {
         assert_eq!(doc, json!({"a": {"b": 1, "c": 2}}));
         assert!(apply_json_patch(&mut doc, &json!([{"op": "test", "path": "/a/b", "value": 9}])).is_err());
         assert!(apply_json_patch(&mut doc, &json!({"not": "a list"})).is_err());
+        // Self-copies that double an array are stopped by the copy budget.
+        let mut grow = vec![json!({"op": "add", "path": "/x", "value": ["0123456789".repeat(100)]})];
+        grow.extend((0..40).map(|_| json!({"op": "copy", "from": "/x", "path": "/x/-"})));
+        let error = apply_json_patch(&mut json!({}), &Value::Array(grow)).unwrap_err();
+        assert!(error.contains("copies more than"), "{error}");
         apply_merge_patch(&mut doc, &json!({"a": {"b": null}})).unwrap();
         assert_eq!(doc, json!({"a": {"c": 2}}));
         assert!(apply_merge_patch(&mut doc, &json!([1])).is_err());

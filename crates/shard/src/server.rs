@@ -4,7 +4,7 @@
 use crate::api::{self, PeerInfo};
 use crate::state::Shard;
 use crate::tls;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +16,14 @@ use tokio_rustls::TlsAcceptor;
 const CONNECTIONS_MAX: usize = 4096;
 /// A TLS handshake that takes longer than this is dropped (slowloris).
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// An HTTP/1.1 client must send a request's headers within this time, also on an idle
+/// keep-alive connection.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// HTTP/2 connections are pinged this often, and dropped if a ping is not answered in
+/// [`HTTP2_KEEP_ALIVE_TIMEOUT`].
+const HTTP2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
+/// See [`HTTP2_KEEP_ALIVE_INTERVAL`].
+const HTTP2_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long in-flight requests get to finish on shutdown.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -100,7 +108,15 @@ async fn serve_connection(
         let peer = peer.clone();
         async move { Ok::<_, std::convert::Infallible>(api::serve(shard, peer, request).await) }
     });
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // Without a timer hyper applies no timeouts at all, and idle or slow connections
+    // would hold connection slots forever.
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(HTTP2_KEEP_ALIVE_INTERVAL))
+        .keep_alive_timeout(HTTP2_KEEP_ALIVE_TIMEOUT);
     let connection = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
     tokio::pin!(connection);
     tokio::select! {

@@ -35,4 +35,25 @@ impl Shard {
         let key = crate::objects::key(&rt, cluster, None, LOGICAL_CLUSTER_OBJECT);
         matches!(self.store.get(key.as_bytes()), Ok(Some(_)))
     }
+
+    /// Whether the cluster's `LogicalCluster` is being deleted; new content is refused then
+    /// (only the deletion mark is decoded).
+    pub fn cluster_deleting(&self, cluster: &str) -> bool {
+        #[derive(serde::Deserialize)]
+        struct Marked {
+            metadata: MarkedMeta,
+        }
+        #[derive(serde::Deserialize)]
+        struct MarkedMeta {
+            #[serde(rename = "deletionTimestamp")]
+            deletion_timestamp: Option<serde::de::IgnoredAny>,
+        }
+        let rt = self.registry.get("core.kcp.io", "v1alpha1", "logicalclusters").expect("built in");
+        let key = crate::objects::key(&rt, cluster, None, LOGICAL_CLUSTER_OBJECT);
+        match self.store.get(key.as_bytes()) {
+            Ok(Some(stored)) => serde_json::from_slice::<Marked>(&stored.value)
+                .is_ok_and(|marked| marked.metadata.deletion_timestamp.is_some()),
+            _ => false,
+        }
+    }
 }

@@ -268,9 +268,35 @@ pub struct DeletePreconditions {
     pub resource_version: Option<String>,
 }
 
+impl DeletePreconditions {
+    /// Whether the caller pinned the object (then conflicts are final).
+    pub fn given(&self) -> bool {
+        self.uid.is_some() || self.resource_version.is_some()
+    }
+}
+
 /// Deletes an object, honouring finalizers: an object with finalizers (or a namespace
 /// with spec finalizers) gets a deletionTimestamp and stays until they are removed.
 pub async fn delete(
+    shard: &Shard,
+    rt: &ResourceType,
+    at: &ObjectRef<'_>,
+    preconditions: &DeletePreconditions,
+    options: WriteOptions,
+) -> ApiResult<Deleted> {
+    // Without caller preconditions a conflict only means the object changed between our
+    // read and our write: read again and retry, as kube-apiserver does.
+    let mut last_error = None;
+    for _ in 0..UPDATE_ATTEMPTS_MAX {
+        match delete_once(shard, rt, at, preconditions, options).await {
+            Err(e) if e.reason == "Conflict" && !preconditions.given() => last_error = Some(e),
+            other => return other,
+        }
+    }
+    Err(last_error.unwrap_or_else(|| ApiError::internal("delete gave up")))
+}
+
+async fn delete_once(
     shard: &Shard,
     rt: &ResourceType,
     at: &ObjectRef<'_>,
@@ -282,6 +308,13 @@ pub async fn delete(
     let blocked = !deletion_unblocked(rt, &object);
     if blocked {
         if meta::is_deleting(&object) {
+            if rt.strategy == Strategy::Namespace {
+                return Err(ApiError::conflict(
+                    &rt.group_resource(),
+                    at.name,
+                    "The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.",
+                ));
+            }
             return Ok(Deleted::Pending(object));
         }
         let mut marked = object.clone();
@@ -289,7 +322,14 @@ pub async fn delete(
         metadata.insert("deletionTimestamp".into(), Value::from(now()));
         metadata.insert("deletionGracePeriodSeconds".into(), Value::from(0));
         if rt.strategy == Strategy::Namespace {
-            marked["status"]["phase"] = Value::from("Terminating");
+            // A status that is not an object (stored through the status subresource) is
+            // replaced rather than indexed into.
+            let status = marked.as_object_mut().expect("stored objects are objects").entry("status");
+            let status = status.or_insert_with(|| json!({}));
+            if !status.is_object() {
+                *status = json!({});
+            }
+            status["phase"] = Value::from("Terminating");
         }
         let updated = replace(shard, rt, at, &object, rv, marked, options).await?;
         return Ok(Deleted::Pending(updated));

@@ -61,7 +61,8 @@ pub fn prepare_update(rt: &ResourceType, old: &Value, new: &mut Value, subresour
         Some("finalize") => {
             let finalizers = new.pointer("/spec/finalizers").cloned();
             let mut merged = old.clone();
-            merged["spec"]["finalizers"] = finalizers.unwrap_or_else(|| json!([]));
+            // Namespace specs hold only finalizers.
+            merged["spec"] = json!({"finalizers": finalizers.unwrap_or_else(|| json!([]))});
             *new = merged;
         }
         _ => {

@@ -57,3 +57,67 @@ impl KindHint for ApiError {
         self
     }
 }
+
+/// What a field must hold.
+#[derive(Clone, Copy)]
+enum Shape {
+    Str,
+    Object,
+    StringMap,
+    StringList,
+}
+
+/// Fields whose JSON type kube's typed decoding enforces and that the shard relies on;
+/// a wrong type is a 400, as kube's "cannot unmarshal" is, instead of an object that
+/// breaks every typed client listing it later.
+fn typed_fields(kind: &str) -> &'static [(&'static str, Shape)] {
+    const META: &[(&str, Shape)] = &[
+        ("/metadata", Shape::Object),
+        ("/metadata/name", Shape::Str),
+        ("/metadata/generateName", Shape::Str),
+        ("/metadata/namespace", Shape::Str),
+        ("/metadata/resourceVersion", Shape::Str),
+        ("/metadata/uid", Shape::Str),
+        ("/metadata/labels", Shape::StringMap),
+        ("/metadata/annotations", Shape::StringMap),
+        ("/metadata/finalizers", Shape::StringList),
+        ("/spec", Shape::Object),
+        ("/status", Shape::Object),
+    ];
+    const CONFIG_MAP: &[(&str, Shape)] = &[("/data", Shape::StringMap), ("/binaryData", Shape::StringMap)];
+    const SECRET: &[(&str, Shape)] =
+        &[("/data", Shape::StringMap), ("/stringData", Shape::StringMap), ("/type", Shape::Str)];
+    match kind {
+        "ConfigMap" => CONFIG_MAP,
+        "Secret" => SECRET,
+        "" => META,
+        _ => &[],
+    }
+}
+
+/// Rejects objects whose well-known fields have the wrong JSON type.
+pub fn check_types(ctx: &Ctx, object: &Value) -> ApiResult<()> {
+    for (pointer, shape) in typed_fields("").iter().chain(typed_fields(ctx.rt.kind)) {
+        let Some(value) = object.pointer(pointer) else { continue };
+        let ok = match shape {
+            Shape::Str => value.is_string(),
+            Shape::Object => value.is_object(),
+            Shape::StringMap => value.as_object().is_some_and(|m| m.values().all(Value::is_string)),
+            Shape::StringList => value.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+        };
+        if !ok && !value.is_null() {
+            let field = pointer.trim_start_matches('/').replace('/', ".");
+            let wanted = match shape {
+                Shape::Str => "a string",
+                Shape::Object => "an object",
+                Shape::StringMap => "an object of strings",
+                Shape::StringList => "a list of strings",
+            };
+            return Err(ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: {field} must be {wanted}",
+                ctx.rt.kind, ctx.rt.version, ctx.rt.kind
+            )));
+        }
+    }
+    Ok(())
+}

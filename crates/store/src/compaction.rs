@@ -41,8 +41,11 @@ pub(crate) fn compact_keeping(shared: &Shared, keep: u64) -> Result<u64, StoreEr
     let mut batch = WriteBatch::default();
     batch.delete_range_cf(shared.cf(CF_LOG), keys::rv_key(floor + 1), keys::rv_key(target + 1));
     batch.put_cf(shared.cf(CF_META), keys::META_COMPACTED, keys::rv_key(target));
-    shared.db.write(batch)?;
+    // Raise the floor before the records go: a watcher that finds the log empty then
+    // sees the new floor and answers 410, instead of going live past a gap. If the write
+    // fails, clients merely get 410 a little early.
     shared.compacted_rv.store(target, Ordering::Release);
+    shared.db.write(batch)?;
     tracing::debug!(from = floor, to = target, "change log compacted");
     Ok(target)
 }

@@ -129,6 +129,8 @@ pub(crate) fn run(shared: Arc<Shared>, queue: crossbeam_channel::Receiver<Reques
 struct Accepted {
     event: Event,
     reply: oneshot::Sender<Result<Committed, StoreError>>,
+    /// The op's queue slot, released only once it is answered.
+    _permit: OwnedSemaphorePermit,
 }
 
 /// Decides, writes and publishes one batch; returns the next free resourceVersion.
@@ -151,10 +153,11 @@ fn commit_batch(shared: &Shared, batch: Vec<Request>, mut next_rv: u64) -> u64 {
             let _ = req.reply.send(Err(e));
             continue;
         }
-        let event = stage(shared, &mut write, req.op, current, next_rv);
+        let Request { op, reply, _permit } = req;
+        let event = stage(shared, &mut write, op, current, next_rv);
         overlay.insert(event.key.clone(), event.value.clone().map(|value| Versioned { rv: next_rv, value }));
         next_rv += 1;
-        accepted.push(Accepted { event, reply: req.reply });
+        accepted.push(Accepted { event, reply, _permit });
     }
     if accepted.is_empty() {
         return next_rv;

@@ -38,9 +38,12 @@ pub async fn run(shard: Arc<Shard>) {
 
 /// Removes every object of the cluster (finalizers of the content do not hold a cluster
 /// deletion back: the whole cluster goes), then the LogicalCluster's finalizer.
+///
+/// A pass that found anything returns false, so the finalizer goes only after a pass
+/// that found the cluster empty: a write that raced the first pass is caught by the next.
+#[tracing::instrument(name = "logicalcluster.delete", skip(shard))]
 async fn empty_cluster(shard: &Shard, cluster: &str) -> bool {
-    let span = tracing::info_span!("logicalcluster.delete", cluster);
-    let _enter = span.enter();
+    let mut found = false;
     let lc_rt = shard.registry.get("core.kcp.io", "v1alpha1", "logicalclusters").expect("built in");
     for rt in shard.registry.all() {
         let prefix = objects::collection_prefix(rt, Some(cluster), None);
@@ -50,12 +53,16 @@ async fn empty_cluster(shard: &Shard, cluster: &str) -> bool {
             if Arc::ptr_eq(rt, &lc_rt) {
                 continue;
             }
+            found = true;
             match shard.store.delete(key, Precondition::ResourceVersion(stored.rv)).await {
                 Ok(_) | Err(StoreError::NotFound) => {}
                 // Changed meanwhile: the next pass deletes the new version.
                 Err(_) => return false,
             }
         }
+    }
+    if found {
+        return false;
     }
     let at = ObjectRef { cluster, namespace: None, name: LOGICAL_CLUSTER_OBJECT };
     match storage::remove_finalizer(shard, &lc_rt, &at, FINALIZER).await {

@@ -46,9 +46,8 @@ fn has_spec_finalizer(namespace: &Value) -> bool {
 
 /// One pass: deletes the namespace's content; when none is left, finalizes it. Returns
 /// whether the namespace is done (or gone).
+#[tracing::instrument(name = "namespace.finalize", skip(shard))]
 async fn finalize(shard: &Shard, cluster: &str, namespace: &str) -> bool {
-    let span = tracing::info_span!("namespace.finalize", cluster, namespace);
-    let _enter = span.enter();
     let mut remaining = 0usize;
     for rt in shard.registry.all().iter().filter(|rt| rt.namespaced) {
         let prefix = crate::objects::collection_prefix(rt, Some(cluster), Some(namespace));

@@ -87,6 +87,15 @@ impl ApiError {
         Self::new(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {limit}"))
     }
 
+    /// 413: the resulting object would exceed the storage limit.
+    pub fn too_large_object(size: usize, limit: usize) -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("the object would be {size} bytes, larger than the {limit}-byte limit of one stored object"),
+        )
+    }
+
     /// 415: the body's media type is not one this endpoint reads.
     pub fn unsupported_media_type(content_type: &str, supported: &[&str]) -> Self {
         Self::new(

@@ -7,7 +7,8 @@ use crate::storage::{self, DeletePreconditions, Deleted, ObjectRef};
 use protocol::meta;
 use serde_json::{json, Value};
 
-/// Deletes an object: 200 when it is gone, 202 when finalizers hold it.
+/// Deletes an object: 200 with a Status (or the object) when it is gone, 200 with the
+/// object when finalizers hold it (kube answers 202 only for `orphanDependents=false`).
 pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Response> {
     let length = ctx.header("content-length").and_then(|l| l.parse().ok());
     let bytes = http::read_body(body, length).await?;
@@ -25,7 +26,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
     };
     match storage::delete(&ctx.shard, &ctx.rt, &ctx.object_ref()?, &preconditions, options).await? {
         Deleted::Gone(answer) => ctx.respond_object(200, &answer, &[]),
-        Deleted::Pending(object) => ctx.respond_object(202, &object, &[]),
+        Deleted::Pending(object) => ctx.respond_object(200, &object, &[]),
     }
 }
 

@@ -178,6 +178,7 @@ pub async fn read_object(ctx: &Ctx, body: Incoming) -> ApiResult<(Value, Vec<Str
     let mut object = negotiate::decode_object(ctx.header("content-type"), &bytes)?;
     check_type_meta(&ctx.rt, &object)?;
     let warnings = crate::validation::prune_unknown(ctx, &mut object)?;
+    crate::validation::check_types(ctx, &object)?;
     Ok((object, warnings))
 }
 

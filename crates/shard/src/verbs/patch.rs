@@ -35,6 +35,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
             applied.map_err(|why| ApiError::invalid(ctx.rt.kind, ctx.rt.group, at.name, &[(String::new(), why)]))?;
             check_identity_unchanged(ctx, current, &patched)?;
             warnings = crate::validation::prune_unknown(ctx, &mut patched)?;
+            crate::validation::check_types(ctx, &patched)?;
             Ok(patched)
         })
         .await?;

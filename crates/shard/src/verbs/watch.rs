@@ -42,6 +42,8 @@ struct Plan {
     table: Option<IncludeObject>,
     prefix: String,
     namespace_filter: Option<String>,
+    /// Set when the path names one object (`…/configmaps/foo?watch=true`).
+    name_filter: Option<String>,
 }
 
 /// Starts a watch stream.
@@ -86,21 +88,34 @@ fn plan(ctx: &Ctx) -> ApiResult<Plan> {
             }
             Start::WithInitialState { initial_events_end_bookmark: true }
         }
+        (Some(false), None | Some("0")) => Start::After(ctx.shard.store.current_rv()),
         (_, None) | (None, Some("0")) => Start::WithInitialState { initial_events_end_bookmark: false },
-        (Some(false), Some("0")) => Start::After(ctx.shard.store.current_rv()),
         (_, Some(rv)) => Start::After(objects::parse_rv(rv)?),
     };
-    let timeout = match ctx.param("timeoutSeconds") {
-        Some(t) => Duration::from_secs(
-            t.parse::<u64>().map_err(|_| ApiError::bad_request("timeoutSeconds must be a whole number"))?,
-        ),
+    // kube treats 0 like an absent timeout.
+    let timeout = match ctx.param("timeoutSeconds").filter(|t| !t.is_empty()) {
+        Some(t) => match t.parse::<u64>() {
+            Ok(0) => DEFAULT_TIMEOUT,
+            Ok(seconds) => Duration::from_secs(seconds),
+            Err(_) => return Err(ApiError::bad_request("timeoutSeconds must be a whole number")),
+        },
         None => DEFAULT_TIMEOUT,
     };
     let (prefix, namespace_filter) = match &ctx.scope {
         Scope::Cluster(cluster) => (objects::collection_prefix(&ctx.rt, Some(cluster), ctx.namespace()), None),
         Scope::Wildcard => (objects::collection_prefix(&ctx.rt, None, None), ctx.namespace().map(str::to_string)),
     };
-    Ok(Plan { start, bookmarks, timeout, selectors: Selectors::parse(ctx)?, table, prefix, namespace_filter })
+    let name_filter = ctx.req.name.clone();
+    Ok(Plan {
+        start,
+        bookmarks,
+        timeout,
+        selectors: Selectors::parse(ctx)?,
+        table,
+        prefix,
+        namespace_filter,
+        name_filter,
+    })
 }
 
 /// Produces the stream until the client goes away, the store fails or the history is gone.
@@ -121,6 +136,14 @@ async fn stream(ctx: &Ctx, plan: &Plan, tx: &mpsc::Sender<Bytes>) -> Option<()> 
             rv
         }
     };
+    // A resourceVersion this shard has not reached (say, after its data was restored)
+    // must not silently swallow the events up to it: wait briefly, then fail so that the
+    // client re-lists.
+    if wait_for_rv(ctx, from).await.is_err() {
+        let current = ctx.shard.store.current_rv();
+        let error = ApiError::timeout(format!("Too large resource version: {from}, current: {current}"));
+        return send(tx, encoder.error(&error)).await;
+    }
     let mut watch = match ctx.shard.store.watch(plan.prefix.clone().into_bytes(), from) {
         Ok(watch) => watch,
         Err(e) => return send(tx, encoder.error(&ApiError::from(e))).await,
@@ -150,7 +173,7 @@ async fn stream(ctx: &Ctx, plan: &Plan, tx: &mpsc::Sender<Bytes>) -> Option<()> 
 
 async fn send_initial_state(encoder: &mut Encoder<'_>, tx: &mpsc::Sender<Bytes>) -> Option<u64> {
     let options = ListOptions { prefix: encoder.plan.prefix.clone().into_bytes(), ..ListOptions::default() };
-    let page = match encoder.ctx.shard.store.list(&options, |key, _| encoder.plan.namespace_matches(key)) {
+    let page = match encoder.ctx.shard.store.list(&options, |key, _| encoder.plan.key_matches(key)) {
         Ok(page) => page,
         Err(e) => {
             send(tx, encoder.error(&ApiError::from(e))).await;
@@ -171,11 +194,14 @@ async fn send(tx: &mpsc::Sender<Bytes>, frame: Bytes) -> Option<()> {
 }
 
 impl Plan {
-    fn namespace_matches(&self, key: &[u8]) -> bool {
-        match &self.namespace_filter {
-            Some(ns) => objects::split_key(key).is_some_and(|(_, key_ns, _)| key_ns == ns),
-            None => true,
+    /// Whether a key is in the watched namespace and, for a named watch, is that object.
+    fn key_matches(&self, key: &[u8]) -> bool {
+        if self.namespace_filter.is_none() && self.name_filter.is_none() {
+            return true;
         }
+        let Some((_, key_ns, key_name)) = objects::split_key(key) else { return false };
+        self.namespace_filter.as_ref().is_none_or(|ns| ns == key_ns)
+            && self.name_filter.as_ref().is_none_or(|name| name == key_name)
     }
 }
 
@@ -189,7 +215,7 @@ struct Encoder<'a> {
 impl Encoder<'_> {
     /// The frame for a store event, after selectors; `None` when the client should not see it.
     fn event(&mut self, event: &store::Event) -> Option<Bytes> {
-        if !self.plan.namespace_matches(&event.key) {
+        if !self.plan.key_matches(&event.key) {
             return None;
         }
         let decode = |value: &Bytes| objects::decode(&store::Versioned { rv: event.rv, value: value.clone() }).ok();
@@ -201,7 +227,8 @@ impl Encoder<'_> {
             (EventKind::Added, _, true) => ("ADDED", new?),
             (EventKind::Modified, true, true) => ("MODIFIED", new?),
             (EventKind::Modified, false, true) => ("ADDED", new?),
-            (EventKind::Modified, true, false) => ("DELETED", new?),
+            // kube shows the last state that matched, stamped with this event's version.
+            (EventKind::Modified, true, false) => ("DELETED", old?),
             _ => return None,
         };
         Some(self.frame(kind, &object))
