@@ -192,17 +192,17 @@ fn resolve_scope(shard: &Shard, identity: &Identity, cluster: ClusterRef, target
             )))
         }
     };
-    if !shard.cluster_exists(&name) && !creates_logical_cluster(target) {
-        return Err(ApiError::not_found_message(format!(
+    match shard.logical_cluster_record(&name) {
+        None if !creates_logical_cluster(target) => Err(ApiError::not_found_message(format!(
             "logical cluster \"{name}\" does not exist on this shard: create it by creating its LogicalCluster object named \"{LOGICAL_CLUSTER_OBJECT}\""
-        )));
+        ))),
+        Some(lc) if writes_content(target) && crate::objects::is_marked_for_deletion(&lc.value).unwrap_or(false) => {
+            Err(ApiError::forbidden(format!(
+                "unable to create or change content in logical cluster {name} because it is being deleted"
+            )))
+        }
+        _ => Ok(Scope::Cluster(name)),
     }
-    if writes_content(target) && shard.cluster_deleting(&name) {
-        return Err(ApiError::forbidden(format!(
-            "unable to create or change content in logical cluster {name} because it is being deleted"
-        )));
-    }
-    Ok(Scope::Cluster(name))
 }
 
 /// Creates, updates and patches of anything but the LogicalCluster object itself (whose

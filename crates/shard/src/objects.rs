@@ -71,6 +71,24 @@ pub fn decode(stored: &Versioned) -> ApiResult<Value> {
     Ok(object)
 }
 
+/// Whether a stored object carries a deletionTimestamp, reading only that field: the
+/// request path checks namespaces and logical clusters on every write, and decoding them
+/// whole would cost more than the check is worth.
+pub fn is_marked_for_deletion(stored: &[u8]) -> ApiResult<bool> {
+    #[derive(serde::Deserialize)]
+    struct Marked {
+        metadata: MarkedMeta,
+    }
+    #[derive(serde::Deserialize)]
+    struct MarkedMeta {
+        #[serde(rename = "deletionTimestamp")]
+        deletion_timestamp: Option<serde::de::IgnoredAny>,
+    }
+    let marked: Marked = serde_json::from_slice(stored)
+        .map_err(|e| ApiError::internal(format!("stored object does not decode: {e}")))?;
+    Ok(marked.metadata.deletion_timestamp.is_some())
+}
+
 /// Parses a resourceVersion string as kube clients send it.
 pub fn parse_rv(rv: &str) -> ApiResult<u64> {
     rv.parse::<u64>()

@@ -27,33 +27,17 @@ pub struct Shard {
 }
 
 impl Shard {
-    /// Whether the cluster's `LogicalCluster` object exists. A point read in RocksDB is
-    /// cheap enough that no cache (and so no cache invalidation) is needed, and the value
-    /// is not decoded: only existence matters on the request path.
-    pub fn cluster_exists(&self, cluster: &str) -> bool {
+    /// The stored `LogicalCluster` object of a cluster, if it exists. A point read in
+    /// RocksDB is cheap enough that no cache (and so no cache invalidation) is needed; the
+    /// value stays undecoded, since most requests only need to know that it exists.
+    pub fn logical_cluster_record(&self, cluster: &str) -> Option<store::Versioned> {
         let rt = self.registry.get("core.kcp.io", "v1alpha1", "logicalclusters").expect("built in");
         let key = crate::objects::key(&rt, cluster, None, LOGICAL_CLUSTER_OBJECT);
-        matches!(self.store.get(key.as_bytes()), Ok(Some(_)))
+        self.store.get(key.as_bytes()).ok().flatten()
     }
 
-    /// Whether the cluster's `LogicalCluster` is being deleted; new content is refused then
-    /// (only the deletion mark is decoded).
-    pub fn cluster_deleting(&self, cluster: &str) -> bool {
-        #[derive(serde::Deserialize)]
-        struct Marked {
-            metadata: MarkedMeta,
-        }
-        #[derive(serde::Deserialize)]
-        struct MarkedMeta {
-            #[serde(rename = "deletionTimestamp")]
-            deletion_timestamp: Option<serde::de::IgnoredAny>,
-        }
-        let rt = self.registry.get("core.kcp.io", "v1alpha1", "logicalclusters").expect("built in");
-        let key = crate::objects::key(&rt, cluster, None, LOGICAL_CLUSTER_OBJECT);
-        match self.store.get(key.as_bytes()) {
-            Ok(Some(stored)) => serde_json::from_slice::<Marked>(&stored.value)
-                .is_ok_and(|marked| marked.metadata.deletion_timestamp.is_some()),
-            _ => false,
-        }
+    /// Whether the cluster's `LogicalCluster` object exists.
+    pub fn cluster_exists(&self, cluster: &str) -> bool {
+        self.logical_cluster_record(cluster).is_some()
     }
 }

@@ -160,20 +160,7 @@ fn check_namespace_accepts_content(shard: &Shard, cluster: &str, namespace: &str
     let at = ObjectRef { cluster, namespace: None, name: namespace };
     let stored = shard.store.get(at.key(&namespaces).as_bytes()).map_err(ApiError::from)?;
     let stored = stored.ok_or_else(|| ApiError::not_found(&namespaces.group_resource(), namespace))?;
-    // Only the deletion mark matters here; skipping the rest of the object keeps this
-    // check (on every namespaced create) cheap.
-    #[derive(serde::Deserialize)]
-    struct Marked {
-        metadata: MarkedMeta,
-    }
-    #[derive(serde::Deserialize)]
-    struct MarkedMeta {
-        #[serde(rename = "deletionTimestamp")]
-        deletion_timestamp: Option<serde::de::IgnoredAny>,
-    }
-    let marked: Marked = serde_json::from_slice(&stored.value)
-        .map_err(|e| ApiError::internal(format!("stored namespace {namespace} does not decode: {e}")))?;
-    if marked.metadata.deletion_timestamp.is_some() {
+    if objects::is_marked_for_deletion(&stored.value)? {
         return Err(ApiError::forbidden(format!(
             "unable to create new content in namespace {namespace} because it is being terminated"
         )));
