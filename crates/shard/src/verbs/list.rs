@@ -110,24 +110,31 @@ pub async fn collect(ctx: &Ctx, limit_override: Option<usize>) -> ApiResult<List
     };
     let options = ListOptions { prefix: prefix.clone().into_bytes(), start, limit, at_rv };
     let mut decode_error = None;
-    let page = ctx.shard.store.list(&options, |key, stored| {
+    let mut items = Vec::new();
+    let keep = |key: &[u8], stored: &store::Versioned| {
         if let Some(ns) = &wildcard_namespace {
             if objects::split_key(key).is_none_or(|(_, key_ns, _)| key_ns != ns) {
                 return false;
             }
         }
         match objects::decode(stored) {
-            Ok(object) => selectors.matches(&ctx.rt, &object),
+            Ok(object) if selectors.matches(&ctx.rt, &object) => {
+                items.push(object);
+                true
+            }
+            Ok(_) => false,
             Err(e) => {
                 decode_error = Some(e);
                 false
             }
         }
-    })?;
+    };
+    // A page at an old resourceVersion replays the change log since then: run it where
+    // it cannot stall the other requests of this worker thread.
+    let page = tokio::task::block_in_place(|| ctx.shard.store.list(&options, keep))?;
     if let Some(e) = decode_error {
         return Err(e);
     }
-    let items = page.items.iter().map(|(_, stored)| objects::decode(stored)).collect::<ApiResult<Vec<_>>>()?;
     let continue_token = page.next.map(|next| encode_token(page.rv, &next));
     Ok(Listed { items, rv: page.rv, continue_token })
 }
