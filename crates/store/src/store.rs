@@ -116,8 +116,17 @@ fn column_family_options(name: &str, cache: &Cache) -> Options {
     if name != CF_OBJECTS {
         options.set_compression_type(DBCompressionType::None);
     }
+    if name == CF_LOG {
+        // A memtable large enough for the retention window: most change-log records are
+        // covered by compaction's range deletion before their memtable is flushed, and a
+        // flush drops covered records, so they never cost an SST write or a compaction.
+        options.set_write_buffer_size(LOG_MEMTABLE_BYTES);
+    }
     options
 }
+
+/// Memtable size of the change log (128 MiB ≈ 100k records of 1 KiB objects).
+const LOG_MEMTABLE_BYTES: usize = 128 << 20;
 
 /// A handle to an open store; cheap to clone.
 #[derive(Clone)]
