@@ -182,3 +182,43 @@ async fn every_rejection_is_a_status_with_the_right_code() {
     let kept = http.get(&format!("{CMS}/keep")).await.unwrap().json().unwrap();
     assert_eq!(kept["data"]["k"], "v");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bearer_tokens_from_the_token_file_authenticate() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(
+        &tokens,
+        "# token,user,uid,groups\nsecret-admin,carol,1001,\"system:masters,ops\"\nsecret-dev,dave,1002\n",
+    )
+    .unwrap();
+    let options = ShardOptions { token_file: Some(tokens), ..ShardOptions::default() };
+    let shard = ShardProcess::start(options).await.unwrap();
+    let anonymous = shard.http_as(None).unwrap();
+    let with = |token: &'static str| [("authorization", token)];
+    let ok = anonymous.send(Method::GET, CMS, &with("Bearer secret-dev"), vec![]).await.unwrap();
+    assert_eq!(ok.status, 200, "{}", ok.text());
+    let wrong = anonymous.send(Method::GET, CMS, &with("Bearer nope"), vec![]).await.unwrap();
+    assert_eq!(wrong.status, 401);
+    status_of(&wrong);
+    // Only system:masters may use the wildcard endpoint.
+    let dev =
+        anonymous.send(Method::GET, "/clusters/*/api/v1/configmaps", &with("Bearer secret-dev"), vec![]).await.unwrap();
+    assert_eq!(dev.status, 403);
+    let admin = anonymous
+        .send(Method::GET, "/clusters/*/api/v1/configmaps", &with("Bearer secret-admin"), vec![])
+        .await
+        .unwrap();
+    assert_eq!(admin.status, 200, "{}", admin.text());
+    // kubectl with --token and no client certificate.
+    let server = shard.cluster_url("root");
+    let ca = shard.data_dir().join("pki").join("ca.crt");
+    let output = std::process::Command::new("kubectl")
+        .args(["--kubeconfig", "/dev/null", "--server", &server, "--certificate-authority"])
+        .arg(&ca)
+        .args(["--token", "secret-dev", "get", "namespaces", "-o", "name"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "namespace/default");
+}
