@@ -4,7 +4,7 @@
 //! asks for history below the floor gets [`StoreError::Gone`] and re-lists, as clients of
 //! kube-apiserver already do after etcd compacts.
 
-use crate::keys::{self, CF_LOG, CF_META};
+use crate::keys::{self, CF_LOG, CF_META, CF_SUCCESSORS};
 use crate::store::Shared;
 use crate::StoreError;
 use rocksdb::WriteBatch;
@@ -40,6 +40,8 @@ pub(crate) fn compact_keeping(shared: &Shared, keep: u64) -> Result<u64, StoreEr
     }
     let mut batch = WriteBatch::default();
     batch.delete_range_cf(shared.cf(CF_LOG), keys::rv_key(floor + 1), keys::rv_key(target + 1));
+    // Values written at or below the floor are never replayed again.
+    batch.delete_range_cf(shared.cf(CF_SUCCESSORS), keys::rv_key(floor + 1), keys::rv_key(target + 1));
     batch.put_cf(shared.cf(CF_META), keys::META_COMPACTED, keys::rv_key(target));
     // Raise the floor before the records go: a watcher that finds the log empty then
     // sees the new floor and answers 410, instead of going live past a gap. If the write

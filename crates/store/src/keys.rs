@@ -8,6 +8,10 @@ use bytes::{BufMut, Bytes, BytesMut};
 pub const CF_OBJECTS: &str = "objects";
 /// Column family of the change log: big-endian rv → `LogRecord`.
 pub const CF_LOG: &str = "log";
+/// Column family of successors: big-endian rv N → big-endian rv M of the change that
+/// replaced or deleted the value written at N. The change log stores each value once (as
+/// the `prev_value` of the change that replaced it); this index finds that change.
+pub const CF_SUCCESSORS: &str = "successors";
 /// Column family of store metadata.
 pub const CF_META: &str = "meta";
 /// `meta` key of the last committed resourceVersion.

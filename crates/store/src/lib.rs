@@ -14,8 +14,11 @@
 //!   is [`StoreError::Gone`] (HTTP 410).
 //!
 //! Key layout ([`keys`]): column family `objects` maps a caller's key to `rv ‖ value`;
-//! `log` maps a big-endian RV to a [`record::LogRecord`]; `meta` holds the last committed RV
-//! and the compaction floor, written in the same batches as the data they describe.
+//! `log` maps a big-endian RV to a [`record::LogRecord`] (key, kind and the value the change
+//! replaced); `successors` maps the RV of a value to the RV of the change that replaced it;
+//! `meta` holds the last committed RV and the compaction floor, written in the same batches
+//! as the data they describe. Each value is stored once: while current in `objects`, later
+//! as the replaced value of its successor's log record, which is how watch replay finds it.
 
 mod compaction;
 mod error;

@@ -26,7 +26,9 @@ pub struct LogRecord {
 }
 
 impl LogRecord {
-    /// Builds the record of an event.
+    /// Builds the record of an event. The new value is left out: it is stored once, in
+    /// the objects column family while current and as the `prev_value` of the change that
+    /// replaces it afterwards (see [`crate::keys::CF_SUCCESSORS`]).
     pub fn from_event(event: &Event) -> Self {
         let kind = match event.kind {
             EventKind::Added => 1,
@@ -36,14 +38,20 @@ impl LogRecord {
         LogRecord {
             key: event.key.clone(),
             kind,
-            value: event.value.clone(),
+            value: None,
             prev_rv: event.prev.as_ref().map_or(0, |p| p.rv),
             prev_value: event.prev.as_ref().map(|p| p.value.clone()),
         }
     }
 
-    /// Turns a stored record back into the event committed at `rv`.
-    pub fn into_event(self, rv: u64) -> Result<Event, StoreError> {
+    /// Whether the change wrote a value (an add or a modify), which replay must look up.
+    pub fn writes_value(&self) -> bool {
+        self.kind == 1 || self.kind == 2
+    }
+
+    /// Turns a stored record back into the event committed at `rv`; `value` is the value it
+    /// wrote, looked up by the caller.
+    pub fn into_event(self, rv: u64, value: Option<Bytes>) -> Result<Event, StoreError> {
         let kind = match self.kind {
             1 => EventKind::Added,
             2 => EventKind::Modified,
@@ -51,7 +59,7 @@ impl LogRecord {
             other => return Err(StoreError::Corrupt(format!("log record kind {other} at rv {rv}"))),
         };
         let prev = self.prev_value.map(|value| Versioned { rv: self.prev_rv, value });
-        Ok(Event { rv, key: self.key, kind, value: self.value, prev })
+        Ok(Event { rv, key: self.key, kind, value: value.or(self.value), prev })
     }
 
     /// Decodes a stored record.
@@ -74,7 +82,10 @@ mod tests {
         ] {
             let event = Event { rv: 9, key: Bytes::from_static(b"k"), kind, value, prev };
             let bytes = LogRecord::from_event(&event).encode_to_vec();
-            assert_eq!(LogRecord::decode_bytes(&bytes).unwrap().into_event(9).unwrap(), event);
+            let record = LogRecord::decode_bytes(&bytes).unwrap();
+            assert_eq!(record.value, None, "values are not duplicated into the log");
+            assert_eq!(record.writes_value(), event.value.is_some());
+            assert_eq!(record.into_event(9, event.value.clone()).unwrap(), event);
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Opening the database and the public [`Store`] handle.
 
-use crate::keys::{self, CF_LOG, CF_META, CF_OBJECTS};
+use crate::keys::{self, CF_LOG, CF_META, CF_OBJECTS, CF_SUCCESSORS};
 use crate::writer::{self, Committed, Op, Request};
 use crate::{compaction, Event, StoreError, Versioned};
 use bytes::Bytes;
@@ -145,7 +145,7 @@ impl Store {
         db_options.increase_parallelism(2);
         // One cache for every column family, so memory stays bounded however many there are.
         let cache = Cache::new_lru_cache(options.block_cache_bytes);
-        let families = [CF_OBJECTS, CF_LOG, CF_META]
+        let families = [CF_OBJECTS, CF_LOG, CF_SUCCESSORS, CF_META]
             .into_iter()
             .map(|name| ColumnFamilyDescriptor::new(name, column_family_options(name, &cache)));
         let db = DB::open_cf_descriptors(&db_options, dir, families)?;

@@ -7,7 +7,7 @@
 //! watcher that lags behind the broadcast buffer goes back to `Backlog`, and one that needs
 //! records compaction removed ends with [`StoreError::Gone`].
 
-use crate::keys::{self, CF_LOG};
+use crate::keys::{self, CF_LOG, CF_OBJECTS, CF_SUCCESSORS};
 use crate::record::LogRecord;
 use crate::store::Shared;
 use crate::{Event, Store, StoreError};
@@ -105,11 +105,14 @@ impl Watch {
     /// Reads the next chunk of the change log from `next`, or switches to live when the log
     /// has nothing further.
     fn fill_backlog(&mut self, next: u64) -> Result<(), StoreError> {
+        // One snapshot for the records and the values they wrote, so that a value is
+        // either still current or already recorded as its successor's previous value.
+        let snapshot = self.shared.db.snapshot();
         let mut read = ReadOptions::default();
         read.fill_cache(false);
         let from = keys::rv_key(next);
         let iter =
-            self.shared.db.iterator_cf_opt(self.shared.cf(CF_LOG), read, IteratorMode::From(&from, Direction::Forward));
+            snapshot.iterator_cf_opt(self.shared.cf(CF_LOG), read, IteratorMode::From(&from, Direction::Forward));
         let mut expected = next;
         for entry in iter.take(BACKLOG_CHUNK) {
             let (rv_bytes, record) = entry?;
@@ -118,8 +121,12 @@ impl Watch {
                 return Err(self.gone());
             }
             expected += 1;
-            let event = LogRecord::decode_bytes(&record)?.into_event(rv)?;
-            self.buffered.push_back(Arc::new(event));
+            let record = LogRecord::decode_bytes(&record)?;
+            let value = match record.writes_value() {
+                true => Some(value_written_at(&self.shared, &snapshot, &record.key, rv)?),
+                false => None,
+            };
+            self.buffered.push_back(Arc::new(record.into_event(rv, value)?));
         }
         if expected == next {
             if next <= self.shared.compacted_rv.load(Ordering::Acquire) {
@@ -134,5 +141,35 @@ impl Watch {
 
     fn gone(&self) -> StoreError {
         StoreError::Gone { requested: self.seen_rv, oldest: self.shared.compacted_rv.load(Ordering::Acquire) }
+    }
+}
+
+/// The value the change at `rv` wrote to `key`: the current value if nothing changed the
+/// key since, else the previous value recorded by the change that replaced it.
+fn value_written_at(
+    shared: &Shared,
+    snapshot: &rocksdb::SnapshotWithThreadMode<'_, rocksdb::DB>,
+    key: &[u8],
+    rv: u64,
+) -> Result<Bytes, StoreError> {
+    let corrupt = |why: &str| StoreError::Corrupt(format!("value written at rv {rv}: {why}"));
+    match snapshot.get_cf(shared.cf(CF_SUCCESSORS), keys::rv_key(rv))? {
+        Some(successor) => {
+            let successor = keys::decode_u64(&successor)?;
+            let record = snapshot.get_cf(shared.cf(CF_LOG), keys::rv_key(successor))?;
+            let record = LogRecord::decode_bytes(&record.ok_or_else(|| corrupt("successor record missing"))?)?;
+            debug_assert_eq!(record.prev_rv, rv, "a successor replaces exactly the value written at rv");
+            record.prev_value.ok_or_else(|| corrupt("successor without a previous value"))
+        }
+        None => {
+            let current = snapshot
+                .get_cf(shared.cf(CF_OBJECTS), key)?
+                .ok_or_else(|| corrupt("no successor and no current value"))?;
+            let current = keys::decode_object(&current)?;
+            if current.rv != rv {
+                return Err(corrupt("the current value is of another version"));
+            }
+            Ok(current.value)
+        }
     }
 }

@@ -6,7 +6,7 @@
 //! it will have after the ops before it in the same batch, writes the batch with
 //! `sync = true`, and only then publishes events and answers the callers.
 
-use crate::keys::{self, CF_LOG, CF_META, CF_OBJECTS};
+use crate::keys::{self, CF_LOG, CF_META, CF_OBJECTS, CF_SUCCESSORS};
 use crate::record::LogRecord;
 use crate::store::Shared;
 use crate::{Event, EventKind, StoreError, Versioned};
@@ -205,6 +205,9 @@ fn stage(shared: &Shared, write: &mut WriteBatch, op: Op, prev: Option<Versioned
         }
     };
     write.put_cf(shared.cf(CF_LOG), keys::rv_key(rv), LogRecord::from_event(&event).encode_to_vec());
+    if let Some(prev) = &event.prev {
+        write.put_cf(shared.cf(CF_SUCCESSORS), keys::rv_key(prev.rv), keys::rv_key(rv));
+    }
     event
 }
 
