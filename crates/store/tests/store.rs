@@ -114,13 +114,19 @@ async fn paged_lists_filter_and_continue() {
     assert_eq!(seen, vec!["p/0", "p/2", "p/4", "p/6", "p/8"]);
 }
 
+/// A generator seeded from `ATOLL_SEED` or at random; the seed is printed so a failure
+/// can be replayed.
+fn seeded_rng() -> (u64, rand::rngs::StdRng) {
+    let seed: u64 = std::env::var("ATOLL_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
+    println!("seed {seed}");
+    (seed, rand::rngs::StdRng::seed_from_u64(seed))
+}
+
 /// Random ops against a model: the list at every past resourceVersion equals the model's
 /// state at that version. Replay a failure with ATOLL_SEED=<seed>.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lists_at_every_past_rv_match_a_model() {
-    let seed: u64 = std::env::var("ATOLL_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
-    println!("seed {seed}");
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let (seed, mut rng) = seeded_rng();
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
     let mut model: BTreeMap<String, String> = BTreeMap::new();
@@ -205,9 +211,7 @@ async fn lagging_watcher_catches_up_from_the_log() {
 /// stored once and found again through the successor index). Replay with ATOLL_SEED.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replayed_watches_return_the_values_each_change_wrote() {
-    let seed: u64 = std::env::var("ATOLL_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
-    println!("seed {seed}");
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let (seed, mut rng) = seeded_rng();
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
     let mut model: BTreeMap<String, String> = BTreeMap::new();
