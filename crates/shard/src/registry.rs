@@ -4,7 +4,6 @@
 //! data, printer columns, the storage strategy — is a row here, never a copy of a handler.
 
 use protocol::gvr::{GroupResource, GroupVersion};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// How a cell of a `kubectl get` table is computed from an object.
@@ -367,7 +366,6 @@ pub fn builtin_resources() -> Vec<ResourceType> {
 /// Looks resources up by group-version and plural name.
 #[derive(Debug, Clone)]
 pub struct Registry {
-    by_gvr: BTreeMap<(String, String, String), Arc<ResourceType>>,
     all: Vec<Arc<ResourceType>>,
 }
 
@@ -379,17 +377,14 @@ impl Registry {
 
     /// A registry of the given rows.
     pub fn from_resources(resources: Vec<ResourceType>) -> Self {
-        let all: Vec<Arc<ResourceType>> = resources.into_iter().map(Arc::new).collect();
-        let by_gvr = all
-            .iter()
-            .map(|r| ((r.group.to_string(), r.version.to_string(), r.resource.to_string()), r.clone()))
-            .collect();
-        Registry { by_gvr, all }
+        Registry { all: resources.into_iter().map(Arc::new).collect() }
     }
 
-    /// The resource at `group/version/resource`.
+    /// The resource at `group/version/resource`. Several lookups happen per request, so
+    /// this compares borrowed strings over the (small) table instead of building owned
+    /// map keys; per-cluster custom resources will need a map keyed by cluster.
     pub fn get(&self, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceType>> {
-        self.by_gvr.get(&(group.to_string(), version.to_string(), resource.to_string())).cloned()
+        self.all.iter().find(|r| r.resource == resource && r.group == group && r.version == version).cloned()
     }
 
     /// Every served resource.
