@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# Runs a benchmark program: `scripts/bench.sh store [flags]` runs bench-store.
+# Runs a benchmark program: `scripts/bench.sh store [flags]` runs bench-store,
+# `scripts/bench.sh workspaces [flags]` runs bench-workspaces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+name="${1:?usage: scripts/bench.sh store|workspaces [flags]}"
+shift
+# Checked before building, so a typo does not cost a build.
+case "$name" in
+    store | workspaces) ;;
+    *)
+        echo "unknown benchmark: $name (known: store, workspaces)" >&2
+        exit 2
+        ;;
+esac
 scripts/deps.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/atoll-target}"
 # Same selection as the tests (see scripts/test.sh): one RocksDB build serves both.
 cargo build --workspace --all-targets
-name="${1:?usage: scripts/bench.sh store [flags]}"
-shift
 exec "$CARGO_TARGET_DIR/debug/bench-$name" "$@"

@@ -2,6 +2,8 @@
 # Installs the system packages Atoll's build, tests and benchmarks need, only when missing.
 #   libclang-dev       bindgen for the RocksDB build (librocksdb-sys)
 #   protobuf-compiler  protoc for gRPC code generation (etcd-client in the benchmark)
+#   libprotobuf-dev    protoc's well-known types (google/protobuf/*.proto); only a
+#                      "recommends" of protobuf-compiler, so --no-install-recommends skips it
 #   etcd-server        the baseline of the store benchmark
 #   kubectl            the client the end-to-end tests drive (v1.32 ships with this machine kind)
 set -euo pipefail
@@ -9,6 +11,7 @@ set -euo pipefail
 need=()
 dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
 command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
+[ -f /usr/include/google/protobuf/descriptor.proto ] || need+=(libprotobuf-dev)
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 

@@ -20,6 +20,7 @@
 pub mod binary;
 pub mod certs;
 pub mod etcd;
+pub mod installation;
 pub mod kubeconfig;
 pub mod kubectl;
 pub mod ports;

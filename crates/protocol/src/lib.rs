@@ -3,6 +3,8 @@
 //! A request meets these modules roughly in this order:
 //! - [`path`]: `/clusters/<name-or-path>/…` — logical-cluster names and canonical paths
 //!   (`root:org:team`).
+//! - [`ring`]: which shard serves a logical cluster (a consistent hash ring), and random
+//!   logical-cluster names.
 //! - [`gvr`]: group, version, resource and kind identifiers.
 //! - [`protobuf`]: Kubernetes protobuf request bodies (what kubectl's typed commands send)
 //!   decoded into the JSON the rest of the request path works on.
@@ -20,6 +22,7 @@ pub mod names;
 pub mod openapi;
 pub mod path;
 pub mod protobuf;
+pub mod ring;
 pub mod schema;
 pub mod selector;
 pub mod types;

@@ -175,7 +175,8 @@ fn authenticate(shard: &Shard, peer: &PeerInfo, request: &::http::Request<Incomi
 }
 
 /// Decides which clusters a request may address: wildcards need `system:masters`; a
-/// named cluster must exist, except for creating its own LogicalCluster object.
+/// canonical path must be one of this shard's clusters; a named cluster must exist,
+/// except for creating its own LogicalCluster object.
 fn resolve_scope(shard: &Shard, identity: &Identity, cluster: ClusterRef, target: &Target) -> ApiResult<Scope> {
     let name = match cluster {
         ClusterRef::Wildcard if identity.is_master() => return Ok(Scope::Wildcard),
@@ -186,11 +187,11 @@ fn resolve_scope(shard: &Shard, identity: &Identity, cluster: ClusterRef, target
         )))
         }
         ClusterRef::Name(name) => name,
-        ClusterRef::Path(path) => {
-            return Err(ApiError::not_found_message(format!(
-                "logical cluster path {path} is not known on this shard; address logical clusters by name"
-            )))
-        }
+        ClusterRef::Path(path) => shard.paths.resolve(path.as_str()).ok_or_else(|| {
+            ApiError::not_found_message(format!(
+                "logical cluster path {path} is not hosted on this shard: address it on the shard named in its Workspace's spec.URL, or by its logical-cluster name"
+            ))
+        })?,
     };
     match shard.logical_cluster_record(&name) {
         None if !creates_logical_cluster(target) => Err(ApiError::not_found_message(format!(

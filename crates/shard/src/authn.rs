@@ -403,7 +403,8 @@ mod tests {
         let cases: [(&str, &[&str]); 3] =
             [("alice", &[]), ("bob", &["dev"]), ("system:node:n1", &["system:nodes", "ops", "dev"])];
         for (user, want_groups) in cases {
-            let (cert_pem, _) = pki::issue_client_cert(dir.path(), user, &groups(want_groups)).expect("issue");
+            let (cert_pem, _) =
+                pki::issue_client_cert(&dir.path().join("pki"), user, &groups(want_groups)).expect("issue");
             let identity = identity_from_certificate(&pem_der(&cert_pem)).expect("identity");
             let mut expected = groups(want_groups);
             expected.push(AUTHENTICATED_GROUP.to_owned());

@@ -1,25 +1,55 @@
-//! First-start work: the root logical cluster and the admin kubeconfig.
+//! First-start work on the root shard: the root logical cluster and root's built-in
+//! workspace types.
 
+use crate::paths::PATH_ANNOTATION;
 use crate::state::{Shard, LOGICAL_CLUSTER_OBJECT, ROOT_CLUSTER};
 use crate::storage::{self, WriteOptions};
+use crate::tenancy::{types::DEFAULT_TYPE, ROOT_TYPE, TYPE_ANNOTATION};
 use anyhow::Context;
-use serde_json::json;
+use serde_json::{json, Value};
 
-/// Creates the root logical cluster if it does not exist yet.
+/// Creates the root logical cluster and the WorkspaceTypes `root:root` and
+/// `root:universal` if they do not exist yet. Existing ones are left as users edited them.
 pub async fn ensure_root_cluster(shard: &Shard) -> anyhow::Result<()> {
-    if shard.cluster_exists(ROOT_CLUSTER) {
-        return Ok(());
-    }
-    let rt = shard.registry.get("core.kcp.io", "v1alpha1", "logicalclusters").expect("built in");
-    let object = json!({
+    let logical_cluster = json!({
         "apiVersion": "core.kcp.io/v1alpha1",
         "kind": "LogicalCluster",
-        "metadata": {"name": LOGICAL_CLUSTER_OBJECT, "annotations": {"kcp.io/path": ROOT_CLUSTER}},
+        "metadata": {
+            "name": LOGICAL_CLUSTER_OBJECT,
+            "annotations": {PATH_ANNOTATION: ROOT_CLUSTER, TYPE_ANNOTATION: ROOT_TYPE.qualified()},
+        },
         "spec": {"directlyDeletable": false},
     });
-    match storage::create(shard, &rt, ROOT_CLUSTER, object, WriteOptions::default()).await {
+    if !shard.cluster_exists(ROOT_CLUSTER) {
+        create_unless_exists(shard, &shard.registry.logical_clusters(), logical_cluster)
+            .await
+            .context("create the root logical cluster")?;
+    }
+    let types = [
+        workspace_type(ROOT_TYPE.name, json!({"defaultChildWorkspaceType": DEFAULT_TYPE.to_json()})),
+        workspace_type(DEFAULT_TYPE.name, json!({})),
+    ];
+    for object in types {
+        create_unless_exists(shard, &shard.registry.workspace_types(), object)
+            .await
+            .context("create root's workspace types")?;
+    }
+    Ok(())
+}
+
+fn workspace_type(name: &str, spec: Value) -> Value {
+    json!({
+        "apiVersion": "tenancy.kcp.io/v1alpha1",
+        "kind": "WorkspaceType",
+        "metadata": {"name": name},
+        "spec": spec,
+    })
+}
+
+async fn create_unless_exists(shard: &Shard, rt: &crate::registry::ResourceType, object: Value) -> anyhow::Result<()> {
+    match storage::create(shard, rt, ROOT_CLUSTER, object, WriteOptions::default()).await {
         Ok(_) => Ok(()),
         Err(e) if e.code == 409 => Ok(()),
-        Err(e) => Err(anyhow::anyhow!("{}", e.message)).context("create the root logical cluster"),
+        Err(e) => Err(anyhow::anyhow!("{}", e.message)),
     }
 }

@@ -11,7 +11,11 @@
 //! - [`storage`]: create / guaranteed update / delete-with-finalizers over the store,
 //!   with per-resource behaviour from [`registry`] and [`strategy`], keys and codec from
 //!   [`objects`], patches from [`patch`], unknown-field pruning from [`validation`].
-//! - [`controllers`]: namespace and logical-cluster deletion, driven by store watches.
+//! - [`controllers`]: namespace and logical-cluster deletion and the workspace scheduler,
+//!   driven by store watches; [`tenancy`] holds workspace admission and types.
+//! - [`membership`]: this shard's Shard object in root and the shard set (the ring);
+//!   [`peer`] makes the mutual-TLS calls to other shards; [`paths`] resolves canonical
+//!   paths of the clusters hosted here.
 //! - [`bootstrap`]: the root logical cluster and the admin kubeconfig.
 
 pub mod api;
@@ -20,9 +24,12 @@ pub mod bootstrap;
 pub mod controllers;
 pub mod discovery;
 pub mod http;
+pub mod membership;
 pub mod metrics;
 pub mod objects;
 pub mod patch;
+pub mod paths;
+pub mod peer;
 pub mod pki;
 pub mod registry;
 pub mod server;
@@ -30,6 +37,7 @@ pub mod state;
 pub mod storage;
 pub mod strategy;
 pub mod table;
+pub mod tenancy;
 pub mod tls;
 pub mod validation;
 pub mod verbs;

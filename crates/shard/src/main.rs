@@ -2,8 +2,12 @@
 
 use anyhow::Context;
 use clap::Parser;
+use protocol::ring::ClusterNames;
 use shard::authn::{Authenticator, TokenFile};
+use shard::membership::Membership;
 use shard::metrics::Metrics;
+use shard::paths::PathIndex;
+use shard::peer::{PeerCredentials, Peers};
 use shard::registry::Registry;
 use shard::state::{Shard, ROOT_CLUSTER};
 use shard::{bootstrap, controllers, pki, server, tls};
@@ -22,9 +26,45 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Debug, Parser)]
 #[command(name = "atoll-shard", version)]
 struct Args {
-    /// Directory for RocksDB, the generated PKI and admin.kubeconfig; created if missing.
+    /// Directory for RocksDB, this process's certificates, the shard set and admin.kubeconfig; created if missing.
     #[arg(long, env = "ATOLL_DATA_DIR")]
     data_dir: PathBuf,
+    /// The installation's shared CA directory (CA, client CA, front-proxy CA), created on first use
+    /// [default: DATA_DIR/pki].
+    #[arg(long)]
+    pki_dir: Option<PathBuf>,
+    /// Base URL of the root shard (`https://host:port`): this shard joins that installation.
+    /// Without it, this process is the root shard and needs --root.
+    #[arg(long)]
+    root_shard: Option<String>,
+    /// URL clients use to reach this shard, published in its Shard object and workspace URLs
+    /// [default: the listen URL].
+    #[arg(long)]
+    external_url: Option<String>,
+    /// Draw logical-cluster names from this seed instead of at random (deterministic tests).
+    #[arg(long, hide = true)]
+    workspace_name_seed: Option<u64>,
+    /// Serving certificate (PEM); with it, no certificate is generated and the other file flags are required.
+    #[arg(long)]
+    tls_cert_file: Option<PathBuf>,
+    /// Private key of --tls-cert-file (PEM).
+    #[arg(long)]
+    tls_private_key_file: Option<PathBuf>,
+    /// CA that verifies client certificates (PEM).
+    #[arg(long)]
+    client_ca_file: Option<PathBuf>,
+    /// CA this shard trusts when it calls other shards (PEM).
+    #[arg(long)]
+    server_ca_file: Option<PathBuf>,
+    /// Client certificate this shard presents to other shards (PEM).
+    #[arg(long)]
+    peer_client_cert_file: Option<PathBuf>,
+    /// Private key of --peer-client-cert-file (PEM).
+    #[arg(long)]
+    peer_client_key_file: Option<PathBuf>,
+    /// CA of the front-proxy's client certificate (PEM).
+    #[arg(long)]
+    front_proxy_ca_file: Option<PathBuf>,
     /// HTTPS address to listen on (port 0 picks a free port; admin.kubeconfig names the real one).
     #[arg(long, default_value = "127.0.0.1:6443")]
     listen: SocketAddr,
@@ -77,7 +117,30 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let host = if local.ip().is_unspecified() { "127.0.0.1".to_string() } else { local.ip().to_string() };
     let mut hosts = vec![host.clone()];
     hosts.extend(args.tls_san.iter().cloned());
-    let material = pki::load_or_create(&args.data_dir, &hosts).context("load or create the PKI")?;
+    anyhow::ensure!(
+        args.root || args.root_shard.is_some(),
+        "say which installation this shard belongs to: --root for the root shard, or --root-shard URL to join one"
+    );
+    anyhow::ensure!(
+        !(args.root && args.root_shard.is_some()),
+        "--root and --root-shard exclude each other: the root shard is the one others join"
+    );
+    let pki_options = pki::PkiOptions {
+        pki_dir: args.pki_dir.clone().unwrap_or_else(|| args.data_dir.join("pki")),
+        leaf_dir: args.data_dir.join("certs"),
+        process_name: args.name.clone(),
+        hosts: hosts.clone(),
+        files: pki::CertFiles {
+            tls_cert_file: args.tls_cert_file.clone(),
+            tls_private_key_file: args.tls_private_key_file.clone(),
+            client_ca_file: args.client_ca_file.clone(),
+            server_ca_file: args.server_ca_file.clone(),
+            peer_client_cert_file: args.peer_client_cert_file.clone(),
+            peer_client_key_file: args.peer_client_key_file.clone(),
+            front_proxy_ca_file: args.front_proxy_ca_file.clone(),
+        },
+    };
+    let material = pki::load(&pki_options).context("load or create the PKI")?;
     let tls_config = tls::server_config(&material).context("build the TLS configuration")?;
     let tokens = match &args.token_auth_file {
         Some(path) => Some(TokenFile::load(path).with_context(|| format!("load token file {}", path.display()))?),
@@ -85,14 +148,36 @@ async fn run(args: Args) -> anyhow::Result<()> {
     };
     let authority =
         if host.contains(':') { format!("[{host}]:{}", local.port()) } else { format!("{host}:{}", local.port()) };
+    let metrics = Metrics::new();
+    let base_url = format!("https://{authority}");
+    let membership = Membership::load(args.data_dir.join("membership.json"), metrics.ring_shards.clone());
+    let peers = Peers::new(PeerCredentials {
+        server_ca_pem: material.ca_cert_pem.clone(),
+        client_cert_pem: material.peer_client_cert_pem.clone(),
+        client_key_pem: material.peer_client_key_pem.clone(),
+    });
     let shard = Arc::new(Shard {
         name: args.name.clone(),
         store,
         registry: Registry::builtin(),
         authn: Authenticator::new(tokens),
-        metrics: Metrics::new(),
-        base_url: format!("https://{authority}"),
+        metrics,
+        external_url: args
+            .external_url
+            .clone()
+            .map(|u| u.trim_end_matches('/').to_string())
+            .unwrap_or_else(|| base_url.clone()),
+        base_url,
+        root_shard_url: args.root_shard.clone().map(|u| u.trim_end_matches('/').to_string()),
+        paths: PathIndex::default(),
+        membership,
+        peers,
+        cluster_names: match args.workspace_name_seed {
+            Some(seed) => ClusterNames::seeded(seed),
+            None => ClusterNames::random(),
+        },
     });
+    shard.paths.load(&shard).context("index the canonical paths of the hosted logical clusters")?;
     if args.root {
         bootstrap::ensure_root_cluster(&shard).await?;
     }
@@ -102,14 +187,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let serving = tokio::spawn(server::serve(listener, tls_config, shard.clone(), shutdown_rx));
     let kubeconfig = args.data_dir.join("admin.kubeconfig");
     let server_url = format!("{}/clusters/{ROOT_CLUSTER}", shard.base_url);
-    pki::write_kubeconfig(
-        &kubeconfig,
-        &server_url,
-        &material.ca_cert_pem,
-        &material.admin_cert_pem,
-        &material.admin_key_pem,
-    )
-    .context("write admin.kubeconfig")?;
+    // With explicit certificate files there is no client CA key to mint an admin from.
+    if let Some((admin_cert, admin_key)) = material.admin_credential() {
+        pki::write_kubeconfig(&kubeconfig, &server_url, &material.ca_cert_pem, admin_cert, admin_key)
+            .context("write admin.kubeconfig")?;
+    }
     tracing::info!(shard = %args.name, url = %shard.base_url, kubeconfig = %kubeconfig.display(), "serving");
 
     wait_for_signal().await?;

@@ -37,6 +37,8 @@ pub struct Metrics {
     pub watches_started: Counter,
     /// Watches streaming now.
     pub watches_active: Gauge,
+    /// Shards this shard knows (its ring's size).
+    pub ring_shards: Gauge,
     store_ops: Counter,
     store_batches: Counter,
     store_write_seconds: prometheus_client::metrics::counter::Counter<f64, std::sync::atomic::AtomicU64>,
@@ -62,6 +64,7 @@ impl Metrics {
         });
         let watches_started = Counter::default();
         let watches_active = Gauge::default();
+        let ring_shards = Gauge::default();
         let store_ops = Counter::default();
         let store_batches = Counter::default();
         let store_write_seconds = Default::default();
@@ -69,6 +72,7 @@ impl Metrics {
         registry.register("apiserver_request_duration_seconds", "Request latency by verb", request_seconds.clone());
         registry.register("atoll_watches_started", "Watches started", watches_started.clone());
         registry.register("atoll_watches_active", "Watches streaming now", watches_active.clone());
+        registry.register("atoll_ring_shards", "Shards in this shard's consistent-hash ring", ring_shards.clone());
         registry.register("atoll_store_ops_committed", "Store ops committed", store_ops.clone());
         registry.register("atoll_store_batches", "Store batches (fsyncs) written", store_batches.clone());
         registry.register(
@@ -81,6 +85,7 @@ impl Metrics {
             request_seconds,
             watches_started,
             watches_active,
+            ring_shards,
             store_ops,
             store_batches,
             store_write_seconds,

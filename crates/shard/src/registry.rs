@@ -61,6 +61,8 @@ pub enum Strategy {
     LogicalCluster,
     /// CustomResourceDefinitions.
     CustomResourceDefinition,
+    /// Workspaces: a child logical cluster, scheduled onto a shard by a controller.
+    Workspace,
 }
 
 /// How object names of a resource are validated.
@@ -360,6 +362,62 @@ pub fn builtin_resources() -> Vec<ResourceType> {
                 "io.kcp.core.v1alpha1.LogicalCluster",
             )
         },
+        ResourceType {
+            short_names: &["ws"],
+            categories: &["kcp"],
+            subresources: &["status"],
+            names: NameRule::Label,
+            strategy: Strategy::Workspace,
+            return_deleted_object: true,
+            columns: &const {
+                [
+                    col("Type", "string", "Type of the workspace.", Cell::Pointer("/spec/type/name")),
+                    col("Phase", "string", "The current phase of the workspace.", Cell::Pointer("/status/phase")),
+                    col("URL", "string", "URL to access the workspace.", Cell::Pointer("/spec/URL")),
+                    AGE,
+                ]
+            },
+            ..builtin(
+                "tenancy.kcp.io",
+                "v1alpha1",
+                "workspaces",
+                "workspace",
+                "Workspace",
+                false,
+                "io.kcp.tenancy.v1alpha1.Workspace",
+            )
+        },
+        ResourceType {
+            categories: &["kcp"],
+            subresources: &["status"],
+            names: NameRule::Label,
+            ..builtin(
+                "tenancy.kcp.io",
+                "v1alpha1",
+                "workspacetypes",
+                "workspacetype",
+                "WorkspaceType",
+                false,
+                "io.kcp.tenancy.v1alpha1.WorkspaceType",
+            )
+        },
+        ResourceType {
+            categories: &["kcp"],
+            subresources: &["status"],
+            columns: &const {
+                [
+                    col("URL", "string", "Base URL of the shard.", Cell::Pointer("/spec/baseURL")),
+                    col(
+                        "External URL",
+                        "string",
+                        "URL clients use to reach the shard.",
+                        Cell::Pointer("/spec/externalURL"),
+                    ),
+                    AGE,
+                ]
+            },
+            ..builtin("core.kcp.io", "v1alpha1", "shards", "shard", "Shard", false, "io.kcp.core.v1alpha1.Shard")
+        },
     ]
 }
 
@@ -385,6 +443,40 @@ impl Registry {
     /// map keys; per-cluster custom resources will need a map keyed by cluster.
     pub fn get(&self, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceType>> {
         self.all.iter().find(|r| r.resource == resource && r.group == group && r.version == version).cloned()
+    }
+
+    /// A resource the shard itself depends on; the built-in table always has it.
+    fn required(&self, group: &str, resource: &str) -> Arc<ResourceType> {
+        self.all
+            .iter()
+            .find(|r| r.resource == resource && r.group == group)
+            .cloned()
+            .unwrap_or_else(|| panic!("built-in resource {resource}.{group} missing from the registry"))
+    }
+
+    /// `namespaces`.
+    pub fn namespaces(&self) -> Arc<ResourceType> {
+        self.required("", "namespaces")
+    }
+
+    /// `logicalclusters.core.kcp.io`.
+    pub fn logical_clusters(&self) -> Arc<ResourceType> {
+        self.required("core.kcp.io", "logicalclusters")
+    }
+
+    /// `workspaces.tenancy.kcp.io`.
+    pub fn workspaces(&self) -> Arc<ResourceType> {
+        self.required("tenancy.kcp.io", "workspaces")
+    }
+
+    /// `workspacetypes.tenancy.kcp.io`.
+    pub fn workspace_types(&self) -> Arc<ResourceType> {
+        self.required("tenancy.kcp.io", "workspacetypes")
+    }
+
+    /// `shards.core.kcp.io`.
+    pub fn shards(&self) -> Arc<ResourceType> {
+        self.required("core.kcp.io", "shards")
     }
 
     /// Every served resource.

@@ -1,8 +1,12 @@
 //! The shard's shared state, handed to every request and controller.
 
 use crate::authn::Authenticator;
+use crate::membership::Membership;
 use crate::metrics::Metrics;
+use crate::paths::PathIndex;
+use crate::peer::Peers;
 use crate::registry::Registry;
+use protocol::ring::ClusterNames;
 use store::Store;
 
 /// The name of the object that makes a logical cluster exist.
@@ -24,6 +28,18 @@ pub struct Shard {
     pub metrics: Metrics,
     /// `https://host:port` this shard serves on.
     pub base_url: String,
+    /// Where clients reach this shard (`--external-url`, else the base URL).
+    pub external_url: String,
+    /// The root shard's base URL; `None` on the root shard itself.
+    pub root_shard_url: Option<String>,
+    /// Canonical paths of the clusters hosted here.
+    pub paths: PathIndex,
+    /// The installation's shards, as last read.
+    pub membership: Membership,
+    /// Clients for calls to other shards.
+    pub peers: Peers,
+    /// Where new logical-cluster names come from.
+    pub cluster_names: ClusterNames,
 }
 
 impl Shard {
@@ -31,7 +47,7 @@ impl Shard {
     /// RocksDB is cheap enough that no cache (and so no cache invalidation) is needed; the
     /// value stays undecoded, since most requests only need to know that it exists.
     pub fn logical_cluster_record(&self, cluster: &str) -> Option<store::Versioned> {
-        let rt = self.registry.get("core.kcp.io", "v1alpha1", "logicalclusters").expect("built in");
+        let rt = self.registry.logical_clusters();
         let key = crate::objects::key(&rt, cluster, None, LOGICAL_CLUSTER_OBJECT);
         self.store.get(key.as_bytes()).ok().flatten()
     }

@@ -114,6 +114,9 @@ async fn create_once(
     }
     // From the thread-local generator: `new_v4` would cost a getrandom syscall per create.
     let uid = uuid::Builder::from_random_bytes(rand::random()).into_uuid().to_string();
+    if rt.strategy == Strategy::Workspace {
+        crate::tenancy::admit_workspace(shard, cluster, &mut object)?;
+    }
     strategy::prepare_create(rt, &mut object, cluster, &now(), &uid)?;
     if rt.strategy == Strategy::LogicalCluster {
         object["status"]["URL"] = Value::from(format!("{}/clusters/{cluster}", shard.base_url));
@@ -138,6 +141,7 @@ async fn create_once(
         .map_err(|e| object_error(rt, &name, e))?;
     meta::set_meta_str(&mut object, "resourceVersion", Some(&committed.rv.to_string()));
     if rt.strategy == Strategy::LogicalCluster {
+        shard.paths.observe(cluster, &object);
         create_default_namespace(shard, cluster).await?;
     }
     Ok(object)
@@ -145,7 +149,7 @@ async fn create_once(
 
 /// Every new logical cluster starts with a `default` namespace, as a kube cluster does.
 async fn create_default_namespace(shard: &Shard, cluster: &str) -> ApiResult<()> {
-    let namespaces = shard.registry.get("", "v1", "namespaces").expect("namespaces are built in");
+    let namespaces = shard.registry.namespaces();
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
     match Box::pin(create(shard, &namespaces, cluster, namespace, WriteOptions::default())).await {
         Ok(_) => Ok(()),
@@ -156,7 +160,7 @@ async fn create_default_namespace(shard: &Shard, cluster: &str) -> ApiResult<()>
 
 /// New objects in a namespace need the namespace, and it must not be terminating.
 fn check_namespace_accepts_content(shard: &Shard, cluster: &str, namespace: &str) -> ApiResult<()> {
-    let namespaces = shard.registry.get("", "v1", "namespaces").expect("namespaces are built in");
+    let namespaces = shard.registry.namespaces();
     let at = ObjectRef { cluster, namespace: None, name: namespace };
     let stored = shard.store.get(at.key(&namespaces).as_bytes()).map_err(ApiError::from)?;
     let stored = stored.ok_or_else(|| ApiError::not_found(&namespaces.group_resource(), namespace))?;
@@ -199,6 +203,7 @@ pub async fn replace(
             .await
             .map_err(|e| object_error(rt, at.name, e))?;
         meta::set_meta_str(&mut new, "resourceVersion", Some(&committed.rv.to_string()));
+        forget_path(shard, rt, at.cluster, &new);
         return Ok(new);
     }
     let committed = shard
@@ -208,6 +213,15 @@ pub async fn replace(
         .map_err(|e| object_error(rt, at.name, e))?;
     meta::set_meta_str(&mut new, "resourceVersion", Some(&committed.rv.to_string()));
     Ok(new)
+}
+
+/// A removed LogicalCluster takes its canonical path out of the path index.
+fn forget_path(shard: &Shard, rt: &ResourceType, cluster: &str, removed: &Value) {
+    if rt.strategy == Strategy::LogicalCluster {
+        if let Some(path) = meta::annotations(removed).get(crate::paths::PATH_ANNOTATION) {
+            shard.paths.forget(path, cluster);
+        }
+    }
 }
 
 /// Whether nothing holds a deleting object back any more.
@@ -327,6 +341,7 @@ async fn delete_once(
             .delete(at.key(rt), Precondition::ResourceVersion(rv))
             .await
             .map_err(|e| object_error(rt, at.name, e))?;
+        forget_path(shard, rt, at.cluster, &object);
     }
     Ok(Deleted::Gone(if rt.return_deleted_object {
         object
@@ -382,7 +397,7 @@ pub async fn remove_finalizer(
 
 /// Removes the `kubernetes` spec finalizer of a namespace (its `finalize` subresource).
 pub async fn finalize_namespace(shard: &Shard, cluster: &str, name: &str) -> ApiResult<Value> {
-    let rt = shard.registry.get("", "v1", "namespaces").expect("namespaces are built in");
+    let rt = shard.registry.namespaces();
     let at = ObjectRef { cluster, namespace: None, name };
     guaranteed_update(shard, &rt, &at, Some("finalize"), WriteOptions::default(), |old| {
         let mut new = old.clone();

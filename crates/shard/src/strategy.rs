@@ -13,6 +13,13 @@ pub const NAMESPACE_FINALIZER: &str = "kubernetes";
 /// The finalizer every LogicalCluster carries until the deletion controller has removed
 /// the cluster's content.
 pub const LOGICAL_CLUSTER_FINALIZER: &str = "core.kcp.io/logicalcluster-deletion";
+/// The finalizer every Workspace carries until its logical cluster is gone.
+pub const WORKSPACE_FINALIZER: &str = "tenancy.kcp.io/workspace-deletion";
+/// The subresource name under which the workspace scheduler writes spec and status in
+/// one update (never reachable over HTTP: the request parser knows only real ones).
+pub const SCHEDULER_WRITE: &str = "scheduler";
+/// Workspace spec fields only the scheduler writes.
+const WORKSPACE_SYSTEM_SPEC: [&str; 2] = ["cluster", "URL"];
 /// ConfigMap and Secret payloads may not exceed 1 MiB, as in kube.
 const DATA_BYTES_MAX: usize = 1 << 20;
 
@@ -47,6 +54,21 @@ pub fn prepare_create(rt: &ResourceType, object: &mut Value, cluster: &str, now:
                 "initializers": initializers,
             });
         }
+        Strategy::Workspace => {
+            let mut finalizers = meta::finalizers(object);
+            if !finalizers.iter().any(|f| f == WORKSPACE_FINALIZER) {
+                finalizers.push(WORKSPACE_FINALIZER.to_string());
+                meta::set_finalizers(object, &finalizers);
+            }
+            if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
+                for field in WORKSPACE_SYSTEM_SPEC {
+                    spec.remove(field);
+                }
+            }
+            // Admission fills status.initializers from the workspace type.
+            let initializers = object.pointer("/status/initializers").cloned().unwrap_or_else(|| json!([]));
+            object["status"] = json!({"phase": "Scheduling", "initializers": initializers});
+        }
         Strategy::Generic | Strategy::CustomResourceDefinition => {}
     }
     Ok(())
@@ -57,6 +79,7 @@ pub fn prepare_create(rt: &ResourceType, object: &mut Value, cluster: &str, now:
 pub fn prepare_update(rt: &ResourceType, old: &Value, new: &mut Value, subresource: Option<&str>) -> ApiResult<()> {
     check_uid(old, new)?;
     match subresource {
+        Some(SCHEDULER_WRITE) => {}
         Some("status") => *new = with_field(old, "status", new.get("status").cloned()),
         Some("finalize") => {
             let finalizers = new.pointer("/spec/finalizers").cloned();
@@ -75,13 +98,65 @@ pub fn prepare_update(rt: &ResourceType, old: &Value, new: &mut Value, subresour
             if rt.strategy == Strategy::Secret {
                 fold_string_data(new)?;
             }
+            if rt.strategy == Strategy::Workspace {
+                keep_workspace_placement(old, new)?;
+                keep_annotation(old, new, crate::tenancy::SCHEDULED_CLUSTER_ANNOTATION);
+                keep_annotation(old, new, crate::tenancy::SCHEDULED_SHARD_ANNOTATION);
+            }
         }
     }
     copy_system_metadata(old, new);
+    if rt.strategy == Strategy::LogicalCluster {
+        keep_annotation(old, new, crate::paths::PATH_ANNOTATION);
+    }
+    if rt.strategy == Strategy::LogicalCluster && subresource == Some("status") {
+        promote_initialized(new);
+    }
     let generation = meta::generation(old).max(1);
     let bumped = if spec_changed(old, new) { generation + 1 } else { generation };
     meta::metadata_mut(new).insert("generation".into(), Value::from(bumped));
     Ok(())
+}
+
+/// A workspace's type cannot change, and where it was scheduled is the scheduler's to say.
+fn keep_workspace_placement(old: &Value, new: &mut Value) -> ApiResult<()> {
+    let old_type = old.pointer("/spec/type");
+    if new.pointer("/spec/type").is_some_and(|t| Some(t) != old_type) {
+        let name = meta::name(old).unwrap_or_default();
+        let cause = ("spec.type".to_string(), "Invalid value: field is immutable".to_string());
+        return Err(ApiError::invalid("Workspace", "tenancy.kcp.io", name, &[cause]));
+    }
+    let spec = new.as_object_mut().map(|m| m.entry("spec").or_insert_with(|| json!({})));
+    if let Some(spec) = spec.and_then(Value::as_object_mut) {
+        for field in std::iter::once("type").chain(WORKSPACE_SYSTEM_SPEC) {
+            match old.pointer(&format!("/spec/{field}")) {
+                Some(value) => spec.insert(field.into(), value.clone()),
+                None => spec.remove(field),
+            };
+        }
+    }
+    Ok(())
+}
+
+/// Keeps an annotation as it was (a LogicalCluster's canonical path is fixed at birth).
+fn keep_annotation(old: &Value, new: &mut Value, key: &str) {
+    match meta::annotations(old).get(key) {
+        Some(value) => meta::set_annotation(new, key, value),
+        None => {
+            if let Some(annotations) = meta::metadata_mut(new).get_mut("annotations").and_then(Value::as_object_mut) {
+                annotations.remove(key);
+            }
+        }
+    }
+}
+
+/// A LogicalCluster whose last initializer was removed is Ready.
+fn promote_initialized(object: &mut Value) {
+    let pending = object.pointer("/status/initializers").and_then(Value::as_array).is_some_and(|i| !i.is_empty());
+    let initializing = object.pointer("/status/phase").and_then(Value::as_str) == Some("Initializing");
+    if initializing && !pending {
+        object["status"]["phase"] = Value::from("Ready");
+    }
 }
 
 fn check_uid(old: &Value, new: &Value) -> ApiResult<()> {

@@ -19,7 +19,7 @@ use super::components::{
     gvk_value, list_schema, with_gvk, DELETE_OPTIONS_SCHEMA, OBJECT_META_SCHEMA, PATCH_SCHEMA, PRESERVE_UNKNOWN_FIELDS,
     STATUS_SCHEMA,
 };
-use crate::types::LogicalCluster;
+use crate::types::{LogicalCluster, Shard, Workspace, WorkspaceType};
 
 /// A built-in kind: its identity, its schema's components key and how to generate it.
 struct BuiltinKind {
@@ -59,6 +59,9 @@ const BUILTIN_KINDS: &[BuiltinKind] = &[
     builtin_kind!(rbac::v1::ClusterRoleBinding),
     builtin_kind!(apiextensions::CustomResourceDefinition),
     builtin_kind!(LogicalCluster),
+    builtin_kind!(Shard),
+    builtin_kind!(Workspace),
+    builtin_kind!(WorkspaceType),
 ];
 
 /// Schemas every document may need besides the kinds: operation bodies and replies, list
@@ -84,7 +87,8 @@ const META_KINDS: &[(&str, &str)] = &[(DELETE_OPTIONS_SCHEMA, "DeleteOptions"), 
 /// Covers core/v1 Namespace, ConfigMap, Secret, ServiceAccount, Event; events.k8s.io/v1
 /// Event; coordination.k8s.io/v1 Lease; rbac.authorization.k8s.io/v1 Role, RoleBinding,
 /// ClusterRole, ClusterRoleBinding; apiextensions.k8s.io/v1 CustomResourceDefinition;
-/// core.kcp.io/v1alpha1 LogicalCluster — each with its List — plus everything they
+/// core.kcp.io/v1alpha1 LogicalCluster, Shard; tenancy.kcp.io/v1alpha1 Workspace,
+/// WorkspaceType — each with its List — plus everything they
 /// reference and the schemas operations name (DeleteOptions, Status, Patch).
 ///
 /// Generated from k8s-openapi with schemars' OpenAPI 3 settings, then reshaped where
@@ -313,6 +317,10 @@ mod tests {
                 Some("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"),
             ),
             ("core.kcp.io", "v1alpha1", "LogicalCluster", Some("io.kcp.core.v1alpha1.LogicalCluster")),
+            ("core.kcp.io", "v1alpha1", "ShardList", Some("io.kcp.core.v1alpha1.ShardList")),
+            ("tenancy.kcp.io", "v1alpha1", "Workspace", Some("io.kcp.tenancy.v1alpha1.Workspace")),
+            ("tenancy.kcp.io", "v1alpha1", "WorkspaceTypeList", Some("io.kcp.tenancy.v1alpha1.WorkspaceTypeList")),
+            ("core.kcp.io", "v1alpha1", "Workspace", None),
             ("", "v1", "Pod", None),
             ("apps", "v1", "ConfigMap", None),
         ];
@@ -419,6 +427,101 @@ mod tests {
         assert!(cluster["properties"]["apiVersion"].get("default").is_none());
         let owner = &components["io.kcp.core.v1alpha1.LogicalClusterOwner"];
         assert_eq!(owner["required"], json!(["apiVersion", "resource", "name", "cluster", "uid"]));
+    }
+
+    /// The `properties` of the Atoll component schema `io.kcp.<name>`, asserting that each
+    /// of `fields` is there with a description for `kubectl explain`.
+    fn kcp_properties<'c>(components: &'c Map<String, Value>, name: &str, fields: &[&str]) -> &'c Value {
+        let properties = &components[&format!("io.kcp.{name}")]["properties"];
+        for field in fields {
+            assert!(properties[field]["description"].is_string(), "{name}.{field}");
+        }
+        properties
+    }
+
+    #[test]
+    fn workspace_schema_uses_kcp_field_names() {
+        let components = builtin_components();
+        let workspace = &components["io.kcp.tenancy.v1alpha1.Workspace"];
+        assert!(workspace["description"].as_str().unwrap().starts_with("Workspace is"));
+        assert_eq!(
+            workspace[GVK_EXTENSION],
+            json!([{"group": "tenancy.kcp.io", "kind": "Workspace", "version": "v1alpha1"}])
+        );
+        assert!(workspace["properties"]["kind"].get("default").is_none());
+        assert_eq!(workspace["properties"]["spec"]["allOf"][0], schema_ref("io.kcp.tenancy.v1alpha1.WorkspaceSpec"));
+        let spec =
+            kcp_properties(components, "tenancy.v1alpha1.WorkspaceSpec", &["type", "location", "cluster", "URL"]);
+        assert_eq!(spec["type"]["allOf"][0], schema_ref("io.kcp.tenancy.v1alpha1.WorkspaceTypeReference"));
+        assert!(components["io.kcp.tenancy.v1alpha1.WorkspaceSpec"].get("required").is_none(), "all optional");
+        let location = kcp_properties(components, "tenancy.v1alpha1.WorkspaceLocation", &["selector"]);
+        assert_eq!(location["selector"]["allOf"][0], schema_ref("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"));
+        let status =
+            kcp_properties(components, "tenancy.v1alpha1.WorkspaceStatus", &["phase", "conditions", "initializers"]);
+        assert_eq!(status["phase"]["enum"], json!(["Scheduling", "Initializing", "Ready", "Unavailable"]));
+        let reference = &components["io.kcp.tenancy.v1alpha1.WorkspaceTypeReference"];
+        kcp_properties(components, "tenancy.v1alpha1.WorkspaceTypeReference", &["name", "path"]);
+        assert_eq!(reference["required"], json!(["name"]));
+    }
+
+    #[test]
+    fn workspace_type_schema_uses_kcp_field_names() {
+        let components = builtin_components();
+        let workspace_type = &components["io.kcp.tenancy.v1alpha1.WorkspaceType"];
+        assert!(workspace_type["description"].as_str().unwrap().starts_with("WorkspaceType describes"));
+        let fields = [
+            "initializer",
+            "extend",
+            "additionalWorkspaceLabels",
+            "defaultChildWorkspaceType",
+            "limitAllowedChildren",
+            "limitAllowedParents",
+            "defaultAPIBindings",
+        ];
+        let spec = kcp_properties(components, "tenancy.v1alpha1.WorkspaceTypeSpec", &fields);
+        let selector = schema_ref("io.kcp.tenancy.v1alpha1.WorkspaceTypeSelector");
+        assert_eq!(spec["limitAllowedChildren"]["allOf"][0], selector);
+        assert_eq!(spec["limitAllowedParents"]["allOf"][0], selector);
+        assert_eq!(spec["defaultAPIBindings"]["items"], schema_ref("io.kcp.tenancy.v1alpha1.APIExportReference"));
+        kcp_properties(components, "tenancy.v1alpha1.WorkspaceTypeExtension", &["with"]);
+        kcp_properties(components, "tenancy.v1alpha1.WorkspaceTypeSelector", &["none", "types"]);
+        kcp_properties(components, "tenancy.v1alpha1.APIExportReference", &["path", "export"]);
+        assert_eq!(components["io.kcp.tenancy.v1alpha1.APIExportReference"]["required"], json!(["export"]));
+        kcp_properties(components, "tenancy.v1alpha1.WorkspaceTypeStatus", &["conditions", "virtualWorkspaces"]);
+        kcp_properties(components, "tenancy.v1alpha1.VirtualWorkspace", &["url"]);
+    }
+
+    #[test]
+    fn shard_schema_uses_kcp_field_names() {
+        let components = builtin_components();
+        let shard = &components["io.kcp.core.v1alpha1.Shard"];
+        assert!(shard["description"].as_str().unwrap().starts_with("Shard describes"));
+        assert_eq!(shard[GVK_EXTENSION], json!([{"group": "core.kcp.io", "kind": "Shard", "version": "v1alpha1"}]));
+        assert_eq!(shard["properties"]["spec"]["default"], json!({}), "no empty baseURL as default");
+        kcp_properties(components, "core.v1alpha1.ShardSpec", &["baseURL", "externalURL", "virtualWorkspaceURL"]);
+        assert_eq!(components["io.kcp.core.v1alpha1.ShardSpec"]["required"], json!(["baseURL"]));
+        let status = kcp_properties(components, "core.v1alpha1.ShardStatus", &["capacity", "conditions"]);
+        assert_eq!(
+            status["capacity"]["additionalProperties"],
+            schema_ref("io.k8s.apimachinery.pkg.api.resource.Quantity")
+        );
+        let list = &components["io.kcp.core.v1alpha1.ShardList"];
+        assert_eq!(list["properties"]["items"]["items"], schema_ref("io.kcp.core.v1alpha1.Shard"));
+    }
+
+    #[test]
+    fn kcp_kind_schemas_reference_only_existing_schemas() {
+        let components = builtin_components();
+        let kinds = ["core.v1alpha1.Shard", "tenancy.v1alpha1.Workspace", "tenancy.v1alpha1.WorkspaceType"];
+        for kind in kinds {
+            for part in ["", "Status", "List"] {
+                assert_refs_resolve(&components[&format!("io.kcp.{kind}{part}")], components);
+            }
+        }
+        // ShardSpec holds only strings; the other specs reference their parts.
+        for spec in ["tenancy.v1alpha1.WorkspaceSpec", "tenancy.v1alpha1.WorkspaceTypeSpec"] {
+            assert_refs_resolve(&components[&format!("io.kcp.{spec}")], components);
+        }
     }
 
     /// Calls `check` on `schema` and every subschema position below it (not on maps of

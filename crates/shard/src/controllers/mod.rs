@@ -6,6 +6,7 @@
 
 pub mod logical_cluster;
 pub mod namespace;
+pub mod workspace;
 
 use crate::objects;
 use crate::registry::ResourceType;
@@ -67,5 +68,7 @@ where
 /// Starts every controller.
 pub fn start(shard: Arc<Shard>) {
     tokio::spawn(namespace::run(shard.clone()));
-    tokio::spawn(logical_cluster::run(shard));
+    tokio::spawn(logical_cluster::run(shard.clone()));
+    tokio::spawn(workspace::run(shard.clone()));
+    tokio::spawn(crate::membership::run(shard));
 }

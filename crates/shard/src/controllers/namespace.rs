@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 /// Watches namespaces and finalizes the terminating ones.
 pub async fn run(shard: Arc<Shard>) {
-    let rt = shard.registry.get("", "v1", "namespaces").expect("built in");
+    let rt = shard.registry.namespaces();
     // One cleanup task per namespace at a time.
     let busy: Arc<Mutex<HashSet<(String, String)>>> = Arc::default();
     for_each_object(shard.clone(), rt, move |namespace| {

@@ -1,4 +1,4 @@
-//! Minting certificates with rcgen: the two CAs, the serving certificate with the SANs it
+//! Minting certificates with rcgen: the CAs, the serving certificate with the SANs it
 //! must carry, and client certificates whose subject names a user and its groups; also the
 //! lifetimes they are minted with.
 
@@ -160,9 +160,9 @@ pub(super) fn secs_i64(duration: Duration) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pki::test_support::hosts;
+    use crate::pki::test_support::{hosts, options};
     use crate::pki::x509::key_matches;
-    use crate::pki::{issue_client_cert, load_or_create};
+    use crate::pki::{issue_client_cert, load};
 
     #[test]
     fn served_hosts_normalises_and_adds_local_names() {
@@ -175,9 +175,10 @@ mod tests {
     #[test]
     fn client_certificates_carry_every_group_and_chain_to_the_client_ca() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let material = load_or_create(dir.path(), &[]).expect("create");
+        let pki_dir = dir.path().join("pki");
+        let material = load(&options(&pki_dir, &dir.path().join("certs"), "shard-1", &[])).expect("create");
         let groups = hosts(&["dev", "ops", "system:nodes"]);
-        let (cert_pem, key_pem) = issue_client_cert(dir.path(), "alice", &groups).expect("issue");
+        let (cert_pem, key_pem) = issue_client_cert(&pki_dir, "alice", &groups).expect("issue");
         let key = KeyPair::from_pem(&key_pem).expect("key");
 
         let der = pem_to_der(&cert_pem).expect("pem");
@@ -196,7 +197,7 @@ mod tests {
         let serving_ca = parse_der(&serving_ca_der).expect("parse");
         assert!(cert.verify_signature(Some(serving_ca.public_key())).is_err());
 
-        assert!(issue_client_cert(dir.path(), "", &[]).is_err());
+        assert!(issue_client_cert(&pki_dir, "", &[]).is_err());
         let empty = tempfile::tempdir().expect("tempdir");
         assert!(issue_client_cert(empty.path(), "bob", &[]).is_err());
     }

@@ -21,8 +21,22 @@ pub fn write_kubeconfig(
     client_cert_pem: &str,
     client_key_pem: &str,
 ) -> anyhow::Result<()> {
+    let kubeconfig = kubeconfig_document(server_url, ca_pem, client_cert_pem, client_key_pem);
+    let mut text = serde_json::to_vec_pretty(&kubeconfig).context("serialize kubeconfig")?;
+    text.push(b'\n');
+    write_atomic(path, &text, KEY_FILE_MODE)
+}
+
+/// The kubeconfig [`write_kubeconfig`] writes, as a JSON value (also what in-process
+/// `kube` clients, such as the peer clients, are configured from).
+pub fn kubeconfig_document(
+    server_url: &str,
+    ca_pem: &str,
+    client_cert_pem: &str,
+    client_key_pem: &str,
+) -> serde_json::Value {
     let b64 = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
-    let kubeconfig = serde_json::json!({
+    serde_json::json!({
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{
@@ -45,10 +59,7 @@ pub fn write_kubeconfig(
         }],
         "current-context": "atoll",
         "preferences": {},
-    });
-    let mut text = serde_json::to_vec_pretty(&kubeconfig).context("serialize kubeconfig")?;
-    text.push(b'\n');
-    write_atomic(path, &text, KEY_FILE_MODE)
+    })
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Reading certificates back: PEM and DER conversion, parsing with x509-parser, and the
-//! checks made on a parsed certificate (does a key match it, which SANs does it lack).
+//! checks made on a parsed certificate (does a key match it, which SANs does it lack, whom
+//! does its subject name).
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
@@ -34,6 +35,15 @@ fn ip_from_octets(octets: &[u8]) -> Option<IpAddr> {
         16 => <[u8; 16]>::try_from(octets).ok().map(IpAddr::from),
         _ => None,
     }
+}
+
+/// The subject's common names and organizations, in the order they appear. Attributes
+/// that are not UTF-8 or printable strings are skipped; such a subject matches no
+/// identity we issue, which is what callers comparing against one want.
+pub(super) fn subject_names(cert: &X509Certificate<'_>) -> (Vec<String>, Vec<String>) {
+    let text = |attribute: &x509_parser::x509::AttributeTypeAndValue<'_>| attribute.as_str().ok().map(str::to_owned);
+    let subject = cert.subject();
+    (subject.iter_common_name().filter_map(text).collect(), subject.iter_organization().filter_map(text).collect())
 }
 
 pub(super) fn key_matches(cert: &X509Certificate<'_>, key: &KeyPair) -> bool {

@@ -1,24 +1,15 @@
-//! Typed structs of Atoll's own API groups.
-//!
-//! Built-in Kubernetes kinds come from `k8s-openapi`; the kinds defined here are Atoll's
-//! (kcp's) own. They derive `schemars::JsonSchema` so that [`crate::openapi`] publishes
-//! their schemas next to the built-in ones: the doc comments on fields become the
-//! descriptions `kubectl explain` prints, so they are written for users, not for us.
-//!
-//! Field names follow kcp's `core.kcp.io/v1alpha1` exactly, so kcp clients and manifests
-//! work unchanged.
-
-// Field doc comments are published verbatim as OpenAPI descriptions, where kube writes
-// bare URLs; angle brackets would show up in `kubectl explain`.
-#![allow(rustdoc::bare_urls)]
+//! LogicalCluster (`core.kcp.io/v1alpha1`): the object through which a logical cluster
+//! describes itself, its owner and its lifecycle phase.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ListMeta, ObjectMeta};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// API group of [`LogicalCluster`].
+use super::{api_version, impl_cluster_scoped_kind, is_default, kind, list_kind};
+
+/// API group of [`LogicalCluster`] and [`super::Shard`].
 pub const CORE_KCP_GROUP: &str = "core.kcp.io";
-/// API version of [`LogicalCluster`] within [`CORE_KCP_GROUP`].
+/// API version of [`LogicalCluster`] and [`super::Shard`] within [`CORE_KCP_GROUP`].
 pub const CORE_KCP_VERSION: &str = "v1alpha1";
 /// `apiVersion` carried by [`LogicalCluster`] objects.
 pub const LOGICAL_CLUSTER_API_VERSION: &str = "core.kcp.io/v1alpha1";
@@ -41,7 +32,7 @@ pub const PHASE_READY: &str = "Ready";
 /// Phase when the logical cluster exists but cannot serve requests (e.g. its shard is
 /// gone); kcp added it after v1alpha1 first shipped, so older objects never carry it.
 pub const PHASE_UNAVAILABLE: &str = "Unavailable";
-/// Every phase `status.phase` may hold, in lifecycle order.
+/// Every phase `status.phase` of a LogicalCluster or Workspace may hold, in lifecycle order.
 pub const PHASES: [&str; 4] = [PHASE_SCHEDULING, PHASE_INITIALIZING, PHASE_READY, PHASE_UNAVAILABLE];
 
 /// LogicalCluster describes the logical cluster it lives in. It is used to authorize
@@ -55,13 +46,13 @@ pub struct LogicalCluster {
     /// should convert recognized schemas to the latest internal value, and may reject
     /// unrecognized values. More info:
     /// https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources
-    #[serde(default = "logical_cluster_api_version")]
+    #[serde(default = "api_version::<LogicalCluster>")]
     pub api_version: String,
     /// Kind is a string value representing the REST resource this object represents. Servers
     /// may infer this from the endpoint the client submits requests to. Cannot be updated. In
     /// CamelCase. More info:
     /// https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds
-    #[serde(default = "logical_cluster_kind")]
+    #[serde(default = "kind::<LogicalCluster>")]
     pub kind: String,
     /// Standard object's metadata. More info:
     /// https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata
@@ -85,7 +76,7 @@ pub struct LogicalClusterSpec {
     /// directlyDeletable indicates that this logical cluster can be deleted by a user from
     /// inside it, by deleting its LogicalCluster object. When false, only deleting the
     /// owning Workspace deletes the logical cluster.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub directly_deletable: bool,
     /// owner is a reference to the resource controlling the life-cycle of this logical
     /// cluster, usually a Workspace in the parent logical cluster. When the LogicalCluster is
@@ -158,13 +149,13 @@ pub struct LogicalClusterList {
     /// should convert recognized schemas to the latest internal value, and may reject
     /// unrecognized values. More info:
     /// https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources
-    #[serde(default = "logical_cluster_api_version")]
+    #[serde(default = "api_version::<LogicalCluster>")]
     pub api_version: String,
     /// Kind is a string value representing the REST resource this object represents. Servers
     /// may infer this from the endpoint the client submits requests to. Cannot be updated. In
     /// CamelCase. More info:
     /// https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds
-    #[serde(default = "logical_cluster_list_kind")]
+    #[serde(default = "list_kind::<LogicalCluster>")]
     pub kind: String,
     /// Standard list metadata. More info:
     /// https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata
@@ -174,81 +165,17 @@ pub struct LogicalClusterList {
     pub items: Vec<LogicalCluster>,
 }
 
-impl LogicalCluster {
-    /// A LogicalCluster with the given metadata and empty spec and status, carrying the
-    /// right `apiVersion` and `kind`.
-    pub fn new(metadata: ObjectMeta) -> Self {
-        Self {
-            api_version: logical_cluster_api_version(),
-            kind: logical_cluster_kind(),
-            metadata,
-            spec: LogicalClusterSpec::default(),
-            status: LogicalClusterStatus::default(),
-        }
+impl_cluster_scoped_kind!(
+    LogicalCluster,
+    LogicalClusterList {
+        group: CORE_KCP_GROUP,
+        version: CORE_KCP_VERSION,
+        api_version: LOGICAL_CLUSTER_API_VERSION,
+        kind: LOGICAL_CLUSTER_KIND,
+        list_kind: LOGICAL_CLUSTER_LIST_KIND,
+        resource: LOGICAL_CLUSTER_RESOURCE,
     }
-}
-
-impl Default for LogicalCluster {
-    fn default() -> Self {
-        Self::new(ObjectMeta::default())
-    }
-}
-
-impl Default for LogicalClusterList {
-    fn default() -> Self {
-        Self {
-            api_version: logical_cluster_api_version(),
-            kind: logical_cluster_list_kind(),
-            metadata: ListMeta::default(),
-            items: Vec::new(),
-        }
-    }
-}
-
-// The k8s-openapi traits let kube-rs clients (`kube::Api<LogicalCluster>`) address the
-// resource without a hand-written `ApiResource`.
-impl k8s_openapi::Resource for LogicalCluster {
-    const API_VERSION: &'static str = LOGICAL_CLUSTER_API_VERSION;
-    const GROUP: &'static str = CORE_KCP_GROUP;
-    const KIND: &'static str = LOGICAL_CLUSTER_KIND;
-    const VERSION: &'static str = CORE_KCP_VERSION;
-    const URL_PATH_SEGMENT: &'static str = LOGICAL_CLUSTER_RESOURCE;
-    type Scope = k8s_openapi::ClusterResourceScope;
-}
-
-impl k8s_openapi::ListableResource for LogicalCluster {
-    const LIST_KIND: &'static str = LOGICAL_CLUSTER_LIST_KIND;
-}
-
-impl k8s_openapi::Metadata for LogicalCluster {
-    type Ty = ObjectMeta;
-
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
-
-fn logical_cluster_api_version() -> String {
-    LOGICAL_CLUSTER_API_VERSION.to_owned()
-}
-
-fn logical_cluster_kind() -> String {
-    LOGICAL_CLUSTER_KIND.to_owned()
-}
-
-fn logical_cluster_list_kind() -> String {
-    LOGICAL_CLUSTER_LIST_KIND.to_owned()
-}
-
-// serde's `skip_serializing_if` takes a reference, hence `&bool`.
-#[allow(clippy::trivially_copy_pass_by_ref)]
-fn is_false(value: &bool) -> bool {
-    !*value
-}
+);
 
 #[cfg(test)]
 mod tests {
