@@ -7,27 +7,29 @@
 use crate::keys::{self, CF_LOG, CF_META, CF_SUCCESSORS};
 use crate::store::Shared;
 use crate::StoreError;
+use crossbeam_channel::{RecvTimeoutError, Sender};
 use rocksdb::WriteBatch;
 use std::sync::atomic::Ordering;
-use std::sync::Weak;
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
-/// Starts the background compactor; it stops when the store is dropped.
-pub(crate) fn spawn(shared: Weak<Shared>) -> Result<(), StoreError> {
-    std::thread::Builder::new()
+/// Starts the background compactor. It runs until the returned sender is dropped; the
+/// caller then joins the returned thread.
+pub(crate) fn spawn(shared: Arc<Shared>) -> Result<(Sender<()>, JoinHandle<()>), StoreError> {
+    let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
+    let thread = std::thread::Builder::new()
         .name("store-compactor".into())
         .spawn(move || loop {
-            let interval = match shared.upgrade() {
-                Some(s) => s.options.compaction_interval,
-                None => return,
-            };
-            std::thread::sleep(interval);
-            let Some(s) = shared.upgrade() else { return };
-            if let Err(error) = compact_keeping(&s, s.options.retention_events) {
+            match stopped.recv_timeout(shared.options.compaction_interval) {
+                Err(RecvTimeoutError::Timeout) => {}
+                Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
+            }
+            if let Err(error) = compact_keeping(&shared, shared.options.retention_events) {
                 tracing::warn!(%error, "change-log compaction failed; will retry");
             }
         })
-        .map(|_| ())
-        .map_err(|e| StoreError::Rocks(format!("spawn compactor thread: {e}")))
+        .map_err(|e| StoreError::Rocks(format!("spawn compactor thread: {e}")))?;
+    Ok((stop, thread))
 }
 
 /// Removes log records so that at most `keep` remain; returns the new floor.

@@ -8,6 +8,7 @@ use rocksdb::{BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DB
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::Duration;
 use tokio::sync::{broadcast, oneshot, Semaphore};
 
@@ -40,7 +41,7 @@ impl Default for StoreOptions {
             max_batch_ops: 1024,
             max_batch_bytes: 8 << 20,
             max_queued_ops: 8192,
-            event_buffer: 16_384,
+            event_buffer: 4_096,
             block_cache_bytes: 256 << 20,
         }
     }
@@ -129,11 +130,41 @@ fn column_family_options(name: &str, cache: &Cache) -> Options {
 const LOG_MEMTABLE_BYTES: usize = 128 << 20;
 
 /// A handle to an open store; cheap to clone.
+///
+/// Dropping the last clone closes the write queue and joins the writer and compactor
+/// threads before it returns, so the database is never closed by a detached thread racing
+/// process exit (RocksDB aborts with "pthread lock: Invalid argument" when its static
+/// state is destroyed under a thread still closing it).
 #[derive(Clone)]
 pub struct Store {
     pub(crate) shared: Arc<Shared>,
-    queue: crossbeam_channel::Sender<Request>,
+    threads: Arc<Threads>,
     slots: Arc<Semaphore>,
+}
+
+/// The store's threads and the channels that keep them running.
+struct Threads {
+    queue: Option<crossbeam_channel::Sender<Request>>,
+    writer: Option<JoinHandle<()>>,
+    compactor: Option<(crossbeam_channel::Sender<()>, JoinHandle<()>)>,
+}
+
+impl Drop for Threads {
+    fn drop(&mut self) {
+        // The writer commits what is queued, then sees the queue closed and returns.
+        drop(self.queue.take());
+        if let Some(writer) = self.writer.take() {
+            if writer.join().is_err() {
+                tracing::error!("store writer thread panicked");
+            }
+        }
+        if let Some((stop, compactor)) = self.compactor.take() {
+            drop(stop);
+            if compactor.join().is_err() {
+                tracing::error!("store compactor thread panicked");
+            }
+        }
+    }
 }
 
 impl Store {
@@ -167,20 +198,22 @@ impl Store {
 
         let (queue, rx) = crossbeam_channel::unbounded();
         let writer_shared = shared.clone();
-        std::thread::Builder::new()
+        let writer = std::thread::Builder::new()
             .name("store-writer".into())
             .spawn(move || writer::run(writer_shared, rx))
             .map_err(|e| StoreError::Rocks(format!("spawn writer thread: {e}")))?;
-        compaction::spawn(Arc::downgrade(&shared))?;
+        let mut threads = Threads { queue: Some(queue), writer: Some(writer), compactor: None };
+        threads.compactor = Some(compaction::spawn(shared.clone())?);
         let slots = Arc::new(Semaphore::new(options.max_queued_ops.max(1)));
-        Ok(Store { shared, queue, slots })
+        Ok(Store { shared, threads: Arc::new(threads), slots })
     }
 
     /// Commits one op durably; returns once it is on disk and published to watchers.
     pub async fn commit(&self, op: Op) -> Result<Committed, StoreError> {
         let permit = self.slots.clone().acquire_owned().await.map_err(|_| StoreError::Closed)?;
         let (reply, response) = oneshot::channel();
-        self.queue.send(Request { op, reply, _permit: permit }).map_err(|_| StoreError::Closed)?;
+        let queue = self.threads.queue.as_ref().ok_or(StoreError::Closed)?;
+        queue.send(Request { op, reply, _permit: permit }).map_err(|_| StoreError::Closed)?;
         response.await.map_err(|_| StoreError::Closed)?
     }
 
