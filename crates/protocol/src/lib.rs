@@ -10,13 +10,21 @@
 //!   decoded into the JSON the rest of the request path works on.
 //! - [`names`]: object-name, label and annotation validation with kube-apiserver's messages.
 //! - [`meta`]: read and write `metadata` of an object held as JSON.
+//! - [`jsonpath`]: the JSONPath subset of CRD printer columns and scale paths.
 //! - [`selector`]: label and field selectors, parsed from query strings and matched.
+//! - [`crd`]: CustomResourceDefinitions — validation, structural schemas, defaulting and
+//!   validating custom resources against their schema, with kube-apiserver's messages.
 //! - [`schema`]: walking an OpenAPI v3 schema over an object to find and prune unknown fields.
+//! - [`managed`]: server-side apply and `metadata.managedFields` tracking (merge, prune,
+//!   conflicts, field ownership of updates).
 //! - [`openapi`]: the OpenAPI v3 documents served per group-version (what `kubectl apply`
 //!   and `kubectl explain` read).
 //! - [`types`]: typed structs of Atoll's own API groups (LogicalCluster, …).
 
+pub mod crd;
 pub mod gvr;
+pub mod jsonpath;
+pub mod managed;
 pub mod meta;
 pub mod names;
 pub mod openapi;

@@ -1,0 +1,376 @@
+//! What field tracking needs to know about an object's schema, behind the [`Shape`] trait:
+//! how each list merges ([`ListKind`]), whether an object is replaced whole (atomic), which
+//! object keys are declared fields, and key defaults.
+//!
+//! [`SchemaShape`] reads it from an OpenAPI v3 schema the way kube's structured-merge-diff
+//! type converter does; [`BuiltinShape`] knows kube's well-known lists by field name, for
+//! objects (or parts of objects) no schema describes.
+
+use serde_json::{Map, Value};
+
+use super::path::PathElement;
+use crate::openapi::{lookup_schema, ref_name, OBJECT_META_SCHEMA};
+
+/// How a list merges and how its items are named in field paths.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ListKind {
+    /// Replaced whole by whoever writes it; owned as one leaf (`x-kubernetes-list-type: atomic`,
+    /// and every list a schema says nothing about).
+    Atomic,
+    /// A set of scalars, merged by value; items are `v:<value>` (`x-kubernetes-list-type: set`).
+    Set,
+    /// Objects merged by the values of `keys`; items are `k:{…}` (`x-kubernetes-list-type: map`
+    /// with `x-kubernetes-list-map-keys`, or a built-in type's patch merge key).
+    Map {
+        /// The key fields, in the schema's order (paths sort them by name).
+        keys: Vec<String>,
+    },
+}
+
+/// Schema knowledge about the node at `path` (elements from the object's root; list items
+/// appear as their `k:`/`v:` elements).
+pub trait Shape {
+    /// How the list at `path` merges.
+    fn list_kind(&self, path: &[PathElement]) -> ListKind;
+
+    /// Whether the object at `path` is replaced whole (`x-kubernetes-map-type: atomic`).
+    fn map_is_atomic(&self, path: &[PathElement]) -> bool;
+
+    /// Whether `field` is a declared field (a struct field) of the object at `path`, as
+    /// opposed to a key of a map (`additionalProperties`) or an undescribed key. kube owns a
+    /// non-empty declared object only through its children, but a map entry also as itself
+    /// (the `.` in `fieldsV1`), and keeps declared parents of owned fields when pruning.
+    fn is_declared_field(&self, path: &[PathElement], field: &str) -> bool {
+        let _ = (path, field);
+        true
+    }
+
+    /// The default of key field `key` of the map-list at `path`, used for items that omit
+    /// it (a container port without `protocol` is keyed as `"TCP"`).
+    fn key_default(&self, path: &[PathElement], key: &str) -> Option<Value> {
+        let _ = (path, key);
+        None
+    }
+}
+
+/// kube's list semantics by field name, for when no schema is at hand: the associative
+/// lists of core types. Lists it does not know are atomic and objects are granular, as kube
+/// treats anything its schema leaves unsaid.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BuiltinShape;
+
+impl Shape for BuiltinShape {
+    fn list_kind(&self, path: &[PathElement]) -> ListKind {
+        let map = |keys: &[&str]| ListKind::Map { keys: keys.iter().map(|key| key.to_string()).collect() };
+        let Some(name) = path.last().and_then(PathElement::as_field) else {
+            return ListKind::Atomic;
+        };
+        let parent_element = path.len().checked_sub(2).map(|index| &path[index]);
+        let parent = parent_element.and_then(PathElement::as_field);
+        match name {
+            // metadata.finalizers is `+listType=set`; NamespaceSpec.finalizers is atomic.
+            "finalizers" if parent == Some("metadata") => ListKind::Set,
+            "ownerReferences" if parent == Some("metadata") => map(&["uid"]),
+            "containers"
+            | "initContainers"
+            | "ephemeralContainers"
+            | "env"
+            | "volumes"
+            | "imagePullSecrets"
+            | "secrets"
+            | "resourceClaims" => map(&["name"]),
+            "volumeMounts" => map(&["mountPath"]),
+            "volumeDevices" => map(&["devicePath"]),
+            "conditions" => map(&["type"]),
+            // Container ports sit under a container item; ServiceSpec.ports under `spec`.
+            "ports" if matches!(parent_element, Some(PathElement::Key(_))) => map(&["containerPort", "protocol"]),
+            "ports" if parent == Some("spec") => map(&["port", "protocol"]),
+            "hostAliases" => map(&["ip"]),
+            "topologySpreadConstraints" => map(&["topologyKey", "whenUnsatisfiable"]),
+            _ => ListKind::Atomic,
+        }
+    }
+
+    fn map_is_atomic(&self, _path: &[PathElement]) -> bool {
+        false
+    }
+
+    fn key_default(&self, path: &[PathElement], key: &str) -> Option<Value> {
+        let is_ports = path.last().and_then(PathElement::as_field) == Some("ports");
+        (is_ports && key == "protocol").then(|| Value::String("TCP".into()))
+    }
+}
+
+/// How many `$ref`/`allOf` hops resolving one node may take; a cycle then resolves to
+/// "not described" instead of recursing forever.
+const MAX_RESOLVE_DEPTH: usize = 32;
+
+/// Schema knowledge read from an OpenAPI v3 schema: the root schema of a kind (a `$ref` into
+/// `components`, or a CRD's inline `openAPIV3Schema`) plus the components `$ref`s resolve
+/// against (then the built-in components, as [`crate::schema`] does).
+///
+/// The root's `metadata` is always read as ObjectMeta, as kube does for custom resources,
+/// so `metadata.finalizers` is a set and `metadata.ownerReferences` a map-list everywhere.
+/// Nodes the schema does not describe (unknown fields under
+/// `x-kubernetes-preserve-unknown-fields`, dangling `$ref`s) are answered by the fallback
+/// shape when one is set, else as atomic lists and granular objects.
+#[derive(Clone, Copy)]
+pub struct SchemaShape<'s> {
+    root: &'s Value,
+    components: &'s Map<String, Value>,
+    fallback: Option<&'s dyn Shape>,
+}
+
+impl<'s> SchemaShape<'s> {
+    /// Reads `root`, resolving `$ref`s against `components`.
+    pub fn new(root: &'s Value, components: &'s Map<String, Value>) -> Self {
+        SchemaShape { root, components, fallback: None }
+    }
+
+    /// Answers for nodes the schema does not describe with `fallback` (e.g. [`BuiltinShape`]).
+    pub fn with_fallback(mut self, fallback: &'s dyn Shape) -> Self {
+        self.fallback = Some(fallback);
+        self
+    }
+
+    /// The merged schema node at `path`, or `None` when the schema does not describe it.
+    fn node(&self, path: &[PathElement]) -> Option<Node<'s>> {
+        let mut node = self.resolve(self.root)?;
+        for (depth, element) in path.iter().enumerate() {
+            let next = match element {
+                PathElement::Field(name) if depth == 0 && name == "metadata" => {
+                    lookup_schema(self.components, OBJECT_META_SCHEMA)?
+                }
+                PathElement::Field(name) => node.property(name).or(node.additional_schema())?,
+                PathElement::Key(_) | PathElement::Value(_) | PathElement::Index(_) => node.items?,
+            };
+            node = self.resolve(next)?;
+        }
+        Some(node)
+    }
+
+    fn resolve(&self, schema: &'s Value) -> Option<Node<'s>> {
+        let mut node = Node::default();
+        self.merge_into(&mut node, schema, 0).then_some(node)
+    }
+
+    /// Merges what `schema` says into `node`, following `$ref` and `allOf`; false when a
+    /// reference dangles or cycles.
+    fn merge_into(&self, node: &mut Node<'s>, schema: &'s Value, depth: usize) -> bool {
+        let Value::Object(map) = schema else {
+            return true;
+        };
+        if depth > MAX_RESOLVE_DEPTH {
+            return false;
+        }
+        if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
+            match ref_name(reference).and_then(|name| lookup_schema(self.components, name)) {
+                Some(target) if self.merge_into(node, target, depth + 1) => {}
+                _ => return false,
+            }
+        }
+        if let Some(Value::Array(parts)) = map.get("allOf") {
+            for part in parts {
+                if !self.merge_into(node, part, depth + 1) {
+                    return false;
+                }
+            }
+        }
+        node.merge_keywords(map);
+        true
+    }
+}
+
+impl Shape for SchemaShape<'_> {
+    fn list_kind(&self, path: &[PathElement]) -> ListKind {
+        match self.node(path) {
+            Some(node) => node.list_kind(),
+            None => self.fallback.map_or(ListKind::Atomic, |fallback| fallback.list_kind(path)),
+        }
+    }
+
+    fn map_is_atomic(&self, path: &[PathElement]) -> bool {
+        match self.node(path) {
+            Some(node) => node.extension("x-kubernetes-map-type") == Some("atomic"),
+            None => self.fallback.is_some_and(|fallback| fallback.map_is_atomic(path)),
+        }
+    }
+
+    fn is_declared_field(&self, path: &[PathElement], field: &str) -> bool {
+        if path.is_empty() && matches!(field, "apiVersion" | "kind" | "metadata") {
+            return true;
+        }
+        match self.node(path) {
+            Some(node) => node.property(field).is_some(),
+            None => self.fallback.is_none_or(|fallback| fallback.is_declared_field(path, field)),
+        }
+    }
+
+    fn key_default(&self, path: &[PathElement], key: &str) -> Option<Value> {
+        let Some(node) = self.node(path) else {
+            return self.fallback.and_then(|fallback| fallback.key_default(path, key));
+        };
+        let item = self.resolve(node.items?)?;
+        let property = self.resolve(item.property(key)?)?;
+        property.default.cloned()
+    }
+}
+
+/// What a schema node says, with its `$ref`s and `allOf`s merged; the first value met wins.
+#[derive(Default)]
+struct Node<'s> {
+    properties: Vec<&'s Map<String, Value>>,
+    additional_properties: Option<&'s Value>,
+    items: Option<&'s Value>,
+    default: Option<&'s Value>,
+    extensions: Vec<&'s Map<String, Value>>,
+}
+
+impl<'s> Node<'s> {
+    fn merge_keywords(&mut self, map: &'s Map<String, Value>) {
+        if let Some(Value::Object(properties)) = map.get("properties") {
+            self.properties.push(properties);
+        }
+        if let Some(additional) = map.get("additionalProperties") {
+            self.additional_properties.get_or_insert(additional);
+        }
+        if let Some(items) = map.get("items") {
+            self.items.get_or_insert(items);
+        }
+        if let Some(default) = map.get("default") {
+            self.default.get_or_insert(default);
+        }
+        self.extensions.push(map);
+    }
+
+    fn property(&self, name: &str) -> Option<&'s Value> {
+        self.properties.iter().find_map(|properties| properties.get(name))
+    }
+
+    /// The schema of undeclared keys, when `additionalProperties` is a schema.
+    fn additional_schema(&self) -> Option<&'s Value> {
+        self.additional_properties.filter(|schema| schema.is_object())
+    }
+
+    fn extension_value(&self, name: &str) -> Option<&'s Value> {
+        self.extensions.iter().find_map(|map| map.get(name))
+    }
+
+    fn extension(&self, name: &str) -> Option<&'s str> {
+        self.extension_value(name).and_then(Value::as_str)
+    }
+
+    /// structured-merge-diff's reading: `x-kubernetes-list-type` first, then (for built-in
+    /// types) the strategic-merge-patch strategy: `merge` with a merge key is a map-list,
+    /// `merge` without one a set; anything else is atomic.
+    fn list_kind(&self) -> ListKind {
+        match self.extension("x-kubernetes-list-type") {
+            Some("set") => return ListKind::Set,
+            Some("map") => {
+                let keys: Vec<String> = self
+                    .extension_value("x-kubernetes-list-map-keys")
+                    .and_then(Value::as_array)
+                    .map(|keys| keys.iter().filter_map(Value::as_str).map(String::from).collect())
+                    .unwrap_or_default();
+                return if keys.is_empty() { ListKind::Atomic } else { ListKind::Map { keys } };
+            }
+            Some(_) => return ListKind::Atomic,
+            None => {}
+        }
+        let merges = self
+            .extension("x-kubernetes-patch-strategy")
+            .is_some_and(|strategy| strategy.split(',').any(|part| part.trim() == "merge"));
+        match (merges, self.extension("x-kubernetes-patch-merge-key")) {
+            (true, Some(key)) => ListKind::Map { keys: vec![key.to_string()] },
+            (true, None) => ListKind::Set,
+            (false, _) => ListKind::Atomic,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::openapi::{builtin_components, schema_ref};
+    use serde_json::json;
+
+    fn fields(names: &[&str]) -> Vec<PathElement> {
+        names.iter().map(|name| PathElement::field(*name)).collect()
+    }
+
+    #[test]
+    fn schema_shape_reads_list_and_map_extensions() {
+        let mut components = Map::new();
+        components.insert(
+            "Port".into(),
+            json!({"type": "object", "properties": {
+                "port": {"type": "integer"}, "protocol": {"type": "string", "default": "TCP"}
+            }}),
+        );
+        let root = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "ports": {"type": "array", "items": schema_ref("Port"),
+                "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port", "protocol"]},
+            "tags": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
+            "args": {"type": "array", "items": {"type": "string"}},
+            "merged": {"allOf": [{"type": "array", "x-kubernetes-patch-strategy": "merge,retainKeys",
+                "x-kubernetes-patch-merge-key": "name"}]},
+            "selector": {"type": "object", "x-kubernetes-map-type": "atomic"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+        }}}});
+        let shape = SchemaShape::new(&root, &components);
+        let map = |keys: &[&str]| ListKind::Map { keys: keys.iter().map(|k| k.to_string()).collect() };
+        assert_eq!(shape.list_kind(&fields(&["spec", "ports"])), map(&["port", "protocol"]));
+        assert_eq!(shape.list_kind(&fields(&["spec", "tags"])), ListKind::Set);
+        assert_eq!(shape.list_kind(&fields(&["spec", "args"])), ListKind::Atomic);
+        assert_eq!(shape.list_kind(&fields(&["spec", "merged"])), map(&["name"]));
+        assert_eq!(shape.key_default(&fields(&["spec", "ports"]), "protocol"), Some(json!("TCP")));
+        assert!(shape.map_is_atomic(&fields(&["spec", "selector"])));
+        assert!(!shape.map_is_atomic(&fields(&["spec", "labels"])));
+        assert!(shape.is_declared_field(&fields(&["spec"]), "labels"));
+        assert!(!shape.is_declared_field(&fields(&["spec", "labels"]), "app"));
+        assert!(!shape.is_declared_field(&fields(&["spec", "free"]), "anything"));
+        // metadata is ObjectMeta whatever the root says; undescribed nodes use the fallback.
+        assert_eq!(shape.list_kind(&fields(&["metadata", "finalizers"])), ListKind::Set);
+        assert!(shape.is_declared_field(&fields(&["metadata"]), "labels"));
+        assert_eq!(shape.list_kind(&fields(&["spec", "free", "containers"])), ListKind::Atomic);
+        let with_fallback = shape.with_fallback(&BuiltinShape);
+        assert_eq!(with_fallback.list_kind(&fields(&["spec", "free", "containers"])), map(&["name"]));
+    }
+
+    #[test]
+    fn builtin_components_carry_metadata_list_semantics() {
+        let root = schema_ref("io.k8s.api.core.v1.ServiceAccount");
+        let shape = SchemaShape::new(&root, builtin_components());
+        assert_eq!(
+            shape.list_kind(&fields(&["metadata", "ownerReferences"])),
+            ListKind::Map { keys: vec!["uid".into()] }
+        );
+        assert_eq!(shape.list_kind(&fields(&["secrets"])), ListKind::Map { keys: vec!["name".into()] });
+        assert!(shape.is_declared_field(&[], "secrets"));
+        assert!(!shape.is_declared_field(&fields(&["metadata", "labels"]), "app"));
+    }
+
+    #[test]
+    fn builtin_shape_knows_core_lists_by_name() {
+        let container = |rest: &[&str]| {
+            let mut path = fields(&["spec", "template", "spec", "containers"]);
+            path.push(PathElement::key([("name".into(), json!("app"))]));
+            path.extend(fields(rest));
+            path
+        };
+        let map = |keys: &[&str]| ListKind::Map { keys: keys.iter().map(|k| k.to_string()).collect() };
+        let shape = BuiltinShape;
+        assert_eq!(shape.list_kind(&fields(&["spec", "template", "spec", "containers"])), map(&["name"]));
+        assert_eq!(shape.list_kind(&container(&["ports"])), map(&["containerPort", "protocol"]));
+        assert_eq!(shape.key_default(&container(&["ports"]), "protocol"), Some(json!("TCP")));
+        assert_eq!(shape.list_kind(&container(&["env"])), map(&["name"]));
+        assert_eq!(shape.list_kind(&container(&["volumeMounts"])), map(&["mountPath"]));
+        assert_eq!(shape.list_kind(&container(&["args"])), ListKind::Atomic);
+        assert_eq!(shape.list_kind(&fields(&["metadata", "finalizers"])), ListKind::Set);
+        assert_eq!(shape.list_kind(&fields(&["spec", "finalizers"])), ListKind::Atomic);
+        assert_eq!(shape.list_kind(&fields(&["status", "conditions"])), map(&["type"]));
+        assert_eq!(shape.list_kind(&fields(&["spec", "ports"])), map(&["port", "protocol"]));
+        assert!(!shape.map_is_atomic(&fields(&["data"])));
+    }
+}
