@@ -6,6 +6,9 @@
 #                      "recommends" of protobuf-compiler, so --no-install-recommends skips it
 #   etcd-server        the baseline of the store benchmark
 #   kubectl            the client the end-to-end tests drive (v1.32 ships with this machine kind)
+# and one PyPI package:
+#   kubernetes         the official Python client, driven by tests/python/client_scenarios.py
+#                      (from PyPI, for a release that knows the Kubernetes versions we serve)
 set -euo pipefail
 
 need=()
@@ -25,4 +28,11 @@ fi
 if ! command -v kubectl >/dev/null 2>&1; then
   echo "kubectl is missing: install kubectl v1.32 (it is preinstalled on this machine kind)" >&2
   exit 1
+fi
+
+# The Python client test (tests/tests/python_client.rs) runs the official client against a
+# real shard; without it that test fails at import, which says nothing about the server.
+if ! python3 -c 'import kubernetes' >/dev/null 2>&1; then
+  echo "installing the Python kubernetes client"
+  python3 -m pip install --quiet 'kubernetes>=31'
 fi

@@ -188,6 +188,13 @@ impl Kubectl {
         output
     }
 
+    /// Removes every finalizer of a namespaced object with a merge patch (panics on failure),
+    /// releasing an object a test held back.
+    pub fn clear_finalizers(self, resource: &str, name: &str, namespace: &str) -> Output {
+        let patch = r#"{"metadata":{"finalizers":null}}"#;
+        self.args(["patch", resource, name, "-n", namespace, "--type", "merge", "-p", patch]).ok()
+    }
+
     /// Runs kubectl and panics unless it failed (for negative tests).
     pub fn fails(&self) -> Output {
         let output = self.run();

@@ -229,6 +229,19 @@ impl ShardProcess {
         Ok(path)
     }
 
+    /// Starts a shard with default options and creates the logical clusters `clusters`.
+    ///
+    /// # Panics
+    /// If the shard does not start or a cluster cannot be created: every test using this
+    /// needs both, and the panic message carries the reason.
+    pub async fn with_clusters(clusters: &[&str]) -> ShardProcess {
+        let shard = ShardProcess::start(ShardOptions::default()).await.expect("start shard");
+        for cluster in clusters {
+            shard.create_logical_cluster(cluster).await.unwrap_or_else(|e| panic!("create cluster {cluster}: {e:#}"));
+        }
+        shard
+    }
+
     /// Creates logical cluster `name` and waits (at most
     /// [`LOGICAL_CLUSTER_READY_TIMEOUT`]) until its API lists namespaces.
     pub async fn create_logical_cluster(&self, name: &str) -> anyhow::Result<()> {

@@ -29,15 +29,9 @@ stringData:
   password: hunter2
 "#;
 
-async fn shard_with_cluster(cluster: &str) -> ShardProcess {
-    let shard = ShardProcess::start(ShardOptions::default()).await.expect("start shard");
-    shard.create_logical_cluster(cluster).await.expect("create logical cluster");
-    shard
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apply_get_label_annotate_patch() {
-    let shard = shard_with_cluster("alpha").await;
+    let shard = ShardProcess::with_clusters(&["alpha"]).await;
     let kubectl = || shard.kubectl().cluster("alpha");
 
     let applied = kubectl().args(["apply", "-f", "-"]).stdin(MANIFEST).ok();
@@ -102,7 +96,7 @@ async fn apply_get_label_annotate_patch() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn discovery_api_resources_and_explain() {
-    let shard = shard_with_cluster("beta").await;
+    let shard = ShardProcess::with_clusters(&["beta"]).await;
     let kubectl = || shard.kubectl().cluster("beta");
     let resources = kubectl().args(["api-resources"]).ok().stdout;
     for expected in [
@@ -127,7 +121,7 @@ async fn discovery_api_resources_and_explain() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_sees_writes_of_another_client() {
-    let shard = shard_with_cluster("gamma").await;
+    let shard = ShardProcess::with_clusters(&["gamma"]).await;
     let watcher = shard
         .kubectl()
         .cluster("gamma")
@@ -147,33 +141,21 @@ async fn watch_sees_writes_of_another_client() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn finalizers_hold_deletion_until_removed() {
-    let shard = shard_with_cluster("delta").await;
+    let shard = ShardProcess::with_clusters(&["delta"]).await;
     let kubectl = || shard.kubectl().cluster("delta");
     let held = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"held","namespace":"default","finalizers":["example.com/hold"]}}"#;
     kubectl().args(["create", "-f", "-"]).stdin(held).ok();
     kubectl().args(["delete", "configmap", "held", "-n", "default", "--wait=false"]).ok();
     let pending = kubectl().args(["get", "configmap", "held", "-n", "default", "-o", "json"]).ok().json().unwrap();
     assert!(pending["metadata"]["deletionTimestamp"].is_string(), "{pending}");
-    kubectl()
-        .args([
-            "patch",
-            "configmap",
-            "held",
-            "-n",
-            "default",
-            "--type",
-            "merge",
-            "-p",
-            r#"{"metadata":{"finalizers":null}}"#,
-        ])
-        .ok();
+    kubectl().clear_finalizers("configmap", "held", "default");
     let gone = kubectl().args(["get", "configmap", "held", "-n", "default"]).fails();
     assert!(gone.stderr.contains("NotFound") || gone.stderr.contains("not found"), "{gone:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_a_namespace_deletes_its_content() {
-    let shard = shard_with_cluster("epsilon").await;
+    let shard = ShardProcess::with_clusters(&["epsilon"]).await;
     let kubectl = || shard.kubectl().cluster("epsilon");
     kubectl().args(["create", "namespace", "doomed"]).ok();
     kubectl().args(["create", "configmap", "a", "-n", "doomed"]).ok();

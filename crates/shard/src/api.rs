@@ -124,11 +124,18 @@ async fn route(
     let identity = authenticate(shard, peer, &request)?;
     let scope = resolve_scope(shard, &identity, cluster, &target)?;
     let accept = request.headers().get(::http::header::ACCEPT).and_then(|v| v.to_str().ok()).map(str::to_string);
-    let Target::Resource(req) = target else {
-        let registry = &shard.registry;
-        return discovery::handle(registry, &target, accept.as_deref(), query.contains_key("hash"));
+    let cluster = match &scope {
+        Scope::Cluster(name) => Some(name.as_str()),
+        Scope::Wildcard => None,
     };
-    let rt = shard.registry.get(&req.group, &req.version, &req.resource).ok_or_else(|| {
+    let Target::Resource(req) = target else {
+        let served = match cluster {
+            Some(cluster) => shard.registry.served(cluster),
+            None => shard.registry.all().to_vec(),
+        };
+        return discovery::handle(&served, &target, accept.as_deref(), query.contains_key("hash"));
+    };
+    let rt = shard.registry.lookup(cluster, &req.group, &req.version, &req.resource).ok_or_else(|| {
         ApiError::not_found_message(format!(
             "the server could not find the requested resource: no resource \"{}\" in {}",
             req.resource,

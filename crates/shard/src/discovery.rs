@@ -5,7 +5,7 @@ use crate::http::negotiate::{self, Representation};
 use crate::http::request_info::Target;
 use crate::http::status::{ApiError, ApiResult};
 use crate::http::{self, Response};
-use crate::registry::{Registry, ResourceType, VERBS};
+use crate::registry::{groups, resources_of, ResourceType, VERBS};
 use protocol::openapi::{self, OpenApiResource};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -14,8 +14,15 @@ use std::sync::{Arc, OnceLock};
 /// The Kubernetes version this server behaves like.
 pub const KUBE_MINOR: &str = "32";
 
-/// Answers a discovery, version or OpenAPI request for one logical cluster.
-pub fn handle(registry: &Registry, target: &Target, accept: Option<&str>, query_hash: bool) -> ApiResult<Response> {
+/// Answers a discovery, version or OpenAPI request for one logical cluster, which serves
+/// the resources `served` (built-in and its own custom ones).
+pub fn handle(
+    served: &[Arc<ResourceType>],
+    target: &Target,
+    accept: Option<&str>,
+    query_hash: bool,
+) -> ApiResult<Response> {
+    let registry = served;
     let allow_aggregated = matches!(target, Target::CoreVersions | Target::Groups);
     let representation = negotiate::choose(accept, false, allow_aggregated)?;
     if let Representation::AggregatedDiscovery(version) = representation {
@@ -29,9 +36,9 @@ pub fn handle(registry: &Registry, target: &Target, accept: Option<&str>, query_
         Target::Groups => json!({
             "kind": "APIGroupList",
             "apiVersion": "v1",
-            "groups": registry.groups().into_iter().filter(|(g, _)| !g.is_empty()).map(|(g, v)| api_group(&g, &v)).collect::<Vec<_>>(),
+            "groups": groups(registry).into_iter().filter(|(g, _)| !g.is_empty()).map(|(g, v)| api_group(&g, &v)).collect::<Vec<_>>(),
         }),
-        Target::Group(group) => match registry.groups().into_iter().find(|(g, _)| g == group && !g.is_empty()) {
+        Target::Group(group) => match groups(registry).into_iter().find(|(g, _)| g == group && !g.is_empty()) {
             Some((g, versions)) => api_group(&g, &versions),
             None => return Err(not_found()),
         },
@@ -78,8 +85,8 @@ fn api_group(group: &str, versions: &[String]) -> Value {
     json!({"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": versions, "preferredVersion": versions[0]})
 }
 
-fn resource_list(registry: &Registry, group: &str, version: &str) -> ApiResult<Value> {
-    let resources = registry.resources_of(group, version);
+fn resource_list(registry: &[Arc<ResourceType>], group: &str, version: &str) -> ApiResult<Value> {
+    let resources = resources_of(registry, group, version);
     if resources.is_empty() {
         return Err(not_found());
     }
@@ -94,18 +101,32 @@ fn resource_list(registry: &Registry, group: &str, version: &str) -> ApiResult<V
             "shortNames": rt.short_names,
             "categories": rt.categories,
         }));
-        for sub in rt.subresources {
-            entries.push(json!({
+        for sub in &rt.subresources {
+            let (group, version, kind) = subresource_kind(rt, sub);
+            let mut entry = json!({
                 "name": format!("{}/{sub}", rt.resource),
                 "singularName": "",
                 "namespaced": rt.namespaced,
-                "kind": rt.kind,
+                "kind": kind,
                 "verbs": subresource_verbs(sub),
-            }));
+            });
+            if !group.is_empty() {
+                entry["group"] = Value::from(group);
+                entry["version"] = Value::from(version);
+            }
+            entries.push(entry);
         }
     }
     let group_version = protocol::gvr::GroupVersion::new(group, version).api_version();
     Ok(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": entries}))
+}
+
+/// Group, version and kind a subresource answers with: `scale` is autoscaling/v1 Scale.
+fn subresource_kind<'a>(rt: &'a ResourceType, sub: &str) -> (&'a str, &'a str, &'a str) {
+    match sub {
+        "scale" => ("autoscaling", "v1", "Scale"),
+        _ => ("", "", &rt.kind),
+    }
 }
 
 fn subresource_verbs(sub: &str) -> &'static [&'static str] {
@@ -115,9 +136,8 @@ fn subresource_verbs(sub: &str) -> &'static [&'static str] {
     }
 }
 
-fn aggregated(registry: &Registry, core: bool, version: &str) -> Value {
-    let items: Vec<Value> = registry
-        .groups()
+fn aggregated(registry: &[Arc<ResourceType>], core: bool, version: &str) -> Value {
+    let items: Vec<Value> = groups(registry)
         .into_iter()
         .filter(|(g, _)| g.is_empty() == core)
         .map(|(group, versions)| {
@@ -125,7 +145,7 @@ fn aggregated(registry: &Registry, core: bool, version: &str) -> Value {
                 .iter()
                 .map(|v| {
                     let resources: Vec<Value> =
-                        registry.resources_of(&group, v).iter().map(|rt| aggregated_resource(rt)).collect();
+                        resources_of(registry, &group, v).iter().map(|rt| aggregated_resource(rt)).collect();
                     json!({"version": v, "resources": resources, "freshness": "Current"})
                 })
                 .collect();
@@ -140,7 +160,14 @@ fn aggregated_resource(rt: &ResourceType) -> Value {
     let subresources: Vec<Value> = rt
         .subresources
         .iter()
-        .map(|sub| json!({"subresource": sub, "responseKind": kind, "verbs": subresource_verbs(sub)}))
+        .map(|sub| {
+            let (group, version, sub_kind) = subresource_kind(rt, sub);
+            let kind = match group {
+                "" => kind.clone(),
+                _ => json!({"group": group, "version": version, "kind": sub_kind}),
+            };
+            json!({"subresource": sub, "responseKind": kind, "verbs": subresource_verbs(sub)})
+        })
         .collect();
     json!({
         "resource": rt.resource,
@@ -154,45 +181,77 @@ fn aggregated_resource(rt: &ResourceType) -> Value {
     })
 }
 
-/// OpenAPI documents per group-version path (`api/v1`, `apis/g/v`), built once: the
-/// built-in resources are the same in every logical cluster.
-fn openapi_documents(registry: &Registry) -> &'static BTreeMap<String, (Arc<Value>, String)> {
+/// The OpenAPI description of one resource.
+fn openapi_resource(rt: &ResourceType) -> OpenApiResource {
+    OpenApiResource {
+        resource: rt.resource.clone(),
+        kind: rt.kind.clone(),
+        namespaced: rt.namespaced,
+        schema_name: rt.schema_name.clone(),
+        list_kind: rt.list_kind(),
+        verbs: VERBS.iter().map(|v| v.to_string()).collect(),
+        subresources: rt.subresources.clone(),
+    }
+}
+
+/// The OpenAPI document of a group-version and its hash.
+fn build_document(rows: &[Arc<ResourceType>], group: &str, version: &str) -> (Arc<Value>, String) {
+    let resources: Vec<OpenApiResource> = rows.iter().map(|rt| openapi_resource(rt)).collect();
+    let custom = crate::crd::openapi::components(rows);
+    let components = if custom.is_empty() { openapi::builtin_components() } else { &custom };
+    let document = openapi::group_version_document(group, version, &resources, components);
+    let hash = openapi::document_hash(&serde_json::to_vec(&document).unwrap_or_default());
+    (Arc::new(document), hash)
+}
+
+/// OpenAPI documents of the built-in group-versions, by path (`api/v1`, `apis/g/v`),
+/// built once: they are the same in every logical cluster.
+fn builtin_documents() -> &'static BTreeMap<String, (Arc<Value>, String)> {
     static DOCUMENTS: OnceLock<BTreeMap<String, (Arc<Value>, String)>> = OnceLock::new();
     DOCUMENTS.get_or_init(|| {
+        let builtin = crate::registry::Registry::builtin();
         let mut documents = BTreeMap::new();
-        for (group, versions) in registry.groups() {
+        for (group, versions) in groups(builtin.all()) {
             for version in versions {
-                let resources: Vec<OpenApiResource> = registry
-                    .resources_of(&group, &version)
-                    .iter()
-                    .map(|rt| OpenApiResource {
-                        resource: rt.resource.into(),
-                        kind: rt.kind.into(),
-                        namespaced: rt.namespaced,
-                        schema_name: rt.schema_name.into(),
-                        list_kind: rt.list_kind(),
-                        verbs: VERBS.iter().map(|v| v.to_string()).collect(),
-                        subresources: rt.subresources.iter().map(|s| s.to_string()).collect(),
-                    })
-                    .collect();
-                let document =
-                    openapi::group_version_document(&group, &version, &resources, openapi::builtin_components());
-                let hash = openapi::document_hash(&serde_json::to_vec(&document).unwrap_or_default());
-                let path = protocol::gvr::GroupVersion::new(group.clone(), version).url_prefix();
-                documents.insert(path, (Arc::new(document), hash));
+                let rows = resources_of(builtin.all(), &group, &version);
+                let path = protocol::gvr::GroupVersion::new(group.clone(), version.clone()).url_prefix();
+                documents.insert(path, build_document(&rows, &group, &version));
             }
         }
         documents
     })
 }
 
-fn openapi_root(registry: &Registry) -> Value {
-    openapi::discovery_root(openapi_documents(registry).iter().map(|(path, (_, hash))| (path.clone(), hash.clone())))
+/// The document of one served group-version: the cached built-in one, or one built for
+/// the cluster's custom resources.
+fn document_of(registry: &[Arc<ResourceType>], group: &str, version: &str) -> (Arc<Value>, String) {
+    let rows = resources_of(registry, group, version);
+    let path = protocol::gvr::GroupVersion::new(group, version).url_prefix();
+    match builtin_documents().get(&path) {
+        Some(document) if rows.iter().all(|r| r.custom.is_none()) => document.clone(),
+        _ => build_document(&rows, group, version),
+    }
 }
 
-fn openapi_document(registry: &Registry, path: &str) -> ApiResult<Value> {
-    openapi_documents(registry)
-        .get(path.trim_matches('/'))
-        .map(|(document, _)| (**document).clone())
+fn openapi_root(registry: &[Arc<ResourceType>]) -> Value {
+    let mut paths = Vec::new();
+    for (group, versions) in groups(registry) {
+        for version in versions {
+            let path = protocol::gvr::GroupVersion::new(group.clone(), version.clone()).url_prefix();
+            paths.push((path, document_of(registry, &group, &version).1));
+        }
+    }
+    openapi::discovery_root(paths)
+}
+
+fn openapi_document(registry: &[Arc<ResourceType>], path: &str) -> ApiResult<Value> {
+    let path = path.trim_matches('/');
+    groups(registry)
+        .into_iter()
+        .flat_map(|(group, versions)| versions.into_iter().map(move |v| (group.clone(), v)))
+        .find(|(group, version)| {
+            protocol::gvr::GroupVersion::new(group.as_str(), version.as_str()).url_prefix() == path
+        })
+        .map(|(group, version)| (*document_of(registry, &group, &version).0).clone())
         .ok_or_else(not_found)
 }

@@ -10,9 +10,13 @@
 //!   ([`http::negotiate`], [`table`]) and call [`storage`].
 //! - [`storage`]: create / guaranteed update / delete-with-finalizers over the store,
 //!   with per-resource behaviour from [`registry`] and [`strategy`], keys and codec from
-//!   [`objects`], patches from [`patch`], unknown-field pruning from [`validation`].
-//! - [`controllers`]: namespace and logical-cluster deletion and the workspace scheduler,
+//!   [`objects`], patches from [`patch`], unknown-field pruning from [`validation`],
+//!   field ownership and server-side apply from [`managed_fields`].
+//! - [`controllers`]: namespace and logical-cluster deletion, the garbage collector
+//!   (ownerReferences, cascading deletes) and the workspace scheduler,
 //!   driven by store watches; [`tenancy`] holds workspace admission and types.
+//! - [`crd`]: CustomResourceDefinitions — each cluster's custom resources in the registry,
+//!   their schemas, versions, published OpenAPI and cleanup.
 //! - [`membership`]: this shard's Shard object in root and the shard set (the ring);
 //!   [`peer`] makes the mutual-TLS calls to other shards; [`paths`] resolves canonical
 //!   paths of the clusters hosted here.
@@ -22,8 +26,10 @@ pub mod api;
 pub mod authn;
 pub mod bootstrap;
 pub mod controllers;
+pub mod crd;
 pub mod discovery;
 pub mod http;
+pub mod managed_fields;
 pub mod membership;
 pub mod metrics;
 pub mod objects;

@@ -178,6 +178,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
         },
     });
     shard.paths.load(&shard).context("index the canonical paths of the hosted logical clusters")?;
+    shard
+        .registry
+        .custom()
+        .load(&shard)
+        .context("index the CustomResourceDefinitions of the hosted logical clusters")?;
     if args.root {
         bootstrap::ensure_root_cluster(&shard).await?;
     }

@@ -27,6 +27,14 @@ pub struct VerbLabels {
     pub verb: String,
 }
 
+/// Labels of a garbage-collector write.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct GcLabels {
+    /// `delete`, `orphan` (a reference stripped from a dependent), `remove_owner_references`,
+    /// `remove_finalizer` or `unblock`.
+    pub action: String,
+}
+
 /// The shard's metrics.
 pub struct Metrics {
     /// Requests served.
@@ -39,6 +47,8 @@ pub struct Metrics {
     pub watches_active: Gauge,
     /// Shards this shard knows (its ring's size).
     pub ring_shards: Gauge,
+    /// Writes of the garbage collector, by action.
+    pub gc_actions: Family<GcLabels, Counter>,
     store_ops: Counter,
     store_batches: Counter,
     store_write_seconds: prometheus_client::metrics::counter::Counter<f64, std::sync::atomic::AtomicU64>,
@@ -65,6 +75,7 @@ impl Metrics {
         let watches_started = Counter::default();
         let watches_active = Gauge::default();
         let ring_shards = Gauge::default();
+        let gc_actions = Family::<GcLabels, Counter>::default();
         let store_ops = Counter::default();
         let store_batches = Counter::default();
         let store_write_seconds = Default::default();
@@ -73,6 +84,7 @@ impl Metrics {
         registry.register("atoll_watches_started", "Watches started", watches_started.clone());
         registry.register("atoll_watches_active", "Watches streaming now", watches_active.clone());
         registry.register("atoll_ring_shards", "Shards in this shard's consistent-hash ring", ring_shards.clone());
+        registry.register("atoll_gc_actions", "Writes of the garbage collector, by action", gc_actions.clone());
         registry.register("atoll_store_ops_committed", "Store ops committed", store_ops.clone());
         registry.register("atoll_store_batches", "Store batches (fsyncs) written", store_batches.clone());
         registry.register(
@@ -86,6 +98,7 @@ impl Metrics {
             watches_started,
             watches_active,
             ring_shards,
+            gc_actions,
             store_ops,
             store_batches,
             store_write_seconds,

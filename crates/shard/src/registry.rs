@@ -3,11 +3,12 @@
 //! Handlers are generic; whatever differs per resource — scope, kind names, discovery
 //! data, printer columns, the storage strategy — is a row here, never a copy of a handler.
 
+use crate::crd::CustomResources;
 use protocol::gvr::{GroupResource, GroupVersion};
 use std::sync::Arc;
 
 /// How a cell of a `kubectl get` table is computed from an object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cell {
     /// `metadata.name`.
     Name,
@@ -29,21 +30,24 @@ pub enum Cell {
     AgeOf(&'static [&'static str]),
     /// Names of subjects of one kind in a binding, comma separated.
     SubjectsOfKind(&'static str),
+    /// A custom resource's printer column: a simple JSONPath (`.spec.replicas`,
+    /// `.status.conditions[0].type`) and the column's OpenAPI type.
+    JsonPath(String),
 }
 
 /// One printer column.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Column {
     /// Header, as kubectl shows it upper-cased.
-    pub name: &'static str,
+    pub name: String,
     /// OpenAPI type of the cell: `string`, `integer`, `date`.
-    pub kind: &'static str,
+    pub kind: String,
     /// `name` for the name column, else empty.
-    pub format: &'static str,
+    pub format: String,
     /// 0 = always shown; 1 = only with `-o wide`.
     pub priority: i32,
     /// What the column shows.
-    pub description: &'static str,
+    pub description: String,
     /// How to compute it.
     pub cell: Cell,
 }
@@ -63,6 +67,8 @@ pub enum Strategy {
     CustomResourceDefinition,
     /// Workspaces: a child logical cluster, scheduled onto a shard by a controller.
     Workspace,
+    /// Objects of a CustomResourceDefinition: schema defaulting and validation.
+    CustomResource,
 }
 
 /// How object names of a resource are validated.
@@ -77,26 +83,26 @@ pub enum NameRule {
 }
 
 /// One served resource in one group-version.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ResourceType {
     /// API group, empty for core.
-    pub group: &'static str,
+    pub group: String,
     /// API version.
-    pub version: &'static str,
+    pub version: String,
     /// Plural name.
-    pub resource: &'static str,
+    pub resource: String,
     /// Singular name.
-    pub singular: &'static str,
+    pub singular: String,
     /// Kind.
-    pub kind: &'static str,
+    pub kind: String,
     /// Short names for kubectl.
-    pub short_names: &'static [&'static str],
+    pub short_names: Vec<String>,
     /// Discovery categories (`all`).
-    pub categories: &'static [&'static str],
+    pub categories: Vec<String>,
     /// Namespaced or cluster-scoped.
     pub namespaced: bool,
-    /// Subresources served (`status`, `finalize`).
-    pub subresources: &'static [&'static str],
+    /// Subresources served (`status`, `finalize`, `scale`).
+    pub subresources: Vec<String>,
     /// How names are validated.
     pub names: NameRule,
     /// Storage behaviour.
@@ -104,12 +110,14 @@ pub struct ResourceType {
     /// Whether a completed delete answers with the object (true) or a success Status.
     pub return_deleted_object: bool,
     /// Printer columns after NAME (which always comes first).
-    pub columns: &'static [Column],
+    pub columns: Vec<Column>,
     /// OpenAPI components key of the kind's schema.
-    pub schema_name: &'static str,
+    pub schema_name: String,
     /// Storage group-resource shared by all versions of the resource (events live in two
     /// groups but are one resource in kube; we keep them separate and say so here).
-    pub storage_group: &'static str,
+    pub storage_group: String,
+    /// What a CustomResourceDefinition says about this version; `None` for built-ins.
+    pub custom: Option<Arc<crate::crd::CustomVersion>>,
 }
 
 /// The verbs every built-in resource supports, in discovery order.
@@ -118,12 +126,12 @@ pub const VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "lis
 impl ResourceType {
     /// Group and resource.
     pub fn group_resource(&self) -> GroupResource {
-        GroupResource::new(self.group, self.resource)
+        GroupResource::new(self.group.as_str(), self.resource.as_str())
     }
 
     /// Group and version.
     pub fn group_version(&self) -> GroupVersion {
-        GroupVersion::new(self.group, self.version)
+        GroupVersion::new(self.group.as_str(), self.version.as_str())
     }
 
     /// `apiVersion` of objects of this resource.
@@ -139,91 +147,113 @@ impl ResourceType {
     /// The storage key prefix of this resource in one logical cluster (or in every cluster
     /// when `cluster` is `None`); see [`crate::objects`] for the full layout.
     pub fn key_prefix(&self, cluster: Option<&str>) -> String {
-        let group = if self.storage_group.is_empty() { "core" } else { self.storage_group };
+        let group = if self.storage_group.is_empty() { "core" } else { self.storage_group.as_str() };
         match cluster {
             Some(cluster) => format!("{group}/{}/{cluster}/", self.resource),
             None => format!("{group}/{}/", self.resource),
         }
     }
 
+    /// Whether this row is `group/version/resource`.
+    pub fn is(&self, group: &str, version: &str, resource: &str) -> bool {
+        self.resource == resource && self.group == group && self.version == version
+    }
+
     /// Whether a subresource is served.
     pub fn has_subresource(&self, sub: &str) -> bool {
-        self.subresources.contains(&sub)
+        self.subresources.iter().any(|s| s == sub)
     }
 }
 
-const fn col(name: &'static str, kind: &'static str, description: &'static str, cell: Cell) -> Column {
-    Column { name, kind, format: "", priority: 0, description, cell }
+fn col(name: &str, kind: &str, description: &str, cell: Cell) -> Column {
+    Column {
+        name: name.into(),
+        kind: kind.into(),
+        format: String::new(),
+        priority: 0,
+        description: description.into(),
+        cell,
+    }
 }
 
-const fn wide(name: &'static str, description: &'static str, cell: Cell) -> Column {
-    Column { name, kind: "string", format: "", priority: 1, description, cell }
+fn wide(name: &str, description: &str, cell: Cell) -> Column {
+    Column { priority: 1, ..col(name, "string", description, cell) }
 }
 
-const AGE: Column = col(
-    "Age",
-    "string",
-    "CreationTimestamp is a timestamp representing the server time when this object was created.",
-    Cell::Age,
-);
-const CREATED_AT: Column = col(
-    "Created At",
-    "date",
-    "CreationTimestamp is a timestamp representing the server time when this object was created.",
-    Cell::CreatedAt,
-);
-const EVENT_COLUMNS: &[Column] = &[
-    col(
-        "Last Seen",
-        "string",
-        "Time since the event was last observed.",
-        Cell::AgeOf(&["/lastTimestamp", "/deprecatedLastTimestamp", "/eventTime", "/metadata/creationTimestamp"]),
-    ),
-    col("Type", "string", "Type of this event (Normal, Warning).", Cell::Pointer("/type")),
-    col("Reason", "string", "Why the action was taken.", Cell::Pointer("/reason")),
-    col("Object", "string", "The object this event is about.", Cell::LowerKindSlashName("/involvedObject")),
-    col(
-        "Message",
-        "string",
-        "A human-readable description of the status of this operation.",
-        Cell::Pointer("/message"),
-    ),
-];
-const BINDING_COLUMNS: &[Column] = &[
-    col("Role", "string", "RoleRef references the role bound.", Cell::KindSlashName("/roleRef")),
-    AGE,
-    wide("Users", "Users bound.", Cell::SubjectsOfKind("User")),
-    wide("Groups", "Groups bound.", Cell::SubjectsOfKind("Group")),
-    wide("ServiceAccounts", "Service accounts bound.", Cell::SubjectsOfKind("ServiceAccount")),
-];
+const CREATION_TIMESTAMP: &str =
+    "CreationTimestamp is a timestamp representing the server time when this object was created.";
+
+/// The AGE column every resource without other columns shows.
+pub fn age_column() -> Column {
+    col("Age", "string", CREATION_TIMESTAMP, Cell::Age)
+}
+
+fn created_at_column() -> Column {
+    col("Created At", "date", CREATION_TIMESTAMP, Cell::CreatedAt)
+}
+
+fn event_columns() -> Vec<Column> {
+    vec![
+        col(
+            "Last Seen",
+            "string",
+            "Time since the event was last observed.",
+            Cell::AgeOf(&["/lastTimestamp", "/deprecatedLastTimestamp", "/eventTime", "/metadata/creationTimestamp"]),
+        ),
+        col("Type", "string", "Type of this event (Normal, Warning).", Cell::Pointer("/type")),
+        col("Reason", "string", "Why the action was taken.", Cell::Pointer("/reason")),
+        col("Object", "string", "The object this event is about.", Cell::LowerKindSlashName("/involvedObject")),
+        col(
+            "Message",
+            "string",
+            "A human-readable description of the status of this operation.",
+            Cell::Pointer("/message"),
+        ),
+    ]
+}
+
+fn binding_columns() -> Vec<Column> {
+    vec![
+        col("Role", "string", "RoleRef references the role bound.", Cell::KindSlashName("/roleRef")),
+        age_column(),
+        wide("Users", "Users bound.", Cell::SubjectsOfKind("User")),
+        wide("Groups", "Groups bound.", Cell::SubjectsOfKind("Group")),
+        wide("ServiceAccounts", "Service accounts bound.", Cell::SubjectsOfKind("ServiceAccount")),
+    ]
+}
 
 /// A built-in resource row with the common defaults filled in.
-const fn builtin(
-    group: &'static str,
-    version: &'static str,
-    resource: &'static str,
-    singular: &'static str,
-    kind: &'static str,
+fn builtin(
+    group: &str,
+    version: &str,
+    resource: &str,
+    singular: &str,
+    kind: &str,
     namespaced: bool,
-    schema_name: &'static str,
+    schema_name: &str,
 ) -> ResourceType {
     ResourceType {
-        group,
-        version,
-        resource,
-        singular,
-        kind,
-        short_names: &[],
-        categories: &[],
+        group: group.into(),
+        version: version.into(),
+        resource: resource.into(),
+        singular: singular.into(),
+        kind: kind.into(),
+        short_names: Vec::new(),
+        categories: Vec::new(),
         namespaced,
-        subresources: &[],
+        subresources: Vec::new(),
         names: NameRule::Subdomain,
         strategy: Strategy::Generic,
         return_deleted_object: false,
-        columns: &[AGE],
-        schema_name,
-        storage_group: group,
+        columns: vec![age_column()],
+        schema_name: schema_name.into(),
+        storage_group: group.into(),
+        custom: None,
     }
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
 }
 
 /// The built-in resources every logical cluster serves.
@@ -231,45 +261,40 @@ pub fn builtin_resources() -> Vec<ResourceType> {
     const RBAC: &str = "rbac.authorization.k8s.io";
     vec![
         ResourceType {
-            short_names: &["ns"],
-            subresources: &["finalize", "status"],
+            short_names: strings(&["ns"]),
+            subresources: strings(&["finalize", "status"]),
             names: NameRule::Label,
             strategy: Strategy::Namespace,
             return_deleted_object: true,
-            columns: &const { [col("Status", "string", "The status of the namespace", Cell::Pointer("/status/phase")), AGE] },
+            columns: vec![
+                col("Status", "string", "The status of the namespace", Cell::Pointer("/status/phase")),
+                age_column(),
+            ],
             ..builtin("", "v1", "namespaces", "namespace", "Namespace", false, "io.k8s.api.core.v1.Namespace")
         },
         ResourceType {
-            short_names: &["cm"],
-            columns: &const {
-                [
-                    col(
-                        "Data",
-                        "integer",
-                        "Number of keys in the config map.",
-                        Cell::CountKeys(&["/data", "/binaryData"]),
-                    ),
-                    AGE,
-                ]
-            },
+            short_names: strings(&["cm"]),
+            columns: vec![
+                col("Data", "integer", "Number of keys in the config map.", Cell::CountKeys(&["/data", "/binaryData"])),
+                age_column(),
+            ],
             ..builtin("", "v1", "configmaps", "configmap", "ConfigMap", true, "io.k8s.api.core.v1.ConfigMap")
         },
         ResourceType {
             strategy: Strategy::Secret,
-            columns: &const {
-                [
-                    col("Type", "string", "The type of the secret", Cell::Pointer("/type")),
-                    col("Data", "integer", "Number of keys in the secret.", Cell::CountKeys(&["/data"])),
-                    AGE,
-                ]
-            },
+            columns: vec![
+                col("Type", "string", "The type of the secret", Cell::Pointer("/type")),
+                col("Data", "integer", "Number of keys in the secret.", Cell::CountKeys(&["/data"])),
+                age_column(),
+            ],
             ..builtin("", "v1", "secrets", "secret", "Secret", true, "io.k8s.api.core.v1.Secret")
         },
         ResourceType {
-            short_names: &["sa"],
-            columns: &const {
-                [col("Secrets", "integer", "Number of secrets referenced.", Cell::CountItems("/secrets")), AGE]
-            },
+            short_names: strings(&["sa"]),
+            columns: vec![
+                col("Secrets", "integer", "Number of secrets referenced.", Cell::CountItems("/secrets")),
+                age_column(),
+            ],
             ..builtin(
                 "",
                 "v1",
@@ -281,39 +306,40 @@ pub fn builtin_resources() -> Vec<ResourceType> {
             )
         },
         ResourceType {
-            short_names: &["ev"],
-            columns: EVENT_COLUMNS,
+            short_names: strings(&["ev"]),
+            columns: event_columns(),
             ..builtin("", "v1", "events", "event", "Event", true, "io.k8s.api.core.v1.Event")
         },
         ResourceType {
-            short_names: &["ev"],
-            columns: EVENT_COLUMNS,
+            short_names: strings(&["ev"]),
+            columns: event_columns(),
             ..builtin("events.k8s.io", "v1", "events", "event", "Event", true, "io.k8s.api.events.v1.Event")
         },
         ResourceType {
-            columns: &const {
-                [col("Holder", "string", "The holder of the lease.", Cell::Pointer("/spec/holderIdentity")), AGE]
-            },
+            columns: vec![
+                col("Holder", "string", "The holder of the lease.", Cell::Pointer("/spec/holderIdentity")),
+                age_column(),
+            ],
             ..builtin("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, "io.k8s.api.coordination.v1.Lease")
         },
         ResourceType {
             names: NameRule::PathSegment,
-            columns: &[CREATED_AT],
+            columns: vec![created_at_column()],
             ..builtin(RBAC, "v1", "roles", "role", "Role", true, "io.k8s.api.rbac.v1.Role")
         },
         ResourceType {
             names: NameRule::PathSegment,
-            columns: BINDING_COLUMNS,
+            columns: binding_columns(),
             ..builtin(RBAC, "v1", "rolebindings", "rolebinding", "RoleBinding", true, "io.k8s.api.rbac.v1.RoleBinding")
         },
         ResourceType {
             names: NameRule::PathSegment,
-            columns: &[CREATED_AT],
+            columns: vec![created_at_column()],
             ..builtin(RBAC, "v1", "clusterroles", "clusterrole", "ClusterRole", false, "io.k8s.api.rbac.v1.ClusterRole")
         },
         ResourceType {
             names: NameRule::PathSegment,
-            columns: BINDING_COLUMNS,
+            columns: binding_columns(),
             ..builtin(
                 RBAC,
                 "v1",
@@ -325,12 +351,12 @@ pub fn builtin_resources() -> Vec<ResourceType> {
             )
         },
         ResourceType {
-            short_names: &["crd", "crds"],
-            categories: &["api-extensions"],
-            subresources: &["status"],
+            short_names: strings(&["crd", "crds"]),
+            categories: strings(&["api-extensions"]),
+            subresources: strings(&["status"]),
             strategy: Strategy::CustomResourceDefinition,
             return_deleted_object: true,
-            columns: &[CREATED_AT],
+            columns: vec![created_at_column()],
             ..builtin(
                 "apiextensions.k8s.io",
                 "v1",
@@ -342,16 +368,14 @@ pub fn builtin_resources() -> Vec<ResourceType> {
             )
         },
         ResourceType {
-            subresources: &["status"],
+            subresources: strings(&["status"]),
             strategy: Strategy::LogicalCluster,
             return_deleted_object: true,
-            columns: &const {
-                [
-                    col("Phase", "string", "The current phase of the logical cluster.", Cell::Pointer("/status/phase")),
-                    col("URL", "string", "The URL of the logical cluster.", Cell::Pointer("/status/URL")),
-                    AGE,
-                ]
-            },
+            columns: vec![
+                col("Phase", "string", "The current phase of the logical cluster.", Cell::Pointer("/status/phase")),
+                col("URL", "string", "The URL of the logical cluster.", Cell::Pointer("/status/URL")),
+                age_column(),
+            ],
             ..builtin(
                 "core.kcp.io",
                 "v1alpha1",
@@ -363,20 +387,18 @@ pub fn builtin_resources() -> Vec<ResourceType> {
             )
         },
         ResourceType {
-            short_names: &["ws"],
-            categories: &["kcp"],
-            subresources: &["status"],
+            short_names: strings(&["ws"]),
+            categories: strings(&["kcp"]),
+            subresources: strings(&["status"]),
             names: NameRule::Label,
             strategy: Strategy::Workspace,
             return_deleted_object: true,
-            columns: &const {
-                [
-                    col("Type", "string", "Type of the workspace.", Cell::Pointer("/spec/type/name")),
-                    col("Phase", "string", "The current phase of the workspace.", Cell::Pointer("/status/phase")),
-                    col("URL", "string", "URL to access the workspace.", Cell::Pointer("/spec/URL")),
-                    AGE,
-                ]
-            },
+            columns: vec![
+                col("Type", "string", "Type of the workspace.", Cell::Pointer("/spec/type/name")),
+                col("Phase", "string", "The current phase of the workspace.", Cell::Pointer("/status/phase")),
+                col("URL", "string", "URL to access the workspace.", Cell::Pointer("/spec/URL")),
+                age_column(),
+            ],
             ..builtin(
                 "tenancy.kcp.io",
                 "v1alpha1",
@@ -388,8 +410,8 @@ pub fn builtin_resources() -> Vec<ResourceType> {
             )
         },
         ResourceType {
-            categories: &["kcp"],
-            subresources: &["status"],
+            categories: strings(&["kcp"]),
+            subresources: strings(&["status"]),
             names: NameRule::Label,
             ..builtin(
                 "tenancy.kcp.io",
@@ -402,29 +424,29 @@ pub fn builtin_resources() -> Vec<ResourceType> {
             )
         },
         ResourceType {
-            categories: &["kcp"],
-            subresources: &["status"],
-            columns: &const {
-                [
-                    col("URL", "string", "Base URL of the shard.", Cell::Pointer("/spec/baseURL")),
-                    col(
-                        "External URL",
-                        "string",
-                        "URL clients use to reach the shard.",
-                        Cell::Pointer("/spec/externalURL"),
-                    ),
-                    AGE,
-                ]
-            },
+            categories: strings(&["kcp"]),
+            subresources: strings(&["status"]),
+            columns: vec![
+                col("URL", "string", "Base URL of the shard.", Cell::Pointer("/spec/baseURL")),
+                col(
+                    "External URL",
+                    "string",
+                    "URL clients use to reach the shard.",
+                    Cell::Pointer("/spec/externalURL"),
+                ),
+                age_column(),
+            ],
             ..builtin("core.kcp.io", "v1alpha1", "shards", "shard", "Shard", false, "io.kcp.core.v1alpha1.Shard")
         },
     ]
 }
 
-/// Looks resources up by group-version and plural name.
-#[derive(Debug, Clone)]
+/// Looks resources up by group-version and plural name: the built-in table, shared by
+/// every logical cluster, and each cluster's custom resources.
+#[derive(Debug)]
 pub struct Registry {
     all: Vec<Arc<ResourceType>>,
+    custom: CustomResources,
 }
 
 impl Registry {
@@ -435,14 +457,47 @@ impl Registry {
 
     /// A registry of the given rows.
     pub fn from_resources(resources: Vec<ResourceType>) -> Self {
-        Registry { all: resources.into_iter().map(Arc::new).collect() }
+        Registry { all: resources.into_iter().map(Arc::new).collect(), custom: CustomResources::default() }
     }
 
-    /// The resource at `group/version/resource`. Several lookups happen per request, so
-    /// this compares borrowed strings over the (small) table instead of building owned
-    /// map keys; per-cluster custom resources will need a map keyed by cluster.
+    /// The built-in resource at `group/version/resource`. Several lookups happen per
+    /// request, so this compares borrowed strings over the (small) table instead of
+    /// building owned map keys.
     pub fn get(&self, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceType>> {
-        self.all.iter().find(|r| r.resource == resource && r.group == group && r.version == version).cloned()
+        self.all.iter().find(|r| r.is(group, version, resource)).cloned()
+    }
+
+    /// The resource at `group/version/resource` in `cluster` (`None`: across all
+    /// clusters): a built-in one, else one a CRD of the cluster defines. Built-ins win, as
+    /// in kube, and CRDs that would shadow one are refused.
+    pub fn lookup(
+        &self,
+        cluster: Option<&str>,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Option<Arc<ResourceType>> {
+        self.get(group, version, resource).or_else(|| match cluster {
+            Some(cluster) => self.custom.get(cluster, group, version, resource),
+            None => self.custom.get_any(group, version, resource),
+        })
+    }
+
+    /// Whether a built-in resource of any version is `group/resource`.
+    pub fn is_builtin(&self, group: &str, resource: &str) -> bool {
+        self.all.iter().any(|r| r.group == group && r.resource == resource)
+    }
+
+    /// The custom resources of every cluster.
+    pub fn custom(&self) -> &CustomResources {
+        &self.custom
+    }
+
+    /// Everything `cluster` serves: the built-ins, then its custom resources.
+    pub fn served(&self, cluster: &str) -> Vec<Arc<ResourceType>> {
+        let mut rows = self.all.clone();
+        rows.extend(self.custom.of_cluster(cluster));
+        rows
     }
 
     /// A resource the shard itself depends on; the built-in table always has it.
@@ -457,6 +512,11 @@ impl Registry {
     /// `namespaces`.
     pub fn namespaces(&self) -> Arc<ResourceType> {
         self.required("", "namespaces")
+    }
+
+    /// `customresourcedefinitions.apiextensions.k8s.io`.
+    pub fn custom_resource_definitions(&self) -> Arc<ResourceType> {
+        self.required("apiextensions.k8s.io", "customresourcedefinitions")
     }
 
     /// `logicalclusters.core.kcp.io`.
@@ -479,28 +539,29 @@ impl Registry {
         self.required("core.kcp.io", "shards")
     }
 
-    /// Every served resource.
+    /// Every built-in resource.
     pub fn all(&self) -> &[Arc<ResourceType>] {
         &self.all
     }
+}
 
-    /// Served group-versions, grouped by group in discovery order (core first).
-    pub fn groups(&self) -> Vec<(String, Vec<String>)> {
-        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-        for r in &self.all {
-            match groups.iter_mut().find(|(g, _)| g == r.group) {
-                Some((_, versions)) if !versions.iter().any(|v| v == r.version) => versions.push(r.version.into()),
-                Some(_) => {}
-                None => groups.push((r.group.into(), vec![r.version.into()])),
-            }
+/// Served group-versions of `rows`, grouped by group in discovery order (core first,
+/// then built-in groups, then custom ones).
+pub fn groups(rows: &[Arc<ResourceType>]) -> Vec<(String, Vec<String>)> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for r in rows {
+        match groups.iter_mut().find(|(g, _)| *g == r.group) {
+            Some((_, versions)) if !versions.iter().any(|v| *v == r.version) => versions.push(r.version.clone()),
+            Some(_) => {}
+            None => groups.push((r.group.clone(), vec![r.version.clone()])),
         }
-        groups
     }
+    groups
+}
 
-    /// The resources of one group-version.
-    pub fn resources_of(&self, group: &str, version: &str) -> Vec<Arc<ResourceType>> {
-        self.all.iter().filter(|r| r.group == group && r.version == version).cloned().collect()
-    }
+/// The rows of one group-version.
+pub fn resources_of(rows: &[Arc<ResourceType>], group: &str, version: &str) -> Vec<Arc<ResourceType>> {
+    rows.iter().filter(|r| r.group == group && r.version == version).cloned().collect()
 }
 
 #[cfg(test)]
@@ -512,12 +573,12 @@ mod tests {
         let registry = Registry::builtin();
         let mut seen = std::collections::HashSet::new();
         for r in registry.all() {
-            assert!(seen.insert((r.group, r.version, r.resource)), "duplicate row {}", r.resource);
+            assert!(seen.insert((&r.group, &r.version, &r.resource)), "duplicate row {}", r.resource);
             assert!(r.resource.ends_with('s'), "{}: plural names", r.resource);
             assert!(!r.schema_name.is_empty());
             assert!(r.key_prefix(Some("c")).ends_with("/c/"));
         }
-        assert_eq!(registry.groups()[0].0, "", "core group first");
+        assert_eq!(groups(registry.all())[0].0, "", "core group first");
         assert!(registry.get("", "v1", "configmaps").is_some_and(|r| r.namespaced));
         assert!(registry.get("", "v1", "nope").is_none());
     }

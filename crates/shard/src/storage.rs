@@ -1,7 +1,8 @@
 //! Object operations over the store, shared by the REST verbs and the controllers.
 //!
 //! This is kube-apiserver's "registry store": create, read, guaranteed update and the
-//! deletion protocol (finalizers, deletionTimestamp, namespaces' spec finalizers), with
+//! deletion protocol (finalizers, deletionTimestamp, namespaces' spec finalizers, the
+//! garbage collector's finalizers from the cascading policy in [`propagation`]), with
 //! resource-specific steps taken from the [`Strategy`](crate::registry::Strategy) of the
 //! resource. HTTP concerns (parameters, bodies, formats) stay in [`crate::verbs`].
 
@@ -13,6 +14,10 @@ use crate::strategy::{self, NAMESPACE_FINALIZER};
 use protocol::meta;
 use serde_json::{json, Value};
 use store::{Precondition, StoreError};
+
+pub mod propagation;
+
+pub use propagation::{Cascade, Propagation};
 
 /// Where an object lives: logical cluster, namespace (for namespaced resources) and name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,14 +122,18 @@ async fn create_once(
     if rt.strategy == Strategy::Workspace {
         crate::tenancy::admit_workspace(shard, cluster, &mut object)?;
     }
+    crate::crd::objects::check_creatable(rt)?;
     strategy::prepare_create(rt, &mut object, cluster, &now(), &uid)?;
     if rt.strategy == Strategy::LogicalCluster {
         object["status"]["URL"] = Value::from(format!("{}/clusters/{cluster}", shard.base_url));
     }
     let name = meta::name(&object).unwrap_or_default().to_string();
-    let causes = strategy::validate(rt, &object);
+    let mut causes = strategy::validate(rt, None, &object);
+    if rt.strategy == Strategy::CustomResourceDefinition {
+        causes.extend(crate::crd::status::shadowed_builtin(&shard.registry, &object));
+    }
     if !causes.is_empty() {
-        return Err(ApiError::invalid(rt.kind, rt.group, &name, &causes));
+        return Err(ApiError::invalid(&rt.kind, &rt.group, &name, &causes));
     }
     let namespace = meta::namespace(&object).map(str::to_string);
     if let Some(ns) = namespace.as_deref() {
@@ -140,8 +149,8 @@ async fn create_once(
         .await
         .map_err(|e| object_error(rt, &name, e))?;
     meta::set_meta_str(&mut object, "resourceVersion", Some(&committed.rv.to_string()));
+    observe_written(shard, rt, cluster, &object);
     if rt.strategy == Strategy::LogicalCluster {
-        shard.paths.observe(cluster, &object);
         create_default_namespace(shard, cluster).await?;
     }
     Ok(object)
@@ -188,9 +197,9 @@ pub async fn replace(
     if &unchanged == old {
         return Ok(unchanged);
     }
-    let causes = strategy::validate(rt, &new);
+    let causes = strategy::validate(rt, Some(old), &new);
     if !causes.is_empty() {
-        return Err(ApiError::invalid(rt.kind, rt.group, at.name, &causes));
+        return Err(ApiError::invalid(&rt.kind, &rt.group, at.name, &causes));
     }
     if options.dry_run {
         return Ok(unchanged);
@@ -203,7 +212,7 @@ pub async fn replace(
             .await
             .map_err(|e| object_error(rt, at.name, e))?;
         meta::set_meta_str(&mut new, "resourceVersion", Some(&committed.rv.to_string()));
-        forget_path(shard, rt, at.cluster, &new);
+        forget_removed(shard, rt, at.cluster, &new, committed.rv);
         return Ok(new);
     }
     let committed = shard
@@ -212,15 +221,33 @@ pub async fn replace(
         .await
         .map_err(|e| object_error(rt, at.name, e))?;
     meta::set_meta_str(&mut new, "resourceVersion", Some(&committed.rv.to_string()));
+    observe_written(shard, rt, at.cluster, &new);
     Ok(new)
 }
 
-/// A removed LogicalCluster takes its canonical path out of the path index.
-fn forget_path(shard: &Shard, rt: &ResourceType, cluster: &str, removed: &Value) {
-    if rt.strategy == Strategy::LogicalCluster {
-        if let Some(path) = meta::annotations(removed).get(crate::paths::PATH_ANNOTATION) {
-            shard.paths.forget(path, cluster);
+/// Indexes that cache objects learn of a committed write before it answers: the path
+/// index of LogicalClusters, the custom resources of CRDs.
+fn observe_written(shard: &Shard, rt: &ResourceType, cluster: &str, written: &Value) {
+    match rt.strategy {
+        Strategy::LogicalCluster => shard.paths.observe(cluster, written),
+        Strategy::CustomResourceDefinition => shard.registry.custom().observe(cluster, written),
+        _ => {}
+    }
+}
+
+/// A removed LogicalCluster takes its canonical path out of the path index, a removed
+/// CRD its resource out of the registry.
+fn forget_removed(shard: &Shard, rt: &ResourceType, cluster: &str, removed: &Value, rv: u64) {
+    match rt.strategy {
+        Strategy::LogicalCluster => {
+            if let Some(path) = meta::annotations(removed).get(crate::paths::PATH_ANNOTATION) {
+                shard.paths.forget(path, cluster);
+            }
         }
+        Strategy::CustomResourceDefinition => {
+            shard.registry.custom().forget(cluster, meta::name(removed).unwrap_or_default(), rv)
+        }
+        _ => {}
     }
 }
 
@@ -276,8 +303,8 @@ impl DeletePreconditions {
     }
 }
 
-/// Deletes an object, honouring finalizers: an object with finalizers (or a namespace
-/// with spec finalizers) gets a deletionTimestamp and stays until they are removed.
+/// Deletes an object as a request without cascading options does: see
+/// [`delete_cascading`].
 pub async fn delete(
     shard: &Shard,
     rt: &ResourceType,
@@ -285,11 +312,26 @@ pub async fn delete(
     preconditions: &DeletePreconditions,
     options: WriteOptions,
 ) -> ApiResult<Deleted> {
+    delete_cascading(shard, rt, at, preconditions, Cascade::default(), options).await
+}
+
+/// Deletes an object, honouring finalizers and the cascading policy. The policy becomes
+/// the garbage collector's `orphan` or `foregroundDeletion` finalizer (background sets
+/// none); an object with finalizers (or a namespace with spec finalizers) then gets a
+/// deletionTimestamp and stays until they are removed. A dry run writes nothing.
+pub async fn delete_cascading(
+    shard: &Shard,
+    rt: &ResourceType,
+    at: &ObjectRef<'_>,
+    preconditions: &DeletePreconditions,
+    cascade: Cascade,
+    options: WriteOptions,
+) -> ApiResult<Deleted> {
     // Without caller preconditions a conflict only means the object changed between our
     // read and our write: read again and retry, as kube-apiserver does.
     let mut last_error = None;
     for _ in 0..UPDATE_ATTEMPTS_MAX {
-        match delete_once(shard, rt, at, preconditions, options).await {
+        match delete_once(shard, rt, at, preconditions, cascade, options).await {
             Err(e) if e.reason == "Conflict" && !preconditions.given() => last_error = Some(e),
             other => return other,
         }
@@ -302,52 +344,82 @@ async fn delete_once(
     rt: &ResourceType,
     at: &ObjectRef<'_>,
     preconditions: &DeletePreconditions,
+    cascade: Cascade,
     options: WriteOptions,
 ) -> ApiResult<Deleted> {
     let (object, rv) = get(shard, rt, at)?;
     check_delete_preconditions(rt, at.name, &object, preconditions)?;
-    let blocked = !deletion_unblocked(rt, &object);
-    if blocked {
-        if meta::is_deleting(&object) {
-            if rt.strategy == Strategy::Namespace {
-                return Err(ApiError::conflict(
-                    &rt.group_resource(),
-                    at.name,
-                    "The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.",
-                ));
-            }
+    let deleting = meta::is_deleting(&object);
+    if deleting && rt.strategy == Strategy::Namespace && has_spec_finalizers(&object) {
+        return Err(ApiError::conflict(
+            &rt.group_resource(),
+            at.name,
+            "The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.",
+        ));
+    }
+    let mut marked = object.clone();
+    let finalizers = cascade.finalizers(&meta::finalizers(&object));
+    if let Some(finalizers) = &finalizers {
+        meta::set_finalizers(&mut marked, finalizers);
+    }
+    if deletion_unblocked(rt, &marked) {
+        // Also when this request dropped the last (garbage-collector) finalizer, as kube
+        // deletes at once then.
+        return remove_now(shard, rt, at, object, rv, options).await;
+    }
+    if deleting {
+        // Nothing here deletes gracefully, so a repeated delete may still change the
+        // cascading policy (kube allows that until a grace period is pending).
+        if finalizers.is_none() {
             return Ok(Deleted::Pending(object));
-        }
-        let mut marked = object.clone();
-        let metadata = meta::metadata_mut(&mut marked);
-        metadata.insert("deletionTimestamp".into(), Value::from(now()));
-        metadata.insert("deletionGracePeriodSeconds".into(), Value::from(0));
-        if rt.strategy == Strategy::Namespace {
-            // A status that is not an object (stored through the status subresource) is
-            // replaced rather than indexed into.
-            let status = marked.as_object_mut().expect("stored objects are objects").entry("status");
-            let status = status.or_insert_with(|| json!({}));
-            if !status.is_object() {
-                *status = json!({});
-            }
-            status["phase"] = Value::from("Terminating");
         }
         let updated = replace(shard, rt, at, &object, rv, marked, options).await?;
         return Ok(Deleted::Pending(updated));
     }
+    let metadata = meta::metadata_mut(&mut marked);
+    metadata.insert("deletionTimestamp".into(), Value::from(now()));
+    metadata.insert("deletionGracePeriodSeconds".into(), Value::from(0));
+    if rt.strategy == Strategy::Namespace {
+        // A status that is not an object (stored through the status subresource) is
+        // replaced rather than indexed into.
+        let status = marked.as_object_mut().expect("stored objects are objects").entry("status");
+        let status = status.or_insert_with(|| json!({}));
+        if !status.is_object() {
+            *status = json!({});
+        }
+        status["phase"] = Value::from("Terminating");
+    }
+    let updated = replace(shard, rt, at, &object, rv, marked, options).await?;
+    Ok(Deleted::Pending(updated))
+}
+
+/// Removes an object that nothing holds back any more, if it is still at `rv`.
+async fn remove_now(
+    shard: &Shard,
+    rt: &ResourceType,
+    at: &ObjectRef<'_>,
+    object: Value,
+    rv: u64,
+    options: WriteOptions,
+) -> ApiResult<Deleted> {
     if !options.dry_run {
-        shard
+        let committed = shard
             .store
             .delete(at.key(rt), Precondition::ResourceVersion(rv))
             .await
             .map_err(|e| object_error(rt, at.name, e))?;
-        forget_path(shard, rt, at.cluster, &object);
+        forget_removed(shard, rt, at.cluster, &object, committed.rv);
     }
     Ok(Deleted::Gone(if rt.return_deleted_object {
         object
     } else {
         success_status(&rt.group_resource(), at.name, meta::meta_str(&object, "uid"))
     }))
+}
+
+/// Whether a namespace still waits for its content to be removed.
+fn has_spec_finalizers(namespace: &Value) -> bool {
+    namespace.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty())
 }
 
 fn check_delete_preconditions(
@@ -390,6 +462,31 @@ pub async fn remove_finalizer(
         let mut new = old.clone();
         let kept: Vec<String> = meta::finalizers(old).into_iter().filter(|f| f != finalizer).collect();
         meta::set_finalizers(&mut new, &kept);
+        Ok(new)
+    })
+    .await
+}
+
+/// Edits the object whose UID is `uid` (controllers that identified an object by UID, like
+/// the garbage collector): 404 when it is gone or a namesake replaced it, no write when
+/// `edit` changes nothing, and the deletion completes when the edit removed the last
+/// finalizer of a deleting object.
+pub async fn update_object_of_uid<F>(
+    shard: &Shard,
+    rt: &ResourceType,
+    at: &ObjectRef<'_>,
+    uid: &str,
+    mut edit: F,
+) -> ApiResult<Value>
+where
+    F: FnMut(&mut Value),
+{
+    guaranteed_update(shard, rt, at, None, WriteOptions::default(), |old| {
+        if meta::meta_str(old, "uid") != Some(uid) {
+            return Err(ApiError::not_found(&rt.group_resource(), at.name));
+        }
+        let mut new = old.clone();
+        edit(&mut new);
         Ok(new)
     })
     .await

@@ -27,18 +27,21 @@ impl IncludeObject {
 }
 
 /// The NAME column every table starts with.
-const NAME: Column = Column {
-    name: "Name",
-    kind: "string",
-    format: "name",
-    priority: 0,
-    description: "Name must be unique within a namespace. Cannot be updated.",
-    cell: Cell::Name,
-};
+fn name_column() -> &'static Column {
+    static NAME: std::sync::OnceLock<Column> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| Column {
+        name: "Name".into(),
+        kind: "string".into(),
+        format: "name".into(),
+        priority: 0,
+        description: "Name must be unique within a namespace. Cannot be updated.".into(),
+        cell: Cell::Name,
+    })
+}
 
 /// Column definitions of a resource's table.
 pub fn column_definitions(rt: &ResourceType) -> Vec<Value> {
-    std::iter::once(&NAME)
+    std::iter::once(name_column())
         .chain(rt.columns.iter())
         .map(|c| json!({"name": c.name, "type": c.kind, "format": c.format, "description": c.description, "priority": c.priority}))
         .collect()
@@ -47,7 +50,7 @@ pub fn column_definitions(rt: &ResourceType) -> Vec<Value> {
 /// One table row for an object.
 pub fn row(rt: &ResourceType, object: &Value, include: IncludeObject, now: jiff::Timestamp) -> Value {
     let cells: Vec<Value> =
-        std::iter::once(&NAME).chain(rt.columns.iter()).map(|c| cell(c.cell, object, now)).collect();
+        std::iter::once(name_column()).chain(rt.columns.iter()).map(|c| cell(c, object, now)).collect();
     let mut row = json!({"cells": cells});
     match include {
         IncludeObject::None => {}
@@ -61,6 +64,30 @@ pub fn row(rt: &ResourceType, object: &Value, include: IncludeObject, now: jiff:
         }
     }
     row
+}
+
+/// A CRD printer column's cell: the first value the path selects (several are joined
+/// with commas), typed as the column says; `date` columns show an age, as kube's custom
+/// resource table convertor does. Nothing selected is an empty cell (kube shows `<none>`
+/// client-side for it).
+fn json_path_cell(path: &str, kind: &str, object: &Value, now: jiff::Timestamp) -> Value {
+    let Ok(steps) = protocol::jsonpath::parse(path) else { return Value::Null };
+    let found = protocol::jsonpath::evaluate(&steps, object);
+    match (kind, found.as_slice()) {
+        (_, []) => Value::Null,
+        ("date", [value, ..]) => Value::from(age(value.as_str(), now)),
+        (_, [value]) => (*value).clone(),
+        _ => {
+            let texts: Vec<String> = found
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect();
+            Value::from(texts.join(","))
+        }
+    }
 }
 
 /// A whole table.
@@ -83,8 +110,8 @@ pub fn table(
     })
 }
 
-fn cell(cell: Cell, object: &Value, now: jiff::Timestamp) -> Value {
-    match cell {
+fn cell(column: &Column, object: &Value, now: jiff::Timestamp) -> Value {
+    match &column.cell {
         Cell::Name => Value::from(meta::name(object).unwrap_or_default()),
         Cell::Age => Value::from(age(meta::meta_str(object, "creationTimestamp"), now)),
         Cell::CreatedAt => Value::from(meta::meta_str(object, "creationTimestamp").unwrap_or_default()),
@@ -100,15 +127,16 @@ fn cell(cell: Cell, object: &Value, now: jiff::Timestamp) -> Value {
                 pointers.iter().find_map(|p| object.pointer(p).and_then(Value::as_str).filter(|s| !s.is_empty()));
             Value::from(age(stamp, now))
         }
+        Cell::JsonPath(path) => json_path_cell(path, &column.kind, object, now),
         Cell::SubjectsOfKind(kind) => {
             let subjects = object.get("subjects").and_then(Value::as_array).cloned().unwrap_or_default();
             let names: Vec<String> = subjects
                 .iter()
-                .filter(|s| s.get("kind").and_then(Value::as_str) == Some(kind))
+                .filter(|s| s.get("kind").and_then(Value::as_str) == Some(*kind))
                 .map(|s| {
                     let name = s.get("name").and_then(Value::as_str).unwrap_or_default();
                     match s.get("namespace").and_then(Value::as_str) {
-                        Some(ns) if kind == "ServiceAccount" => format!("{ns}/{name}"),
+                        Some(ns) if *kind == "ServiceAccount" => format!("{ns}/{name}"),
                         _ => name.to_string(),
                     }
                 })

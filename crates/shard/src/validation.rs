@@ -29,10 +29,14 @@ fn field_validation(ctx: &Ctx) -> ApiResult<FieldValidation> {
 pub fn prune_unknown(ctx: &Ctx, object: &mut Value) -> ApiResult<Vec<String>> {
     let mode = field_validation(ctx)?;
     let components = protocol::openapi::builtin_components();
-    if !components.contains_key(ctx.rt.schema_name) {
-        return Ok(Vec::new());
-    }
-    let root = json!({"$ref": format!("#/components/schemas/{}", ctx.rt.schema_name)});
+    let root = match &ctx.rt.custom {
+        // Custom resources are always pruned by their structural schema, as in kube.
+        Some(custom) => custom.schema.clone(),
+        None if components.contains_key(&ctx.rt.schema_name) => {
+            json!({"$ref": format!("#/components/schemas/{}", ctx.rt.schema_name)})
+        }
+        None => return Ok(Vec::new()),
+    };
     let unknown = protocol::schema::prune_unknown_fields(object, &root, components);
     let messages: Vec<String> = unknown.iter().map(|path| format!("unknown field \"{path}\"")).collect();
     match mode {
@@ -97,7 +101,7 @@ fn typed_fields(kind: &str) -> &'static [(&'static str, Shape)] {
 
 /// Rejects objects whose well-known fields have the wrong JSON type.
 pub fn check_types(ctx: &Ctx, object: &Value) -> ApiResult<()> {
-    for (pointer, shape) in typed_fields("").iter().chain(typed_fields(ctx.rt.kind)) {
+    for (pointer, shape) in typed_fields("").iter().chain(typed_fields(&ctx.rt.kind)) {
         let Some(value) = object.pointer(pointer) else { continue };
         let ok = match shape {
             Shape::Str => value.is_string(),

@@ -4,6 +4,7 @@
 //! recomputes what to do from the current objects, so a missed event or a restart only
 //! delays work, never loses it.
 
+pub mod gc;
 pub mod logical_cluster;
 pub mod namespace;
 pub mod workspace;
@@ -11,7 +12,10 @@ pub mod workspace;
 use crate::objects;
 use crate::registry::ResourceType;
 use crate::state::Shard;
+use parking_lot::Mutex;
+use protocol::meta;
 use serde_json::Value;
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use store::ListOptions;
@@ -65,10 +69,42 @@ where
     }
 }
 
+/// Watches `rt` and, for each object `wants` picks, runs `pass(shard, cluster, name)`
+/// every [`REQUEUE_DELAY`] until it returns true (done or gone); at most one such loop
+/// runs per object at a time.
+pub async fn finish_each<W, P, Fut>(shard: Arc<Shard>, rt: Arc<ResourceType>, wants: W, pass: P)
+where
+    W: Fn(&Value) -> bool,
+    P: Fn(Arc<Shard>, String, String) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = bool> + Send,
+{
+    let busy: Arc<Mutex<HashSet<(String, String)>>> = Arc::default();
+    for_each_object(shard.clone(), rt, move |object| {
+        if !wants(&object) {
+            return;
+        }
+        let Some(cluster) = meta::annotations(&object).get(objects::CLUSTER_ANNOTATION).cloned() else { return };
+        let name = meta::name(&object).unwrap_or_default().to_string();
+        if !busy.lock().insert((cluster.clone(), name.clone())) {
+            return;
+        }
+        let (shard, busy, pass) = (shard.clone(), busy.clone(), pass.clone());
+        tokio::spawn(async move {
+            while !pass(shard.clone(), cluster.clone(), name.clone()).await {
+                tokio::time::sleep(REQUEUE_DELAY).await;
+            }
+            busy.lock().remove(&(cluster, name));
+        });
+    })
+    .await;
+}
+
 /// Starts every controller.
 pub fn start(shard: Arc<Shard>) {
     tokio::spawn(namespace::run(shard.clone()));
+    tokio::spawn(crate::crd::cleanup::run(shard.clone()));
     tokio::spawn(logical_cluster::run(shard.clone()));
+    tokio::spawn(gc::run(shard.clone()));
     tokio::spawn(workspace::run(shard.clone()));
     tokio::spawn(crate::membership::run(shard));
 }

@@ -1,40 +1,19 @@
 //! Namespace deletion: once a namespace is Terminating, delete everything in it, then
 //! drop its `kubernetes` finalizer so the namespace itself goes.
 
-use super::{for_each_object, REQUEUE_DELAY};
-use crate::objects::CLUSTER_ANNOTATION;
+use super::finish_each;
 use crate::state::Shard;
 use crate::storage::{self, DeletePreconditions, ObjectRef, WriteOptions};
 use crate::strategy::NAMESPACE_FINALIZER;
-use parking_lot::Mutex;
 use protocol::meta;
 use serde_json::Value;
-use std::collections::HashSet;
 use std::sync::Arc;
 
 /// Watches namespaces and finalizes the terminating ones.
 pub async fn run(shard: Arc<Shard>) {
     let rt = shard.registry.namespaces();
-    // One cleanup task per namespace at a time.
-    let busy: Arc<Mutex<HashSet<(String, String)>>> = Arc::default();
-    for_each_object(shard.clone(), rt, move |namespace| {
-        if !meta::is_deleting(&namespace) || !has_spec_finalizer(&namespace) {
-            return;
-        }
-        let Some(cluster) = meta::annotations(&namespace).get(CLUSTER_ANNOTATION).cloned() else { return };
-        let name = meta::name(&namespace).unwrap_or_default().to_string();
-        if !busy.lock().insert((cluster.clone(), name.clone())) {
-            return;
-        }
-        let (shard, busy) = (shard.clone(), busy.clone());
-        tokio::spawn(async move {
-            while !finalize(&shard, &cluster, &name).await {
-                tokio::time::sleep(REQUEUE_DELAY).await;
-            }
-            busy.lock().remove(&(cluster, name));
-        });
-    })
-    .await;
+    let wants = |namespace: &Value| meta::is_deleting(namespace) && has_spec_finalizer(namespace);
+    finish_each(shard, rt, wants, |shard, cluster, name| async move { finalize(&shard, &cluster, &name).await }).await;
 }
 
 fn has_spec_finalizer(namespace: &Value) -> bool {
@@ -49,7 +28,10 @@ fn has_spec_finalizer(namespace: &Value) -> bool {
 #[tracing::instrument(name = "namespace.finalize", skip(shard))]
 async fn finalize(shard: &Shard, cluster: &str, namespace: &str) -> bool {
     let mut remaining = 0usize;
-    for rt in shard.registry.all().iter().filter(|rt| rt.namespaced) {
+    let mut prefixes = std::collections::HashSet::new();
+    // Versions of one custom resource share their storage: visit it once.
+    let served = shard.registry.served(cluster);
+    for rt in served.iter().filter(|rt| rt.namespaced && prefixes.insert(rt.key_prefix(None))) {
         let prefix = crate::objects::collection_prefix(rt, Some(cluster), Some(namespace));
         let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };
         let Ok(page) = shard.store.list(&options, |_, _| true) else { return false };

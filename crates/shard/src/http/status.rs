@@ -77,6 +77,11 @@ impl ApiError {
             .with_details(json!({"name": name, "group": resource.group, "kind": resource.resource}))
     }
 
+    /// 409 for a server-side apply whose fields other managers own; `causes` name them.
+    pub fn conflict_with_causes(message: impl Into<String>, causes: Vec<Value>) -> Self {
+        Self::new(409, "Conflict", message).with_details(json!({"causes": causes}))
+    }
+
     /// 410: the requested resourceVersion is no longer retained.
     pub fn expired(message: impl Into<String>) -> Self {
         Self::new(410, "Expired", message)

@@ -71,7 +71,7 @@ impl Selectors {
 /// The value of a selectable field; `None` when the field is not selectable for `rt`.
 fn field_value(rt: &ResourceType, object: &Value, field: &str) -> Option<Option<String>> {
     let text = |pointer: &str| Some(object.pointer(pointer).and_then(Value::as_str).map(str::to_string));
-    match (rt.kind, field) {
+    match (rt.kind.as_str(), field) {
         (_, "metadata.name") => text("/metadata/name"),
         (_, "metadata.namespace") if rt.namespaced => text("/metadata/namespace"),
         ("Secret", "type") => text("/type"),

@@ -5,6 +5,7 @@ mod delete;
 mod get;
 mod list;
 mod patch;
+mod scale;
 mod update;
 mod watch;
 
@@ -117,6 +118,14 @@ impl Ctx {
         warnings: &[String],
         rows: impl Fn(&Value) -> Vec<Value>,
     ) -> ApiResult<Response> {
+        let converted;
+        let value = match &self.rt.custom {
+            Some(_) => {
+                converted = self.present_all(value);
+                &converted
+            }
+            None => value,
+        };
         match self.representation()? {
             Representation::Table if value.get("kind").and_then(Value::as_str) != Some("Status") => {
                 let include = crate::table::IncludeObject::parse(self.param("includeObject"));
@@ -130,6 +139,25 @@ impl Ctx {
             }
             _ => Ok(http::json_response(code, value, warnings)),
         }
+    }
+}
+
+impl Ctx {
+    /// A custom resource (or a list of them) in the version the request addressed.
+    fn present_all(&self, value: &Value) -> Value {
+        let mut value = value.clone();
+        match value.get_mut("items").and_then(Value::as_array_mut) {
+            Some(items) => items.iter_mut().for_each(|item| crate::crd::objects::present(&self.rt, item)),
+            None => crate::crd::objects::present(&self.rt, &mut value),
+        }
+        value
+    }
+
+    /// One object as the client should see it (custom resources in the addressed version).
+    pub fn present(&self, object: &Value) -> Value {
+        let mut object = object.clone();
+        crate::crd::objects::present(&self.rt, &mut object);
+        object
     }
 }
 
@@ -150,6 +178,8 @@ pub async fn dispatch(ctx: Ctx, body: Incoming) -> ApiResult<Response> {
         ctx.cluster()?;
     }
     match (ctx.req.verb, sub.as_deref()) {
+        (Verb::Get, Some("scale")) => scale::get(&ctx),
+        (Verb::Update | Verb::Patch, Some("scale")) => scale::write(&ctx, body).await,
         (Verb::Get, _) => get::handle(&ctx),
         (Verb::List, None) => list::handle(&ctx).await,
         (Verb::Watch, None) => watch::handle(ctx),
@@ -157,7 +187,7 @@ pub async fn dispatch(ctx: Ctx, body: Incoming) -> ApiResult<Response> {
         (Verb::Update, _) => update::handle(&ctx, body).await,
         (Verb::Patch, _) => patch::handle(&ctx, body).await,
         (Verb::Delete, None) => delete::handle(&ctx, body).await,
-        (Verb::DeleteCollection, None) => delete::handle_collection(&ctx).await,
+        (Verb::DeleteCollection, None) => delete::handle_collection(&ctx, body).await,
         (Verb::Unsupported, _) => Err(ApiError::method_not_allowed(format!(
             "the server does not allow this method on the requested resource ({})",
             ctx.rt.resource
@@ -176,13 +206,30 @@ pub async fn read_object(ctx: &Ctx, body: Incoming) -> ApiResult<(Value, Vec<Str
     let length = ctx.header("content-length").and_then(|l| l.parse().ok());
     let bytes = http::read_body(body, length).await?;
     let mut object = negotiate::decode_object(ctx.header("content-type"), &bytes)?;
+    default_type_meta(&ctx.rt, &mut object);
     check_type_meta(&ctx.rt, &object)?;
     let warnings = crate::validation::prune_unknown(ctx, &mut object)?;
     crate::validation::check_types(ctx, &object)?;
     Ok((object, warnings))
 }
 
-fn check_type_meta(rt: &ResourceType, object: &Value) -> ApiResult<()> {
+/// A create or update body of a built-in kind may leave out `kind` and `apiVersion`: kube
+/// decodes it into the type the URL names (clients such as the Python one rely on that).
+/// Custom resources are decoded as unstructured objects, which must say what they are.
+fn default_type_meta(rt: &ResourceType, object: &mut Value) {
+    if rt.custom.is_some() {
+        return;
+    }
+    let Some(map) = object.as_object_mut() else { return };
+    for (field, value) in [("kind", rt.kind.clone()), ("apiVersion", rt.api_version())] {
+        if map.get(field).is_none_or(|v| v.as_str().is_some_and(str::is_empty) || v.is_null()) {
+            map.insert(field.into(), Value::from(value));
+        }
+    }
+}
+
+/// The body's kind and apiVersion must be the URL's resource.
+pub fn check_type_meta(rt: &ResourceType, object: &Value) -> ApiResult<()> {
     let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
     let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
     if kind.is_empty() {

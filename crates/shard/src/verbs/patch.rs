@@ -4,7 +4,7 @@ use super::Ctx;
 use crate::http::status::{ApiError, ApiResult};
 use crate::http::{self, negotiate, Response};
 use crate::patch::{self, PatchType};
-use crate::storage;
+use crate::{managed_fields, storage};
 use protocol::meta;
 use serde_json::Value;
 
@@ -16,7 +16,14 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
     let patch_type = PatchType::from_media_type(&essence)
         .ok_or_else(|| ApiError::unsupported_media_type(&essence, PatchType::MEDIA_TYPES))?;
     if patch_type == PatchType::Apply {
-        return Err(ApiError::unsupported_media_type(&essence, &PatchType::MEDIA_TYPES[..3]));
+        return server_side_apply(ctx, body).await;
+    }
+    if patch_type == PatchType::Strategic && ctx.rt.custom.is_some() {
+        // kube: custom resources have no strategic merge metadata.
+        return Err(ApiError::unsupported_media_type(
+            &essence,
+            &[PatchType::MEDIA_TYPES[0], PatchType::MEDIA_TYPES[1]],
+        ));
     }
     let length = ctx.header("content-length").and_then(|l| l.parse().ok());
     let bytes = http::read_body(body, length).await?;
@@ -32,11 +39,47 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
                 PatchType::Merge => patch::apply_merge_patch(&mut patched, &patch),
                 PatchType::Strategic | PatchType::Apply => patch::apply_strategic_merge_patch(&mut patched, &patch),
             };
-            applied.map_err(|why| ApiError::invalid(ctx.rt.kind, ctx.rt.group, at.name, &[(String::new(), why)]))?;
+            applied.map_err(|why| ApiError::invalid(&ctx.rt.kind, &ctx.rt.group, at.name, &[(String::new(), why)]))?;
             check_identity_unchanged(ctx, current, &patched)?;
             warnings = crate::validation::prune_unknown(ctx, &mut patched)?;
             crate::validation::check_types(ctx, &patched)?;
+            managed_fields::track_update(ctx, Some(current), &mut patched)?;
             Ok(patched)
+        })
+        .await?;
+    ctx.respond_object(200, &updated, &warnings)
+}
+
+/// Server-side apply: the body is the manager's whole intent for the object, in YAML or
+/// JSON; the object is created when it does not exist.
+async fn server_side_apply(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Response> {
+    let options = ctx.write_options()?;
+    let length = ctx.header("content-length").and_then(|l| l.parse().ok());
+    let bytes = http::read_body(body, length).await?;
+    let mut config: Value =
+        serde_yaml_ng::from_slice(&bytes).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    if !config.is_object() {
+        return Err(ApiError::bad_request("the apply configuration must be an object"));
+    }
+    super::check_type_meta(&ctx.rt, &config)?;
+    super::reconcile_name_and_namespace(ctx, &mut config)?;
+    let warnings = crate::validation::prune_unknown(ctx, &mut config)?;
+    crate::validation::check_types(ctx, &config)?;
+    let at = ctx.object_ref()?;
+    match storage::get(&ctx.shard, &ctx.rt, &at) {
+        Err(e) if e.code == 404 && ctx.req.subresource.is_none() => {
+            let object = managed_fields::apply(ctx, None, &config)?;
+            let created = storage::create(&ctx.shard, &ctx.rt, at.cluster, object, options).await?;
+            return ctx.respond_object(201, &created, &warnings);
+        }
+        Err(e) => return Err(e),
+        Ok(_) => {}
+    }
+    let updated =
+        storage::guaranteed_update(&ctx.shard, &ctx.rt, &at, ctx.req.subresource.as_deref(), options, |current| {
+            let applied = managed_fields::apply(ctx, Some(current), &config)?;
+            check_identity_unchanged(ctx, current, &applied)?;
+            Ok(applied)
         })
         .await?;
     ctx.respond_object(200, &updated, &warnings)

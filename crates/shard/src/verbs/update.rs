@@ -3,7 +3,7 @@
 use super::{read_object, reconcile_name_and_namespace, Ctx};
 use crate::http::status::ApiResult;
 use crate::http::Response;
-use crate::{objects, storage, strategy};
+use crate::{managed_fields, objects, storage, strategy};
 use protocol::meta;
 
 /// Replaces an object. With `metadata.resourceVersion` in the body the write is
@@ -19,7 +19,12 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
     let updated = match pinned {
         // Without a resourceVersion the update is unconditional: retry over concurrent writers.
         None => {
-            storage::guaranteed_update(&ctx.shard, &ctx.rt, &at, subresource, options, |_| Ok(object.clone())).await?
+            storage::guaranteed_update(&ctx.shard, &ctx.rt, &at, subresource, options, |current| {
+                let mut new = object.clone();
+                managed_fields::track_update(ctx, Some(current), &mut new)?;
+                Ok(new)
+            })
+            .await?
         }
         Some(expected) => {
             let expected = expected?;
@@ -28,6 +33,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
                 let stale = store::StoreError::Conflict { expected, actual: old_rv };
                 return Err(storage::object_error(&ctx.rt, at.name, stale));
             }
+            managed_fields::track_update(ctx, Some(&old), &mut object)?;
             strategy::prepare_update(&ctx.rt, &old, &mut object, subresource)?;
             storage::replace(&ctx.shard, &ctx.rt, &at, &old, old_rv, object, options).await?
         }

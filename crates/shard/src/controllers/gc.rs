@@ -1,0 +1,371 @@
+//! The garbage collector: deletes objects whose owners are gone, and carries out the
+//! `orphan` and `foregroundDeletion` finalizers that cascading deletes set — what
+//! kube-controller-manager's garbagecollector does, for every logical cluster on this
+//! shard and every resource, custom resources included.
+//!
+//! It is built on the store, not on the resource registry, so that resources defined
+//! after the shard started need nothing special:
+//! - the *feed* lists every key of the store, then follows the store's change stream from
+//!   the list's resourceVersion into the [`graph`] (UID → key, identity, ownerReferences,
+//!   deletion state, per logical cluster); a 410 means relist. It is a state machine,
+//!   [`Feed`], with one step per state;
+//! - every change queues the objects whose decision it may change ([`queue`]); workers
+//!   take them one at a time, ask [`decide`] what to do from the index alone, and act
+//!   through [`crate::storage`] — the same delete path as the API, so the dependent's own
+//!   finalizers and cascading policy apply. The registry is consulted only then, to turn
+//!   a key back into its resource.
+//!
+//! Every write is pinned to the object the decision was about: deletes carry its UID and
+//! indexed resourceVersion as preconditions (a namesake created since, or a dependent that
+//! gained an owner since, is never deleted by mistake), edits check its UID. A write that
+//! loses such a race changes nothing; the change that won is on its way through the feed
+//! and queues the object again.
+
+mod decide;
+mod graph;
+mod queue;
+
+use super::REQUEUE_DELAY;
+use crate::http::status::{ApiError, ApiResult};
+use crate::objects;
+use crate::registry::ResourceType;
+use crate::state::Shard;
+use crate::storage::propagation::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
+use crate::storage::{self, Cascade, DeletePreconditions, ObjectRef, Propagation, WriteOptions};
+use decide::{Decision, ItemView};
+use graph::{Graph, Item, Uid};
+use parking_lot::Mutex;
+use protocol::meta;
+use queue::WorkQueue;
+use serde_json::Value;
+use std::sync::Arc;
+use store::{ListOptions, StoreError};
+use tracing::Instrument;
+
+/// Workers acting on queued items at once. Each holds at most one store write in flight.
+const WORKERS: usize = 4;
+/// Objects per page of the (re)list, bounding what one page holds in memory.
+const LIST_PAGE_ITEMS: usize = 1000;
+
+/// The collector's shared state.
+struct Collector {
+    shard: Arc<Shard>,
+    graph: Mutex<Graph>,
+    queue: WorkQueue<Item>,
+}
+
+/// Runs the garbage collector until the store closes.
+pub async fn run(shard: Arc<Shard>) {
+    let collector = Arc::new(Collector { shard, graph: Mutex::default(), queue: WorkQueue::default() });
+    for _ in 0..WORKERS {
+        tokio::spawn(work(collector.clone()));
+    }
+    let mut feed = Feed::List;
+    loop {
+        feed = match feed {
+            Feed::List => collector.relist().await,
+            Feed::Follow(watch) => collector.follow(watch).await,
+            Feed::Pause => {
+                tokio::time::sleep(REQUEUE_DELAY).await;
+                Feed::List
+            }
+            Feed::Stop => return,
+        };
+    }
+}
+
+/// The states of the index feed.
+enum Feed {
+    /// Rebuild the index from a full list, then follow from the list's resourceVersion.
+    List,
+    /// Apply the store's changes as they come.
+    Follow(store::Watch),
+    /// A read failed: wait, then list again.
+    Pause,
+    /// The store closed: the shard is stopping.
+    Stop,
+}
+
+impl Collector {
+    /// Lists the whole store into a fresh index, swaps it in and queues every object with
+    /// something to decide; the relist after a 410 catches up on missed deletes this way
+    /// (dependents of a vanished owner are dangling in the new index).
+    async fn relist(&self) -> Feed {
+        let span = tracing::info_span!("gc.relist", objects = tracing::field::Empty, rv = tracing::field::Empty);
+        async {
+            let mut graph = Graph::default();
+            let mut options = ListOptions { limit: Some(LIST_PAGE_ITEMS), ..ListOptions::default() };
+            let rv = loop {
+                let page = match self.shard.store.list(&options, |_, _| true) {
+                    Ok(page) => page,
+                    Err(StoreError::Closed) => return Feed::Stop,
+                    Err(error) => {
+                        tracing::warn!(%error, "garbage collector list failed; listing again");
+                        return Feed::Pause;
+                    }
+                };
+                for (key, stored) in &page.items {
+                    if let Some((cluster, node)) = graph::decode(key, stored.rv, &stored.value) {
+                        graph.upsert(&cluster, node);
+                    }
+                }
+                match page.next {
+                    Some(next) => {
+                        options.start = Some(next);
+                        options.at_rv = Some(page.rv);
+                        tokio::task::yield_now().await;
+                    }
+                    None => break page.rv,
+                }
+            };
+            tracing::Span::current().record("objects", graph.len()).record("rv", rv);
+            let pending = graph.pending();
+            *self.graph.lock() = graph;
+            tracing::info!(pending = pending.len(), "garbage collector indexed the store");
+            for item in pending {
+                self.queue.add(item);
+            }
+            match self.shard.store.watch(bytes::Bytes::new(), rv) {
+                Ok(watch) => Feed::Follow(watch),
+                Err(StoreError::Closed) => Feed::Stop,
+                Err(error) => {
+                    tracing::info!(%error, "garbage collector watch did not start; listing again");
+                    Feed::List
+                }
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Applies changes until the watch ends.
+    async fn follow(&self, mut watch: store::Watch) -> Feed {
+        loop {
+            match watch.next().await {
+                Ok(event) => self.apply(&event),
+                Err(StoreError::Closed) => return Feed::Stop,
+                Err(error @ StoreError::Gone { .. }) => {
+                    tracing::info!(%error, "garbage collector fell behind the change log; relisting");
+                    return Feed::List;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "garbage collector watch failed; relisting");
+                    return Feed::Pause;
+                }
+            }
+        }
+    }
+
+    fn apply(&self, event: &store::Event) {
+        let work = {
+            let mut graph = self.graph.lock();
+            let decoded = event.value.as_ref().and_then(|value| graph::decode(&event.key, event.rv, value));
+            match decoded {
+                Some((cluster, node)) => graph.upsert(&cluster, node),
+                None => std::str::from_utf8(&event.key).map(|key| graph.remove(key)).unwrap_or_default(),
+            }
+        };
+        for item in work {
+            self.queue.add(item);
+        }
+    }
+
+    /// One attempt at an item; false when it must be retried.
+    async fn attempt(&self, item: &Item) -> bool {
+        let Some(view) = self.graph.lock().view(item) else { return true };
+        let decision = decide::decide(&view);
+        let span = tracing::debug_span!("gc.attempt", cluster = %item.cluster, key = %view.item.key, decision = decision.name());
+        let outcome = self.carry_out(item, &view, decision).instrument(span.clone()).await;
+        let _enter = span.enter();
+        match outcome {
+            Ok(()) => true,
+            // Gone, or replaced by a namesake: nothing left to do about this UID.
+            Err(e) if e.code == 404 => true,
+            // Changed since it was indexed: the change is queued behind us, the retry is a
+            // safety net.
+            Err(e) if e.code == 409 => {
+                tracing::debug!(error = %e.message, "object changed under the garbage collector");
+                false
+            }
+            Err(e) => {
+                tracing::warn!(code = e.code, error = %e.message, "garbage collection step failed; retrying");
+                false
+            }
+        }
+    }
+
+    async fn carry_out(&self, work: &Item, view: &ItemView, decision: Decision) -> ApiResult<()> {
+        let item = &view.item;
+        match decision {
+            Decision::Nothing => Ok(()),
+            Decision::Unresolvable { owner } => {
+                tracing::info!(%owner, "a cluster-scoped object names a namespaced owner; it is never collected");
+                Ok(())
+            }
+            Decision::Orphan { dependents } => {
+                for (uid, key) in &dependents {
+                    self.edit(key, uid, "orphan", |object| {
+                        remove_owner_references(object, std::slice::from_ref(&item.uid))
+                    })
+                    .await?;
+                }
+                self.edit(&item.key, &item.uid, "remove_finalizer", |object| remove_finalizer(object, ORPHAN_FINALIZER))
+                    .await
+            }
+            Decision::Foreground { dependents, finish } => {
+                for uid in dependents {
+                    self.queue.add(Item { cluster: work.cluster.clone(), uid });
+                }
+                if !finish {
+                    return Ok(());
+                }
+                let remove = |object: &mut Value| remove_finalizer(object, FOREGROUND_FINALIZER);
+                self.edit(&item.key, &item.uid, "remove_finalizer", remove).await
+            }
+            Decision::RemoveOwnerReferences { owners } => {
+                let remove = |object: &mut Value| remove_owner_references(object, &owners);
+                self.edit(&item.key, &item.uid, "remove_owner_references", remove).await
+            }
+            Decision::Delete { propagation, unblock_first } => {
+                if unblock_first {
+                    let unblocked =
+                        self.edit_returning(&item.key, &item.uid, "unblock", unblock_owner_references).await?;
+                    if meta::meta_str(&unblocked, "resourceVersion") != Some(item.rv.to_string().as_str()) {
+                        // Written: the changed references queue the item again, and the
+                        // delete then pins the version that has them.
+                        return Ok(());
+                    }
+                }
+                self.delete(view, propagation).await
+            }
+        }
+    }
+
+    /// Deletes the item through the API's delete path, pinned to its UID and indexed
+    /// resourceVersion.
+    async fn delete(&self, view: &ItemView, propagation: Propagation) -> ApiResult<()> {
+        let item = &view.item;
+        let (rt, cluster, namespace, name) = self.address(&item.key)?;
+        let at = ObjectRef { cluster, namespace, name };
+        let preconditions =
+            DeletePreconditions { uid: Some(item.uid.to_string()), resource_version: Some(item.rv.to_string()) };
+        let cascade = Cascade::with(propagation);
+        storage::delete_cascading(&self.shard, &rt, &at, &preconditions, cascade, WriteOptions::default()).await?;
+        tracing::info!(key = %item.key, propagation = propagation.as_str(), "garbage collector deleted an object");
+        self.count("delete");
+        Ok(())
+    }
+
+    /// Edits the object at `key` if it still has `uid`.
+    async fn edit(&self, key: &str, uid: &Uid, action: &'static str, change: impl FnMut(&mut Value)) -> ApiResult<()> {
+        self.edit_returning(key, uid, action, change).await.map(drop)
+    }
+
+    async fn edit_returning(
+        &self,
+        key: &str,
+        uid: &Uid,
+        action: &'static str,
+        change: impl FnMut(&mut Value),
+    ) -> ApiResult<Value> {
+        let (rt, cluster, namespace, name) = self.address(key)?;
+        let at = ObjectRef { cluster, namespace, name };
+        let before = self.shard.store.current_rv();
+        let written = storage::update_object_of_uid(&self.shard, &rt, &at, uid, change).await?;
+        let rv = meta::meta_str(&written, "resourceVersion").and_then(|rv| rv.parse::<u64>().ok());
+        if rv.is_some_and(|rv| rv > before) {
+            tracing::debug!(%key, action, "garbage collector updated an object");
+            self.count(action);
+        }
+        Ok(written)
+    }
+
+    /// The resource and the coordinates of a stored key. Built-in resources come from the
+    /// table, custom ones from their logical cluster's CRDs; a key whose resource is not
+    /// served (a CRD deleted meanwhile) is retried with back-off until its cleanup removes it.
+    fn address<'k>(&self, key: &'k str) -> ApiResult<(Arc<ResourceType>, &'k str, Option<&'k str>, &'k str)> {
+        let unknown = || ApiError::internal(format!("no served resource stores {key}"));
+        let (cluster, namespace, name) = objects::split_key(key.as_bytes()).ok_or_else(unknown)?;
+        let rt = resource_of(&self.shard, cluster, key).ok_or_else(unknown)?;
+        let namespace = rt.namespaced.then_some(namespace);
+        Ok((rt, cluster, namespace, name))
+    }
+
+    fn count(&self, action: &'static str) {
+        self.shard.metrics.gc_actions.get_or_create(&crate::metrics::GcLabels { action: action.into() }).inc();
+    }
+}
+
+/// The resource whose key prefix `key` starts with.
+fn resource_of(shard: &Shard, cluster: &str, key: &str) -> Option<Arc<ResourceType>> {
+    let stores = |rt: &Arc<ResourceType>| key.starts_with(&rt.key_prefix(None));
+    if let Some(rt) = shard.registry.all().iter().find(|rt| stores(rt)) {
+        return Some(rt.clone());
+    }
+    shard.registry.custom().of_cluster(cluster).into_iter().find(stores)
+}
+
+/// Takes the worker's items until the runtime stops.
+async fn work(collector: Arc<Collector>) {
+    loop {
+        let item = collector.queue.next().await;
+        if collector.attempt(&item).await {
+            collector.queue.forget(&item);
+        } else if let Some(delay) = collector.queue.schedule_retry(&item) {
+            let collector = collector.clone();
+            let item = item.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                collector.queue.retry(item);
+            });
+        }
+        collector.queue.done(&item);
+    }
+}
+
+/// Removes the ownerReferences with these UIDs; an empty list goes away.
+fn remove_owner_references(object: &mut Value, owners: &[Uid]) {
+    let metadata = meta::metadata_mut(object);
+    let Some(references) = metadata.get_mut("ownerReferences").and_then(Value::as_array_mut) else { return };
+    references.retain(|r| !owners.iter().any(|uid| r.get("uid").and_then(Value::as_str) == Some(uid)));
+    if references.is_empty() {
+        metadata.remove("ownerReferences");
+    }
+}
+
+/// Sets `blockOwnerDeletion: false` on every ownerReference that blocks.
+fn unblock_owner_references(object: &mut Value) {
+    let metadata = meta::metadata_mut(object);
+    let Some(references) = metadata.get_mut("ownerReferences").and_then(Value::as_array_mut) else { return };
+    for reference in references.iter_mut().filter(|r| r.get("blockOwnerDeletion") == Some(&Value::Bool(true))) {
+        reference["blockOwnerDeletion"] = Value::Bool(false);
+    }
+}
+
+fn remove_finalizer(object: &mut Value, finalizer: &str) {
+    let kept: Vec<String> = meta::finalizers(object).into_iter().filter(|f| f != finalizer).collect();
+    meta::set_finalizers(object, &kept);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reference_edits_touch_only_what_they_name() {
+        let mut object = json!({"metadata": {"ownerReferences": [
+            {"uid": "a", "blockOwnerDeletion": true}, {"uid": "b", "blockOwnerDeletion": false}, {"uid": "c"},
+        ]}});
+        unblock_owner_references(&mut object);
+        assert_eq!(object["metadata"]["ownerReferences"][0]["blockOwnerDeletion"], false);
+        assert!(object["metadata"]["ownerReferences"][2].get("blockOwnerDeletion").is_none());
+        remove_owner_references(&mut object, &["a".into(), "c".into()]);
+        assert_eq!(object["metadata"]["ownerReferences"], json!([{"uid": "b", "blockOwnerDeletion": false}]));
+        remove_owner_references(&mut object, &["b".into()]);
+        assert!(object["metadata"].get("ownerReferences").is_none(), "an empty list goes away");
+        let mut held = json!({"metadata": {"finalizers": ["x/y", "orphan"]}});
+        remove_finalizer(&mut held, ORPHAN_FINALIZER);
+        assert_eq!(held["metadata"]["finalizers"], json!(["x/y"]));
+    }
+}

@@ -1,0 +1,413 @@
+//! The garbage collector's index of every object on the shard, fed by the store's change
+//! stream.
+//!
+//! Per logical cluster: each object by UID (its key, resourceVersion, identity,
+//! ownerReferences and deletion state) and the reverse edges, owner UID → dependents. An
+//! owner UID may have dependents without being present itself: that is exactly a dangling
+//! reference. Owners are matched by UID within one logical cluster only.
+//!
+//! Pure: [`Graph::upsert`] and [`Graph::remove`] take changes in resourceVersion order and
+//! return the work items whose decision may have changed; [`Graph::view`] hands
+//! [`super::decide`] everything it needs about one item. Because changes are applied in
+//! resourceVersion order, the index is always a consistent snapshot of the store at some
+//! resourceVersion, and the collector's writes carry the indexed resourceVersion of the
+//! object they are about as a precondition.
+
+use super::decide::{DependentView, ItemView};
+use serde::Deserialize;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// An object UID, shared between the node and the reverse edges.
+pub type Uid = Arc<str>;
+
+/// One unit of work: look at the object with this UID in this logical cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Item {
+    /// The logical cluster.
+    pub cluster: Arc<str>,
+    /// The object's UID.
+    pub uid: Uid,
+}
+
+/// One ownerReference, as the collector needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerRef {
+    /// The owner's UID.
+    pub uid: Uid,
+    /// The API group of `apiVersion`: the version does not matter, every served version
+    /// names the same object (kube resolves the kind through its REST mapper).
+    pub group: Box<str>,
+    /// `kind`.
+    pub kind: Box<str>,
+    /// `name`.
+    pub name: Box<str>,
+    /// `blockOwnerDeletion`: whether a foreground deletion of the owner waits for this
+    /// dependent.
+    pub block: bool,
+}
+
+/// What the collector knows of one stored object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// The store key.
+    pub key: Arc<str>,
+    /// The resourceVersion of the indexed state.
+    pub rv: u64,
+    /// `metadata.uid`.
+    pub uid: Uid,
+    /// The API group of its `apiVersion`.
+    pub group: Box<str>,
+    /// Its `kind`.
+    pub kind: Box<str>,
+    /// Its namespace; `None` for cluster-scoped objects.
+    pub namespace: Option<Box<str>>,
+    /// Its name.
+    pub name: Box<str>,
+    /// Its ownerReferences.
+    pub owners: Vec<OwnerRef>,
+    /// It has a deletionTimestamp.
+    pub deleting: bool,
+    /// It carries the `orphan` finalizer.
+    pub orphan_finalizer: bool,
+    /// It carries the `foregroundDeletion` finalizer.
+    pub foreground_finalizer: bool,
+}
+
+impl Node {
+    /// Deleting with `foregroundDeletion`: waiting for its dependents (kube's
+    /// "deletingDependents").
+    pub fn deleting_dependents(&self) -> bool {
+        self.deleting && self.foreground_finalizer
+    }
+
+    /// Whether the collector has anything to decide about this object at all.
+    fn needs_attention(&self) -> bool {
+        !self.owners.is_empty() || (self.deleting && (self.orphan_finalizer || self.foreground_finalizer))
+    }
+
+    /// Whether a change from `old` to `self` can change the decision about this object.
+    fn changed_from(&self, old: &Node) -> bool {
+        self.owners != old.owners
+            || self.deleting != old.deleting
+            || self.orphan_finalizer != old.orphan_finalizer
+            || self.foreground_finalizer != old.foreground_finalizer
+    }
+}
+
+/// The fields of a stored object the collector reads; everything else is skipped unparsed.
+#[derive(Deserialize)]
+struct Stored {
+    #[serde(rename = "apiVersion", default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    metadata: StoredMeta,
+}
+
+#[derive(Deserialize, Default)]
+struct StoredMeta {
+    #[serde(default)]
+    uid: Option<String>,
+    #[serde(rename = "ownerReferences", default)]
+    owner_references: Option<Vec<StoredOwnerRef>>,
+    #[serde(rename = "deletionTimestamp", default)]
+    deletion_timestamp: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    finalizers: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+struct StoredOwnerRef {
+    #[serde(rename = "apiVersion", default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    uid: String,
+    #[serde(rename = "blockOwnerDeletion", default)]
+    block_owner_deletion: Option<bool>,
+}
+
+/// The group of an `apiVersion` (`apps/v1` → `apps`, `v1` → core).
+fn group_of(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(group, _)| group)
+}
+
+/// Reads a stored object: its logical cluster and node. `None` for keys outside the object
+/// layout and values that are not objects with a UID (nothing can own or be owned then).
+pub fn decode(key: &[u8], rv: u64, value: &[u8]) -> Option<(Arc<str>, Node)> {
+    let (cluster, namespace, name) = crate::objects::split_key(key)?;
+    let key = std::str::from_utf8(key).ok()?;
+    let stored: Stored = serde_json::from_slice(value).ok()?;
+    let uid = stored.metadata.uid.filter(|uid| !uid.is_empty())?;
+    let finalizers = stored.metadata.finalizers.unwrap_or_default();
+    let has = |wanted: &str| finalizers.iter().any(|f| f == wanted);
+    let owners = stored.metadata.owner_references.unwrap_or_default();
+    let node = Node {
+        key: key.into(),
+        rv,
+        uid: uid.into(),
+        group: group_of(&stored.api_version).into(),
+        kind: stored.kind.into(),
+        namespace: (!namespace.is_empty()).then(|| namespace.into()),
+        name: name.into(),
+        owners: owners
+            .into_iter()
+            .map(|r| OwnerRef {
+                uid: r.uid.into(),
+                group: group_of(&r.api_version).into(),
+                kind: r.kind.into(),
+                name: r.name.into(),
+                block: r.block_owner_deletion.unwrap_or(false),
+            })
+            .collect(),
+        deleting: stored.metadata.deletion_timestamp.is_some(),
+        orphan_finalizer: has(crate::storage::propagation::ORPHAN_FINALIZER),
+        foreground_finalizer: has(crate::storage::propagation::FOREGROUND_FINALIZER),
+    };
+    Some((cluster.into(), node))
+}
+
+/// The objects of one logical cluster and their ownership edges.
+#[derive(Debug, Default)]
+struct ClusterGraph {
+    nodes: HashMap<Uid, Node>,
+    /// Owner UID → UIDs of the present objects that reference it.
+    dependents: HashMap<Uid, HashSet<Uid>>,
+}
+
+impl ClusterGraph {
+    fn unlink(&mut self, owner: &Uid, dependent: &Uid) {
+        if let Some(set) = self.dependents.get_mut(owner) {
+            set.remove(dependent);
+            if set.is_empty() {
+                self.dependents.remove(owner);
+            }
+        }
+    }
+
+    /// The owner, when it is present and waits for its dependents in foreground.
+    fn waiting_owner(&self, cluster: &Arc<str>, owner: &Uid) -> Option<Item> {
+        let node = self.nodes.get(owner)?;
+        node.deleting_dependents().then(|| Item { cluster: cluster.clone(), uid: owner.clone() })
+    }
+}
+
+/// The index of every object of every logical cluster on this shard.
+#[derive(Debug, Default)]
+pub struct Graph {
+    clusters: HashMap<Arc<str>, ClusterGraph>,
+    /// Store key → logical cluster and UID of the object stored there, for deletes (whose
+    /// events carry no value).
+    at_key: HashMap<Arc<str>, (Arc<str>, Uid)>,
+}
+
+impl Graph {
+    /// Objects indexed.
+    pub fn len(&self) -> usize {
+        self.at_key.len()
+    }
+
+    /// Records the current state of an object; returns the items to look at again.
+    pub fn upsert(&mut self, cluster: &str, node: Node) -> Vec<Item> {
+        let mut work = Vec::new();
+        // Another object under the same key means its delete was never seen (it cannot
+        // happen in order, but costs nothing to handle): forget it first.
+        if self.at_key.get(&node.key).is_some_and(|(_, uid)| *uid != node.uid) {
+            work.extend(self.remove(&node.key));
+        }
+        let cluster: Arc<str> = match self.clusters.get_key_value(cluster) {
+            Some((name, _)) => name.clone(),
+            None => cluster.into(),
+        };
+        let graph = self.clusters.entry(cluster.clone()).or_default();
+        let old = graph.nodes.remove(&node.uid);
+        let old_owners = old.as_ref().map(|o| o.owners.as_slice()).unwrap_or_default();
+        for reference in old_owners {
+            if !node.owners.iter().any(|r| r.uid == reference.uid) {
+                graph.unlink(&reference.uid, &node.uid);
+            }
+            // A reference that went away or stopped blocking may unblock its owner.
+            if !node.owners.iter().any(|r| r.uid == reference.uid && r.block) && reference.block {
+                work.extend(graph.waiting_owner(&cluster, &reference.uid));
+            }
+        }
+        for reference in &node.owners {
+            graph.dependents.entry(reference.uid.clone()).or_default().insert(node.uid.clone());
+        }
+        if node.needs_attention() && old.as_ref().is_none_or(|old| node.changed_from(old)) {
+            work.push(Item { cluster: cluster.clone(), uid: node.uid.clone() });
+        }
+        self.at_key.insert(node.key.clone(), (cluster, node.uid.clone()));
+        graph.nodes.insert(node.uid.clone(), node);
+        work
+    }
+
+    /// Forgets the object at `key`; returns the items to look at again: its dependents
+    /// (their owner is gone) and its owners that wait for their dependents.
+    pub fn remove(&mut self, key: &str) -> Vec<Item> {
+        let Some((cluster, uid)) = self.at_key.remove(key) else { return Vec::new() };
+        let Some(graph) = self.clusters.get_mut(&cluster) else { return Vec::new() };
+        let mut work = Vec::new();
+        if let Some(node) = graph.nodes.remove(&uid) {
+            for reference in &node.owners {
+                graph.unlink(&reference.uid, &uid);
+                work.extend(graph.waiting_owner(&cluster, &reference.uid));
+            }
+        }
+        if let Some(dependents) = graph.dependents.get(&uid) {
+            work.extend(dependents.iter().map(|d| Item { cluster: cluster.clone(), uid: d.clone() }));
+        }
+        if graph.nodes.is_empty() {
+            self.clusters.remove(&cluster);
+        }
+        work
+    }
+
+    /// Every item with something to decide: what a (re)started collector looks at first.
+    pub fn pending(&self) -> Vec<Item> {
+        self.clusters
+            .iter()
+            .flat_map(|(cluster, graph)| {
+                graph
+                    .nodes
+                    .values()
+                    .filter(|node| node.needs_attention())
+                    .map(|node| Item { cluster: cluster.clone(), uid: node.uid.clone() })
+            })
+            .collect()
+    }
+
+    /// The item and what its decision depends on; `None` when it is gone.
+    pub fn view(&self, item: &Item) -> Option<ItemView> {
+        let graph = self.clusters.get(&item.cluster)?;
+        let node = graph.nodes.get(&item.uid)?;
+        let owners = node.owners.iter().map(|r| (r.clone(), graph.nodes.get(&r.uid).cloned())).collect();
+        let dependents = graph
+            .dependents
+            .get(&item.uid)
+            .into_iter()
+            .flatten()
+            .filter_map(|uid| graph.nodes.get(uid))
+            .map(|dependent| DependentView {
+                uid: dependent.uid.clone(),
+                key: dependent.key.clone(),
+                blocking: dependent.owners.iter().any(|r| r.uid == item.uid && r.block),
+                deleting: dependent.deleting,
+                deleting_dependents: dependent.deleting_dependents(),
+            })
+            .collect();
+        Some(ItemView { item: node.clone(), owners, dependents })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A stored object with these ownerReferences (`(uid, block)`), for tests here and in
+    /// `decide`.
+    pub fn node(namespace: Option<&str>, name: &str, uid: &str, owners: &[(&str, bool)]) -> Node {
+        let ns = namespace.unwrap_or("");
+        let key = format!("core/configmaps/c1/{ns}/{name}");
+        let object = json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": name,
+                "uid": uid,
+                "ownerReferences": owners.iter().map(|(uid, block)| json!({
+                    "apiVersion": "v1", "kind": "ConfigMap", "name": format!("owner-{uid}"), "uid": uid,
+                    "blockOwnerDeletion": block,
+                })).collect::<Vec<_>>(),
+            },
+        });
+        decode(key.as_bytes(), 1, &serde_json::to_vec(&object).unwrap()).unwrap().1
+    }
+
+    fn uids(items: &[Item]) -> Vec<&str> {
+        let mut uids: Vec<&str> = items.iter().map(|i| &*i.uid).collect();
+        uids.sort_unstable();
+        uids
+    }
+
+    #[test]
+    fn decode_reads_identity_references_and_deletion_state() {
+        let object = json!({
+            "apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w", "namespace": "ns", "uid": "u1", "deletionTimestamp": "2024-01-01T00:00:00Z",
+                "finalizers": ["foregroundDeletion", "x/y"],
+                "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "u0", "blockOwnerDeletion": true}]},
+            "spec": {"anything": [1, 2, 3]},
+        });
+        let key = b"example.com/widgets/c1/ns/w";
+        let (cluster, node) = decode(key, 9, &serde_json::to_vec(&object).unwrap()).unwrap();
+        assert_eq!(&*cluster, "c1");
+        assert_eq!(
+            (&*node.group, &*node.kind, node.namespace.as_deref(), &*node.name),
+            ("example.com", "Widget", Some("ns"), "w")
+        );
+        assert_eq!((node.rv, &*node.uid, node.deleting), (9, "u1", true));
+        assert!(node.foreground_finalizer && !node.orphan_finalizer && node.deleting_dependents());
+        assert_eq!(node.owners.len(), 1);
+        assert_eq!((&*node.owners[0].group, &*node.owners[0].kind, node.owners[0].block), ("", "ConfigMap", true));
+        assert!(decode(b"core/configmaps/c1/ns/nouid", 1, br#"{"metadata":{}}"#).is_none());
+        assert!(decode(b"not-a-key", 1, br#"{"metadata":{"uid":"u"}}"#).is_none());
+    }
+
+    #[test]
+    fn changes_queue_what_they_may_affect() {
+        let mut graph = Graph::default();
+        assert!(graph.upsert("c1", node(Some("ns"), "owner", "o", &[])).is_empty(), "nothing to decide");
+        assert_eq!(uids(&graph.upsert("c1", node(Some("ns"), "dep", "d", &[("o", true)]))), ["d"]);
+        assert!(graph.upsert("c1", node(Some("ns"), "dep", "d", &[("o", true)])).is_empty(), "unchanged references");
+        // The owner starts waiting for its dependents.
+        let mut waiting = node(Some("ns"), "owner", "o", &[]);
+        (waiting.deleting, waiting.foreground_finalizer) = (true, true);
+        assert_eq!(uids(&graph.upsert("c1", waiting)), ["o"]);
+        // The blocking dependent drops its reference: the waiting owner is looked at again.
+        assert_eq!(uids(&graph.upsert("c1", node(Some("ns"), "dep", "d", &[]))), ["o"]);
+        assert_eq!(uids(&graph.upsert("c1", node(Some("ns"), "dep", "d", &[("o", true)]))), ["d"]);
+        // Removing the dependent wakes the owner; removing the owner wakes the dependents.
+        assert_eq!(uids(&graph.remove("core/configmaps/c1/ns/dep")), ["o"]);
+        assert_eq!(uids(&graph.upsert("c1", node(Some("ns"), "dep", "d", &[("o", false)]))), ["d"]);
+        assert_eq!(uids(&graph.remove("core/configmaps/c1/ns/owner")), ["d"]);
+        assert_eq!(graph.len(), 1);
+        assert_eq!(uids(&graph.pending()), ["d"]);
+    }
+
+    #[test]
+    fn views_show_owner_presence_and_dependents() {
+        let mut graph = Graph::default();
+        graph.upsert("c1", node(Some("ns"), "owner", "o", &[]));
+        graph.upsert("c1", node(Some("ns"), "a", "a", &[("o", true), ("gone", false)]));
+        graph.upsert("c1", node(Some("ns"), "b", "b", &[("o", false)]));
+        graph.upsert("c2", node(Some("ns"), "c", "c", &[("o", true)]));
+        let dependent = graph.view(&Item { cluster: "c1".into(), uid: "a".into() }).unwrap();
+        let present: Vec<bool> = dependent.owners.iter().map(|(_, owner)| owner.is_some()).collect();
+        assert_eq!(present, [true, false]);
+        let owner = graph.view(&Item { cluster: "c1".into(), uid: "o".into() }).unwrap();
+        let mut dependents: Vec<(&str, bool)> = owner.dependents.iter().map(|d| (&*d.uid, d.blocking)).collect();
+        dependents.sort_unstable();
+        assert_eq!(dependents, [("a", true), ("b", false)], "owners match within one logical cluster only");
+        let other_cluster = graph.view(&Item { cluster: "c2".into(), uid: "c".into() }).unwrap();
+        assert!(other_cluster.owners[0].1.is_none());
+        assert!(graph.view(&Item { cluster: "c1".into(), uid: "c".into() }).is_none());
+    }
+
+    #[test]
+    fn a_namesake_replaces_the_object_it_follows() {
+        let mut graph = Graph::default();
+        graph.upsert("c1", node(Some("ns"), "owner", "o1", &[]));
+        graph.upsert("c1", node(Some("ns"), "dep", "d", &[("o1", false)]));
+        // Recreated under the same key with a new UID, its old incarnation's delete unseen.
+        assert_eq!(uids(&graph.upsert("c1", node(Some("ns"), "owner", "o2", &[]))), ["d"]);
+        let view = graph.view(&Item { cluster: "c1".into(), uid: "d".into() }).unwrap();
+        assert!(view.owners[0].1.is_none(), "the reference names the old UID");
+    }
+}

@@ -1,0 +1,155 @@
+//! A CustomResourceDefinition object → the registry rows of its served versions.
+
+use super::{CustomVersion, ScalePaths};
+use crate::registry::{age_column, Cell, Column, NameRule, ResourceType, Strategy};
+use protocol::meta;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// The registry rows of a CRD: one per served version. A CRD whose names are not
+/// accepted yields none (the write path rejects such CRDs, so that only happens to
+/// objects stored by an older, more lenient version).
+pub fn resource_types(crd: &Value) -> Vec<ResourceType> {
+    let Some(spec) = crd.get("spec") else { return Vec::new() };
+    let text = |pointer: &str| spec.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string();
+    let texts = |pointer: &str| -> Vec<String> {
+        spec.pointer(pointer)
+            .and_then(Value::as_array)
+            .map(|items| items.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default()
+    };
+    let group = text("/group");
+    let resource = text("/names/plural");
+    let kind = text("/names/kind");
+    if group.is_empty() || resource.is_empty() || kind.is_empty() {
+        return Vec::new();
+    }
+    let versions = spec.get("versions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let storage_version = versions
+        .iter()
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .and_then(|v| v.get("name").and_then(Value::as_str))
+        .unwrap_or_default()
+        .to_string();
+    let singular = Some(text("/names/singular")).filter(|s| !s.is_empty()).unwrap_or_else(|| kind.to_lowercase());
+    let crd_name = meta::name(crd).unwrap_or_default().to_string();
+    let terminating = meta::is_deleting(crd);
+    versions
+        .iter()
+        .filter(|v| v.get("served").and_then(Value::as_bool) == Some(true))
+        .filter_map(|v| {
+            let version = v.get("name").and_then(Value::as_str)?.to_string();
+            let mut subresources = Vec::new();
+            if v.pointer("/subresources/status").is_some() {
+                subresources.push("status".to_string());
+            }
+            let scale = v.pointer("/subresources/scale").map(|scale| ScalePaths {
+                spec_replicas: scale.get("specReplicasPath").and_then(Value::as_str).unwrap_or_default().into(),
+                status_replicas: scale.get("statusReplicasPath").and_then(Value::as_str).unwrap_or_default().into(),
+                label_selector: scale.get("labelSelectorPath").and_then(Value::as_str).map(str::to_string),
+            });
+            if scale.is_some() {
+                subresources.push("scale".to_string());
+            }
+            let schema =
+                v.pointer("/schema/openAPIV3Schema").cloned().unwrap_or_else(|| Value::Object(Default::default()));
+            Some(ResourceType {
+                group: group.clone(),
+                version: version.clone(),
+                resource: resource.clone(),
+                singular: singular.clone(),
+                kind: kind.clone(),
+                short_names: texts("/names/shortNames"),
+                categories: texts("/names/categories"),
+                namespaced: text("/scope") != "Cluster",
+                subresources,
+                names: NameRule::Subdomain,
+                strategy: Strategy::CustomResource,
+                return_deleted_object: true,
+                columns: printer_columns(v.get("additionalPrinterColumns")),
+                schema_name: schema_name(&group, &version, &kind),
+                storage_group: group.clone(),
+                custom: Some(Arc::new(CustomVersion {
+                    crd_name: crd_name.clone(),
+                    schema,
+                    storage_version: storage_version.clone(),
+                    scale,
+                    terminating,
+                })),
+            })
+        })
+        .collect()
+}
+
+/// The OpenAPI components key of a custom kind, as kube names it: the group's labels
+/// reversed, then version and kind (`com.example.stable.v1.CronTab`).
+pub fn schema_name(group: &str, version: &str, kind: &str) -> String {
+    let reversed: Vec<&str> = group.split('.').rev().collect();
+    format!("{}.{version}.{kind}", reversed.join("."))
+}
+
+/// The printer columns of a version; without any, kube shows AGE alone.
+fn printer_columns(columns: Option<&Value>) -> Vec<Column> {
+    let Some(columns) = columns.and_then(Value::as_array).filter(|c| !c.is_empty()) else {
+        return vec![age_column()];
+    };
+    columns
+        .iter()
+        .map(|c| {
+            let text = |field: &str| c.get(field).and_then(Value::as_str).unwrap_or_default().to_string();
+            Column {
+                name: text("name"),
+                kind: text("type"),
+                format: text("format"),
+                priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0) as i32,
+                description: text("description"),
+                cell: Cell::JsonPath(text("jsonPath")),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn crontab() -> Value {
+        json!({
+            "metadata": {"name": "crontabs.stable.example.com", "resourceVersion": "7"},
+            "spec": {
+                "group": "stable.example.com",
+                "scope": "Namespaced",
+                "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab", "shortNames": ["ct"]},
+                "versions": [
+                    {"name": "v1", "served": true, "storage": true,
+                     "schema": {"openAPIV3Schema": {"type": "object"}},
+                     "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
+                     "additionalPrinterColumns": [{"name": "Spec", "type": "string", "jsonPath": ".spec.cronSpec"}]},
+                    {"name": "v1beta1", "served": true, "storage": false, "schema": {"openAPIV3Schema": {"type": "object"}}},
+                    {"name": "v0", "served": false, "storage": false, "schema": {"openAPIV3Schema": {"type": "object"}}}
+                ]
+            }
+        })
+    }
+
+    #[test]
+    fn served_versions_become_rows() {
+        let rows = resource_types(&crontab());
+        assert_eq!(rows.iter().map(|r| r.version.as_str()).collect::<Vec<_>>(), ["v1", "v1beta1"]);
+        let v1 = &rows[0];
+        assert!(v1.namespaced);
+        assert_eq!(v1.short_names, ["ct"]);
+        assert_eq!(v1.subresources, ["status", "scale"]);
+        assert_eq!(v1.schema_name, "com.example.stable.v1.CronTab");
+        assert_eq!(v1.columns[0].cell, Cell::JsonPath(".spec.cronSpec".into()));
+        assert_eq!(v1.custom.as_ref().unwrap().storage_version, "v1");
+        assert!(rows[1].subresources.is_empty());
+        assert_eq!(rows[1].columns[0].cell, Cell::Age);
+    }
+
+    #[test]
+    fn incomplete_definitions_define_nothing() {
+        assert!(resource_types(&json!({"spec": {"group": "g.io"}})).is_empty());
+    }
+}
