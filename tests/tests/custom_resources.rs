@@ -162,6 +162,12 @@ async fn crds_serve_validate_default_and_print() {
     assert!(missing.stderr.contains("spec.cronSpec: Required value"), "{}", missing.stderr);
     kubectl().args(["get", "ct", "broken"]).fails();
 
+    // Server-side apply addressed in a version other than the storage one.
+    let beta_apply =
+        "apiVersion: stable.example.com/v1beta1\nkind: CronTab\nmetadata: {name: nightly, namespace: default}\n\
+                      spec: {note: from-beta}\n";
+    kubectl().args(["apply", "--server-side", "--field-manager=beta", "-f", "-"]).stdin(beta_apply).ok();
+
     // Another served version reads the same object.
     let beta =
         kubectl().args(["get", "crontabs.v1beta1.stable.example.com", "nightly", "-o", "json"]).ok().json().unwrap();
@@ -280,4 +286,21 @@ async fn invalid_crds_are_refused_and_crds_survive_restart() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert_eq!(listed.trim(), "widget.example.org/kept");
+
+    // Deleting the logical cluster takes its custom resources and CRDs along: a cluster
+    // created again under the same name starts empty.
+    kubectl(&shard).args(["delete", "--raw", "/clusters/gamma/apis/core.kcp.io/v1alpha1/logicalclusters/cluster"]).ok();
+    let mut recreated = false;
+    for _ in 0..100 {
+        if shard.create_logical_cluster("gamma").await.is_ok() {
+            recreated = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(recreated, "the logical cluster could not be created again");
+    let crds = kubectl(&shard).args(["get", "crds", "-o", "name"]).ok().stdout;
+    assert!(crds.trim().is_empty(), "{crds}");
+    let raw = kubectl(&shard).args(["get", "--raw", "/clusters/gamma/apis/example.org/v1/widgets"]).fails();
+    assert!(raw.stderr.contains("NotFound") || raw.stderr.contains("not find"), "{}", raw.stderr);
 }

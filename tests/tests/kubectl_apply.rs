@@ -59,6 +59,16 @@ async fn client_side_apply_removes_fields_and_diff_and_dry_run_write_nothing() {
     let after = kubectl().args(["get", "cm", "app", "-o", "jsonpath={.metadata.resourceVersion}"]).ok().stdout;
     assert_eq!(before, after);
     kubectl().args(["get", "cm", "ghost"]).fails();
+    let taken = kubectl().args(["create", "cm", "app", "--dry-run=server"]).fails();
+    assert!(taken.stderr.contains("already exists"), "{}", taken.stderr);
+
+    // Protected namespaces and immutable payloads.
+    let protected = kubectl().args(["delete", "namespace", "default"]).fails();
+    assert!(protected.stderr.contains("this namespace may not be deleted"), "{}", protected.stderr);
+    kubectl().args(["create", "cm", "frozen", "--from-literal=k=v"]).ok();
+    kubectl().args(["patch", "cm", "frozen", "--type=merge", "-p", r#"{"immutable":true}"#]).ok();
+    let frozen = kubectl().args(["patch", "cm", "frozen", "--type=merge", "-p", r#"{"data":{"k":"w"}}"#]).fails();
+    assert!(frozen.stderr.contains("field is immutable when `immutable` is set"), "{}", frozen.stderr);
 
     // Output formats.
     let wide = kubectl().args(["get", "cm", "app", "-o", "wide"]).ok().stdout;

@@ -5,7 +5,7 @@ use crate::http::negotiate::{self, Representation};
 use crate::http::request_info::Target;
 use crate::http::status::{ApiError, ApiResult};
 use crate::http::{self, Response};
-use crate::registry::{groups, resources_of, ResourceType, VERBS};
+use crate::registry::{groups, resources_of, ResourceType};
 use protocol::openapi::{self, OpenApiResource};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -97,7 +97,7 @@ fn resource_list(registry: &[Arc<ResourceType>], group: &str, version: &str) -> 
             "singularName": rt.singular,
             "namespaced": rt.namespaced,
             "kind": rt.kind,
-            "verbs": VERBS,
+            "verbs": rt.verbs(),
             "shortNames": rt.short_names,
             "categories": rt.categories,
         }));
@@ -174,7 +174,7 @@ fn aggregated_resource(rt: &ResourceType) -> Value {
         "responseKind": kind,
         "scope": if rt.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": rt.singular,
-        "verbs": VERBS,
+        "verbs": rt.verbs(),
         "shortNames": rt.short_names,
         "categories": rt.categories,
         "subresources": subresources,
@@ -189,7 +189,7 @@ fn openapi_resource(rt: &ResourceType) -> OpenApiResource {
         namespaced: rt.namespaced,
         schema_name: rt.schema_name.clone(),
         list_kind: rt.list_kind(),
-        verbs: VERBS.iter().map(|v| v.to_string()).collect(),
+        verbs: rt.verbs().iter().map(|v| v.to_string()).collect(),
         subresources: rt.subresources.clone(),
     }
 }

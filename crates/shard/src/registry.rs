@@ -154,6 +154,16 @@ impl ResourceType {
         }
     }
 
+    /// The verbs the resource serves, in discovery order: namespaces cannot be deleted as
+    /// a collection (kube's namespace storage has no deletecollection either).
+    pub fn verbs(&self) -> &'static [&'static str] {
+        const NAMESPACE_VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
+        match self.strategy {
+            Strategy::Namespace => NAMESPACE_VERBS,
+            _ => VERBS,
+        }
+    }
+
     /// Whether this row is `group/version/resource`.
     pub fn is(&self, group: &str, version: &str, resource: &str) -> bool {
         self.resource == resource && self.group == group && self.version == version
@@ -497,6 +507,22 @@ impl Registry {
     pub fn served(&self, cluster: &str) -> Vec<Arc<ResourceType>> {
         let mut rows = self.all.clone();
         rows.extend(self.custom.of_cluster(cluster));
+        rows
+    }
+
+    /// Whether `cluster` serves a resource of this group and kind (kube's REST mapping of
+    /// an ownerReference).
+    pub fn serves_kind(&self, cluster: &str, group: &str, kind: &str) -> bool {
+        let matches = |r: &Arc<ResourceType>| r.group == group && r.kind == kind;
+        self.all.iter().any(matches) || self.custom.of_cluster(cluster).iter().any(matches)
+    }
+
+    /// One row per stored resource of `cluster`: the built-ins, then one per CRD whether
+    /// or not it serves any version; what deleting everything in a namespace or cluster
+    /// walks.
+    pub fn stored(&self, cluster: &str) -> Vec<Arc<ResourceType>> {
+        let mut rows = self.all.clone();
+        rows.extend(self.custom.storage_rows(cluster));
         rows
     }
 

@@ -101,6 +101,9 @@ pub async fn create(
     Err(last_error.unwrap_or_else(|| ApiError::internal("no name could be generated")))
 }
 
+/// Namespaces kube refuses to delete (the whole logical cluster still goes at once).
+const PROTECTED_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+
 /// How many names `generateName` draws before giving up with 409.
 const GENERATE_NAME_ATTEMPTS_MAX: usize = 8;
 
@@ -139,10 +142,14 @@ async fn create_once(
     if let Some(ns) = namespace.as_deref() {
         check_namespace_accepts_content(shard, cluster, ns)?;
     }
+    let at = ObjectRef { cluster, namespace: namespace.as_deref(), name: &name };
     if options.dry_run {
+        // A dry run answers what the write would: 409 when the name is taken.
+        if shard.store.get(at.key(rt).as_bytes()).map_err(ApiError::from)?.is_some() {
+            return Err(ApiError::already_exists(&rt.group_resource(), &name));
+        }
         return Ok(object);
     }
-    let at = ObjectRef { cluster, namespace: namespace.as_deref(), name: &name };
     let committed = shard
         .store
         .put(at.key(rt), objects::encode(&object)?, Precondition::MustNotExist)
@@ -347,6 +354,12 @@ async fn delete_once(
     cascade: Cascade,
     options: WriteOptions,
 ) -> ApiResult<Deleted> {
+    if rt.strategy == Strategy::Namespace && PROTECTED_NAMESPACES.contains(&at.name) {
+        return Err(ApiError::forbidden(format!(
+            "namespaces \"{}\" is forbidden: this namespace may not be deleted",
+            at.name
+        )));
+    }
     let (object, rv) = get(shard, rt, at)?;
     check_delete_preconditions(rt, at.name, &object, preconditions)?;
     let deleting = meta::is_deleting(&object);

@@ -20,6 +20,8 @@ pub const WORKSPACE_FINALIZER: &str = "tenancy.kcp.io/workspace-deletion";
 pub const SCHEDULER_WRITE: &str = "scheduler";
 /// Workspace spec fields only the scheduler writes.
 const WORKSPACE_SYSTEM_SPEC: [&str; 2] = ["cluster", "URL"];
+/// The label kube keeps on every namespace, holding its name.
+const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 /// ConfigMap and Secret payloads may not exceed 1 MiB, as in kube.
 const DATA_BYTES_MAX: usize = 1 << 20;
 
@@ -31,12 +33,16 @@ pub fn prepare_create(rt: &ResourceType, object: &mut Value, cluster: &str, now:
     }
     metadata.insert("uid".into(), Value::from(uid));
     metadata.insert("creationTimestamp".into(), Value::from(now));
-    metadata.insert("generation".into(), Value::from(1));
+    if tracks_generation(rt) {
+        metadata.insert("generation".into(), Value::from(1));
+    } else {
+        metadata.remove("generation");
+    }
     meta::set_annotation(object, CLUSTER_ANNOTATION, cluster);
     match rt.strategy {
         Strategy::Namespace => {
             let name = meta::name(object).unwrap_or_default().to_string();
-            set_label(object, "kubernetes.io/metadata.name", &name);
+            set_label(object, NAMESPACE_NAME_LABEL, &name);
             object["spec"] = json!({"finalizers": [NAMESPACE_FINALIZER]});
             object["status"] = json!({"phase": "Active"});
         }
@@ -82,7 +88,15 @@ pub fn prepare_update(rt: &ResourceType, old: &Value, new: &mut Value, subresour
     check_uid(old, new)?;
     match subresource {
         Some(SCHEDULER_WRITE) => {}
-        Some("status") => *new = with_field(old, "status", new.get("status").cloned()),
+        Some("status") => {
+            // The status writer's field ownership is the one thing of metadata it changes.
+            let managed = new.pointer("/metadata/managedFields").cloned();
+            *new = with_field(old, "status", new.get("status").cloned());
+            match managed {
+                Some(managed) => meta::metadata_mut(new).insert("managedFields".into(), managed),
+                None => meta::metadata_mut(new).remove("managedFields"),
+            };
+        }
         Some("finalize") => {
             let finalizers = new.pointer("/spec/finalizers").cloned();
             let mut merged = old.clone();
@@ -96,6 +110,9 @@ pub fn prepare_update(rt: &ResourceType, old: &Value, new: &mut Value, subresour
             }
             if rt.strategy == Strategy::Namespace {
                 *new = with_field(new, "spec", old.get("spec").cloned());
+                // kube keeps this label equal to the name whatever a write says.
+                let name = meta::name(old).unwrap_or_default().to_string();
+                set_label(new, NAMESPACE_NAME_LABEL, &name);
             }
             if rt.strategy == Strategy::Secret {
                 fold_string_data(new)?;
@@ -120,9 +137,13 @@ pub fn prepare_update(rt: &ResourceType, old: &Value, new: &mut Value, subresour
     if rt.strategy == Strategy::CustomResource {
         crate::crd::objects::prepare_write(rt, new);
     }
-    let generation = meta::generation(old).max(1);
-    let bumped = if spec_changed(old, new) { generation + 1 } else { generation };
-    meta::metadata_mut(new).insert("generation".into(), Value::from(bumped));
+    if tracks_generation(rt) {
+        let generation = meta::generation(old).max(1);
+        let bumped = if spec_changed(old, new) { generation + 1 } else { generation };
+        meta::metadata_mut(new).insert("generation".into(), Value::from(bumped));
+    } else {
+        meta::metadata_mut(new).remove("generation");
+    }
     Ok(())
 }
 
@@ -191,6 +212,13 @@ fn copy_system_metadata(old: &Value, new: &mut Value) {
     if let Some(cluster) = old_meta.get("annotations").and_then(|a| a.get(CLUSTER_ANNOTATION)).and_then(Value::as_str) {
         meta::set_annotation(new, CLUSTER_ANNOTATION, cluster);
     }
+}
+
+/// Whether objects of `rt` carry `metadata.generation`: kube sets it for kinds with a
+/// spec that controllers act on (custom resources, CRDs, kcp's kinds), not for ConfigMaps,
+/// Secrets, RBAC and the like.
+fn tracks_generation(rt: &ResourceType) -> bool {
+    rt.custom.is_some() || rt.strategy == Strategy::CustomResourceDefinition || rt.group.ends_with(".kcp.io")
 }
 
 /// Whether anything outside `metadata` and `status` differs — kube's rule for bumping
@@ -271,6 +299,10 @@ pub fn validate(rt: &ResourceType, old: Option<&Value>, object: &Value) -> Vec<(
     for (field, message) in names::validate_annotations(&meta::annotations(object)) {
         causes.push((format!("metadata.annotations{field}"), message));
     }
+    validate_owner_references(object, &mut causes);
+    if let Some(old) = old {
+        validate_immutable(rt, old, object, &mut causes);
+    }
     match rt.strategy {
         Strategy::Generic if rt.kind == "ConfigMap" => validate_data(object, &["data", "binaryData"], &mut causes),
         Strategy::Secret => validate_data(object, &["data"], &mut causes),
@@ -286,6 +318,60 @@ pub fn validate(rt: &ResourceType, old: Option<&Value>, object: &Value) -> Vec<(
         _ => {}
     }
     causes
+}
+
+/// Fields an update may not change: the payload of an `immutable` ConfigMap or Secret (and
+/// the flag itself), a Secret's type, a binding's roleRef.
+fn validate_immutable(rt: &ResourceType, old: &Value, new: &Value, causes: &mut Vec<(String, String)>) {
+    let immutable_payload = match rt.kind.as_str() {
+        "ConfigMap" if rt.group.is_empty() => &["data", "binaryData"][..],
+        "Secret" if rt.group.is_empty() => &["data"][..],
+        _ => &[][..],
+    };
+    if !immutable_payload.is_empty() && old.get("immutable").and_then(Value::as_bool) == Some(true) {
+        for field in immutable_payload {
+            if old.get(*field) != new.get(*field) {
+                causes.push(((*field).into(), "Forbidden: field is immutable when `immutable` is set".into()));
+            }
+        }
+        if new.get("immutable").and_then(Value::as_bool) != Some(true) {
+            causes.push(("immutable".into(), "Forbidden: field is immutable when `immutable` is set".into()));
+        }
+    }
+    if rt.kind == "Secret" && rt.group.is_empty() && old.get("type") != new.get("type") {
+        let value = new.get("type").and_then(Value::as_str).unwrap_or_default();
+        causes.push(("type".into(), invalid(value, "field is immutable")));
+    }
+    if matches!(rt.kind.as_str(), "RoleBinding" | "ClusterRoleBinding") && old.get("roleRef") != new.get("roleRef") {
+        causes.push(("roleRef".into(), "Invalid value: the roleRef: cannot change roleRef".into()));
+    }
+}
+
+/// kube's `ValidateOwnerReferences`: every reference names apiVersion, kind, name and uid,
+/// and at most one is the controller.
+fn validate_owner_references(object: &Value, causes: &mut Vec<(String, String)>) {
+    let Some(references) = object.pointer("/metadata/ownerReferences").and_then(Value::as_array) else { return };
+    let mut controllers = 0;
+    for reference in references {
+        let text = |field: &str| reference.get(field).and_then(Value::as_str).unwrap_or_default();
+        for (field, what) in [("apiVersion", "version"), ("kind", "kind"), ("name", "name"), ("uid", "uid")] {
+            if text(field).is_empty() {
+                causes.push((
+                    format!("metadata.ownerReferences.{field}"),
+                    invalid("", &format!("{what} must not be empty")),
+                ));
+            }
+        }
+        if reference.get("controller").and_then(Value::as_bool) == Some(true) {
+            controllers += 1;
+        }
+    }
+    if controllers > 1 {
+        causes.push((
+            "metadata.ownerReferences".into(),
+            format!("Invalid value: {controllers}: Only one reference can have Controller set to true"),
+        ));
+    }
 }
 
 fn invalid(value: &str, message: &str) -> String {

@@ -159,10 +159,16 @@ impl Collector {
     fn apply(&self, event: &store::Event) {
         let work = {
             let mut graph = self.graph.lock();
-            let decoded = event.value.as_ref().and_then(|value| graph::decode(&event.key, event.rv, value));
-            match decoded {
-                Some((cluster, node)) => graph.upsert(&cluster, node),
-                None => std::str::from_utf8(&event.key).map(|key| graph.remove(key)).unwrap_or_default(),
+            match &event.value {
+                Some(value) => match graph::decode(&event.key, event.rv, value) {
+                    Some((cluster, node)) => graph.upsert(&cluster, node),
+                    None => Vec::new(),
+                },
+                // A delete: the event carries the last value, and so the UID.
+                None => match event.prev.as_ref().and_then(|prev| graph::decode(&event.key, prev.rv, &prev.value)) {
+                    Some((cluster, node)) => graph.remove(&cluster, &node.uid),
+                    None => Vec::new(),
+                },
             }
         };
         for item in work {
@@ -227,6 +233,17 @@ impl Collector {
                 self.edit(&item.key, &item.uid, "remove_owner_references", remove).await
             }
             Decision::Delete { propagation, unblock_first } => {
+                // An owner of a kind this cluster does not serve cannot be looked up, so its
+                // absence proves nothing: kube's collector cannot map it and leaves the
+                // dependent alone, and so does this one.
+                let unmapped = view.owners.iter().find(|(reference, owner)| {
+                    owner.is_none()
+                        && !self.shard.registry.serves_kind(&work.cluster, &reference.group, &reference.kind)
+                });
+                if let Some((reference, _)) = unmapped {
+                    tracing::info!(group = %reference.group, kind = %reference.kind, "an owner's kind is not served here; the dependent is kept");
+                    return Ok(());
+                }
                 if unblock_first {
                     let unblocked =
                         self.edit_returning(&item.key, &item.uid, "unblock", unblock_owner_references).await?;

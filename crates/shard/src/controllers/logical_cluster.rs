@@ -2,6 +2,7 @@
 //! every object in the cluster, then release the LogicalCluster so the cluster is gone.
 
 use super::{for_each_object, REQUEUE_DELAY};
+use crate::http::status::ApiError;
 use crate::objects::{self, CLUSTER_ANNOTATION};
 use crate::state::{Shard, LOGICAL_CLUSTER_OBJECT};
 use crate::storage::{self, ObjectRef};
@@ -77,7 +78,9 @@ async fn empty_cluster(shard: &Shard, cluster: &str) -> Pass {
     }
     let mut found = false;
     let lc_rt = shard.registry.logical_clusters();
-    for rt in shard.registry.all() {
+    // Custom resources too: their CRDs are removed in this same pass, but stay indexed
+    // until the cluster is gone, so a later pass still finds objects that raced it.
+    for rt in &shard.registry.stored(cluster) {
         let prefix = objects::collection_prefix(rt, Some(cluster), None);
         let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };
         let Ok(page) = shard.store.list(&options, |_, _| true) else { return Pass::Failed };
@@ -99,8 +102,10 @@ async fn empty_cluster(shard: &Shard, cluster: &str) -> Pass {
     }
     let at = ObjectRef { cluster, namespace: None, name: LOGICAL_CLUSTER_OBJECT };
     match storage::remove_finalizer(shard, &lc_rt, &at, FINALIZER).await {
-        Ok(_) => Pass::Done,
-        Err(e) if e.code == 404 => Pass::Done,
+        Ok(_) | Err(ApiError { code: 404, .. }) => {
+            shard.registry.custom().forget_cluster(cluster);
+            Pass::Done
+        }
         Err(_) => Pass::Failed,
     }
 }

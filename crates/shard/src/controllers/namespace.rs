@@ -28,10 +28,7 @@ fn has_spec_finalizer(namespace: &Value) -> bool {
 #[tracing::instrument(name = "namespace.finalize", skip(shard))]
 async fn finalize(shard: &Shard, cluster: &str, namespace: &str) -> bool {
     let mut remaining = 0usize;
-    let mut prefixes = std::collections::HashSet::new();
-    // Versions of one custom resource share their storage: visit it once.
-    let served = shard.registry.served(cluster);
-    for rt in served.iter().filter(|rt| rt.namespaced && prefixes.insert(rt.key_prefix(None))) {
+    for rt in shard.registry.stored(cluster).iter().filter(|rt| rt.namespaced) {
         let prefix = crate::objects::collection_prefix(rt, Some(cluster), Some(namespace));
         let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };
         let Ok(page) = shard.store.list(&options, |_, _| true) else { return false };

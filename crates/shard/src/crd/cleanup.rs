@@ -21,12 +21,12 @@ pub async fn run(shard: Arc<Shard>) {
 /// Returns whether the CRD is done (or gone).
 #[tracing::instrument(name = "crd.cleanup", skip(shard))]
 async fn clean_up(shard: &Shard, cluster: &str, crd_name: &str) -> bool {
-    let rows = shard.registry.custom().of_cluster(cluster);
     // All versions share one storage prefix; any row reads and deletes them.
-    let Some(rt) = rows.iter().find(|r| r.custom.as_ref().is_some_and(|c| c.crd_name == crd_name)) else {
-        // Not indexed (no served version): nothing can have been created through it.
+    let Some(rt) = shard.registry.custom().storage_row(cluster, crd_name) else {
+        // Not indexed: a CRD without group, plural or kind, through which nothing was stored.
         return remove_finalizer(shard, cluster, crd_name).await;
     };
+    let rt = &rt;
     let prefix = crate::objects::collection_prefix(rt, Some(cluster), None);
     let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };
     let Ok(page) = shard.store.list(&options, |_, _| true) else { return false };

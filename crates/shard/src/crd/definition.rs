@@ -6,9 +6,10 @@ use protocol::meta;
 use serde_json::Value;
 use std::sync::Arc;
 
-/// The registry rows of a CRD: one per served version. A CRD whose names are not
-/// accepted yields none (the write path rejects such CRDs, so that only happens to
-/// objects stored by an older, more lenient version).
+/// The registry rows of a CRD: one per version, served or not (an unserved version is
+/// never looked up by requests, but its row still finds the stored objects when the CRD,
+/// its namespace or its logical cluster is deleted). A CRD without group, plural or kind
+/// yields none (the write path rejects such CRDs).
 pub fn resource_types(crd: &Value) -> Vec<ResourceType> {
     let Some(spec) = crd.get("spec") else { return Vec::new() };
     let text = |pointer: &str| spec.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string();
@@ -36,7 +37,6 @@ pub fn resource_types(crd: &Value) -> Vec<ResourceType> {
     let terminating = meta::is_deleting(crd);
     versions
         .iter()
-        .filter(|v| v.get("served").and_then(Value::as_bool) == Some(true))
         .filter_map(|v| {
             let version = v.get("name").and_then(Value::as_str)?.to_string();
             let mut subresources = Vec::new();
@@ -71,6 +71,7 @@ pub fn resource_types(crd: &Value) -> Vec<ResourceType> {
                 storage_group: group.clone(),
                 custom: Some(Arc::new(CustomVersion {
                     crd_name: crd_name.clone(),
+                    served: v.get("served").and_then(Value::as_bool) == Some(true),
                     schema,
                     storage_version: storage_version.clone(),
                     scale,
@@ -134,9 +135,11 @@ mod tests {
     }
 
     #[test]
-    fn served_versions_become_rows() {
+    fn every_version_becomes_a_row() {
         let rows = resource_types(&crontab());
-        assert_eq!(rows.iter().map(|r| r.version.as_str()).collect::<Vec<_>>(), ["v1", "v1beta1"]);
+        assert_eq!(rows.iter().map(|r| r.version.as_str()).collect::<Vec<_>>(), ["v1", "v1beta1", "v0"]);
+        let served: Vec<bool> = rows.iter().map(|r| r.custom.as_ref().unwrap().served).collect();
+        assert_eq!(served, [true, true, false]);
         let v1 = &rows[0];
         assert!(v1.namespaced);
         assert_eq!(v1.short_names, ["ct"]);

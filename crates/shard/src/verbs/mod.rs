@@ -153,11 +153,15 @@ impl Ctx {
         value
     }
 
-    /// One object as the client should see it (custom resources in the addressed version).
-    pub fn present(&self, object: &Value) -> Value {
+    /// One object as the client should see it (custom resources in the addressed version,
+    /// with its defaults); other objects are borrowed as they are.
+    pub fn present<'v>(&self, object: &'v Value) -> std::borrow::Cow<'v, Value> {
+        if self.rt.custom.is_none() {
+            return std::borrow::Cow::Borrowed(object);
+        }
         let mut object = object.clone();
         crate::crd::objects::present(&self.rt, &mut object);
-        object
+        std::borrow::Cow::Owned(object)
     }
 }
 
@@ -187,6 +191,12 @@ pub async fn dispatch(ctx: Ctx, body: Incoming) -> ApiResult<Response> {
         (Verb::Update, _) => update::handle(&ctx, body).await,
         (Verb::Patch, _) => patch::handle(&ctx, body).await,
         (Verb::Delete, None) => delete::handle(&ctx, body).await,
+        (Verb::DeleteCollection, None) if !ctx.rt.verbs().contains(&"deletecollection") => {
+            Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource ({} cannot be deleted as a collection)",
+                ctx.rt.resource
+            )))
+        }
         (Verb::DeleteCollection, None) => delete::handle_collection(&ctx, body).await,
         (Verb::Unsupported, _) => Err(ApiError::method_not_allowed(format!(
             "the server does not allow this method on the requested resource ({})",

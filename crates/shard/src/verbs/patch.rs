@@ -32,7 +32,10 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
     let at = ctx.object_ref()?;
     let mut warnings = Vec::new();
     let updated =
-        storage::guaranteed_update(&ctx.shard, &ctx.rt, &at, ctx.req.subresource.as_deref(), options, |current| {
+        storage::guaranteed_update(&ctx.shard, &ctx.rt, &at, ctx.req.subresource.as_deref(), options, |stored| {
+            // A custom resource is patched as the addressed version shows it.
+            let presented = ctx.present(stored);
+            let current: &Value = &presented;
             let mut patched = current.clone();
             let applied = match patch_type {
                 PatchType::Json => patch::apply_json_patch(&mut patched, &patch),
@@ -76,7 +79,9 @@ async fn server_side_apply(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<
         Ok(_) => {}
     }
     let updated =
-        storage::guaranteed_update(&ctx.shard, &ctx.rt, &at, ctx.req.subresource.as_deref(), options, |current| {
+        storage::guaranteed_update(&ctx.shard, &ctx.rt, &at, ctx.req.subresource.as_deref(), options, |stored| {
+            let presented = ctx.present(stored);
+            let current: &Value = &presented;
             let applied = managed_fields::apply(ctx, Some(current), &config)?;
             check_identity_unchanged(ctx, current, &applied)?;
             Ok(applied)

@@ -235,14 +235,8 @@ impl Encoder<'_> {
     }
 
     fn frame(&mut self, kind: &str, object: &Value) -> Bytes {
-        let presented;
-        let object = match &self.ctx.rt.custom {
-            Some(_) => {
-                presented = self.ctx.present(object);
-                &presented
-            }
-            None => object,
-        };
+        let presented = self.ctx.present(object);
+        let object = &*presented;
         let object = match self.plan.table {
             Some(include) => {
                 let list_meta = json!({"resourceVersion": object.pointer("/metadata/resourceVersion").cloned().unwrap_or_default()});

@@ -16,7 +16,7 @@
 //!   own, it is deleted in foreground too, so that the wait reaches down the chain;
 //! - otherwise it is deleted with the policy its own finalizers ask for, else background.
 
-use super::graph::{Node, OwnerRef, Uid};
+use super::graph::{identity_hash, namespace_hash, Node, OwnerFacts, OwnerRef, Uid};
 use crate::storage::Propagation;
 use std::sync::Arc;
 
@@ -42,7 +42,7 @@ pub struct ItemView {
     pub item: Node,
     /// Each of its ownerReferences with the object of that UID in the same logical
     /// cluster, if there is one.
-    pub owners: Vec<(OwnerRef, Option<Node>)>,
+    pub owners: Vec<(OwnerRef, Option<OwnerFacts>)>,
     /// The present objects of its logical cluster that reference it.
     pub dependents: Vec<DependentView>,
 }
@@ -65,17 +65,19 @@ pub enum OwnerState {
 
 /// Resolves one ownerReference of a dependent in `dependent_namespace` against the object
 /// that has the referenced UID, if any.
-pub fn classify(dependent_namespace: Option<&str>, reference: &OwnerRef, owner: Option<&Node>) -> OwnerState {
+pub fn classify(dependent_namespace: Option<&str>, reference: &OwnerRef, owner: Option<&OwnerFacts>) -> OwnerState {
     let Some(owner) = owner else { return OwnerState::Dangling };
-    if owner.group != reference.group || owner.kind != reference.kind || owner.name != reference.name {
+    if owner.identity != identity_hash(&reference.group, &reference.kind, &reference.name) {
         return OwnerState::Dangling;
     }
-    match (owner.namespace.as_deref(), dependent_namespace) {
+    match (owner.namespace, dependent_namespace) {
         (Some(_), None) => return OwnerState::Unresolvable,
-        (Some(owner_namespace), Some(namespace)) if owner_namespace != namespace => return OwnerState::Dangling,
+        (Some(owner_namespace), Some(namespace)) if owner_namespace != namespace_hash(namespace) => {
+            return OwnerState::Dangling
+        }
         _ => {}
     }
-    if owner.deleting_dependents() {
+    if owner.deleting_dependents {
         OwnerState::Waiting
     } else {
         OwnerState::Solid
@@ -217,7 +219,7 @@ mod tests {
     }
 
     fn view(item: Node, owners: Vec<Option<Node>>, dependents: Vec<DependentView>) -> ItemView {
-        let owners = item.owners.iter().cloned().zip(owners).collect();
+        let owners = item.owners.iter().cloned().zip(owners.iter().map(|o| o.as_ref().map(Node::facts))).collect();
         ItemView { item, owners, dependents }
     }
 
@@ -243,7 +245,8 @@ mod tests {
             (Some("ns"), Some(deleting(owner(Some("ns"), "o"), false, false)), OwnerState::Solid),
         ];
         for (namespace, candidate, expected) in cases {
-            assert_eq!(classify(namespace, &reference, candidate.as_ref()), expected, "{namespace:?} {candidate:?}");
+            let facts = candidate.as_ref().map(Node::facts);
+            assert_eq!(classify(namespace, &reference, facts.as_ref()), expected, "{namespace:?} {candidate:?}");
         }
     }
 
