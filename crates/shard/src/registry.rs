@@ -513,8 +513,16 @@ impl Registry {
     /// Whether `cluster` serves a resource of this group and kind (kube's REST mapping of
     /// an ownerReference).
     pub fn serves_kind(&self, cluster: &str, group: &str, kind: &str) -> bool {
-        let matches = |r: &Arc<ResourceType>| r.group == group && r.kind == kind;
-        self.all.iter().any(matches) || self.custom.of_cluster(cluster).iter().any(matches)
+        self.resource_for_kind(cluster, group, kind).is_some()
+    }
+
+    /// The resource `cluster` serves objects of this group and kind through.
+    pub fn resource_for_kind(&self, cluster: &str, group: &str, kind: &str) -> Option<Arc<ResourceType>> {
+        let matches = |r: &&Arc<ResourceType>| r.group == group && r.kind == kind;
+        match self.all.iter().find(matches) {
+            Some(rt) => Some(rt.clone()),
+            None => self.custom.of_cluster(cluster).iter().find(matches).cloned(),
+        }
     }
 
     /// One row per stored resource of `cluster`: the built-ins, then one per CRD whether

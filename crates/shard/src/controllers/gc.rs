@@ -6,8 +6,10 @@
 //! It is built on the store, not on the resource registry, so that resources defined
 //! after the shard started need nothing special:
 //! - the *feed* lists every key of the store, then follows the store's change stream from
-//!   the list's resourceVersion into the [`graph`] (UID → key, identity, ownerReferences,
-//!   deletion state, per logical cluster); a 410 means relist. It is a state machine,
+//!   the list's resourceVersion into the [`graph`] (the objects that own or are owned:
+//!   UID → key, identity, ownerReferences, deletion state, per logical cluster); a 410
+//!   means relist. Owners that own nothing themselves are not indexed but read from the
+//!   store when a decision needs them. It is a state machine,
 //!   [`Feed`], with one step per state;
 //! - every change queues the objects whose decision it may change ([`queue`]); workers
 //!   take them one at a time, ask [`decide`] what to do from the index alone, and act
@@ -33,7 +35,7 @@ use crate::state::Shard;
 use crate::storage::propagation::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 use crate::storage::{self, Cascade, DeletePreconditions, ObjectRef, Propagation, WriteOptions};
 use decide::{Decision, ItemView};
-use graph::{Graph, Item, Uid};
+use graph::{Graph, Item, OwnerFacts, OwnerRef, Uid};
 use parking_lot::Mutex;
 use protocol::meta;
 use queue::WorkQueue;
@@ -105,6 +107,9 @@ impl Collector {
                     }
                 };
                 for (key, stored) in &page.items {
+                    if !graph.wants(key, &stored.value) {
+                        continue;
+                    }
                     if let Some((cluster, node)) = graph::decode(key, stored.rv, &stored.value) {
                         graph.upsert(&cluster, node);
                     }
@@ -160,15 +165,19 @@ impl Collector {
         let work = {
             let mut graph = self.graph.lock();
             match &event.value {
-                Some(value) => match graph::decode(&event.key, event.rv, value) {
+                Some(value) if graph.wants(&event.key, value) => match graph::decode(&event.key, event.rv, value) {
                     Some((cluster, node)) => graph.upsert(&cluster, node),
                     None => Vec::new(),
                 },
+                Some(_) => Vec::new(),
                 // A delete: the event carries the last value, and so the UID.
-                None => match event.prev.as_ref().and_then(|prev| graph::decode(&event.key, prev.rv, &prev.value)) {
-                    Some((cluster, node)) => graph.remove(&cluster, &node.uid),
-                    None => Vec::new(),
-                },
+                None if graph.wants_removal(&event.key) => {
+                    match event.prev.as_ref().and_then(|prev| graph::decode(&event.key, prev.rv, &prev.value)) {
+                        Some((cluster, node)) => graph.remove(&cluster, &node.uid),
+                        None => Vec::new(),
+                    }
+                }
+                None => Vec::new(),
             }
         };
         for item in work {
@@ -178,7 +187,8 @@ impl Collector {
 
     /// One attempt at an item; false when it must be retried.
     async fn attempt(&self, item: &Item) -> bool {
-        let Some(view) = self.graph.lock().view(item) else { return true };
+        let Some(mut view) = self.graph.lock().view(item) else { return true };
+        self.look_up_owners(&item.cluster, &mut view);
         let decision = decide::decide(&view);
         let span = tracing::debug_span!("gc.attempt", cluster = %item.cluster, key = %view.item.key, decision = decision.name());
         let outcome = self.carry_out(item, &view, decision).instrument(span.clone()).await;
@@ -306,6 +316,42 @@ impl Collector {
         let rt = resource_of(&self.shard, cluster, key).ok_or_else(unknown)?;
         let namespace = rt.namespaced.then_some(namespace);
         Ok((rt, cluster, namespace, name))
+    }
+
+    /// Fills in the owners the index does not hold (objects that own nothing themselves):
+    /// each is read from the store by the kind and name its reference gives, and counts
+    /// as present only with the referenced UID, as kube's collector resolves references.
+    fn look_up_owners(&self, cluster: &str, view: &mut ItemView) {
+        let namespace = view.item.namespace.as_deref();
+        for (reference, facts) in view.owners.iter_mut().filter(|(_, facts)| facts.is_none()) {
+            *facts = self.look_up_owner(cluster, namespace, reference);
+        }
+    }
+
+    fn look_up_owner(&self, cluster: &str, namespace: Option<&str>, reference: &OwnerRef) -> Option<OwnerFacts> {
+        let rt = self.shard.registry.resource_for_kind(cluster, &reference.group, &reference.kind)?;
+        let identity = graph::identity_hash(&reference.group, &reference.kind, &reference.name);
+        let owner_namespace = match (rt.namespaced, namespace) {
+            (true, Some(namespace)) => Some(namespace),
+            // A cluster-scoped dependent naming a namespaced owner: never resolvable.
+            (true, None) => return Some(OwnerFacts { identity, namespace: Some(0), deleting_dependents: false }),
+            (false, _) => None,
+        };
+        if reference.name.is_empty() || reference.name.contains('/') {
+            return None;
+        }
+        let key = objects::key(&rt, cluster, owner_namespace, &reference.name);
+        let stored = self.shard.store.get(key.as_bytes()).ok()??;
+        let owner: Value = serde_json::from_slice(&stored.value).ok()?;
+        if meta::meta_str(&owner, "uid") != Some(&*reference.uid) {
+            return None;
+        }
+        let foreground = meta::finalizers(&owner).iter().any(|f| f == FOREGROUND_FINALIZER);
+        Some(OwnerFacts {
+            identity,
+            namespace: owner_namespace.map(graph::namespace_hash),
+            deleting_dependents: meta::is_deleting(&owner) && foreground,
+        })
     }
 
     fn count(&self, action: &'static str) {

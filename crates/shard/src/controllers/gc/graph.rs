@@ -5,12 +5,12 @@
 //! dependents. An owner UID may have dependents without being present itself: that is
 //! exactly a dangling reference. Owners are matched by UID within one logical cluster only.
 //!
-//! Most objects own nothing and are owned by nothing; for them the collector only needs
-//! to answer "is there an object with this UID, and is it the one a reference names?", so
-//! they are kept as [`OwnerFacts`] (a UID and two hashes, a few dozen bytes). Only objects
-//! with ownerReferences or a garbage-collector finalizer are kept whole ([`Node`]): an
-//! empty workspace (a LogicalCluster, its `default` namespace, the Workspace) then costs
-//! the index about a hundred bytes per object instead of half a kilobyte.
+//! Only objects with ownerReferences or a garbage-collector finalizer are indexed
+//! ([`Node`]); most objects have neither, and an empty workspace (a LogicalCluster, its
+//! `default` namespace, the Workspace) costs the index nothing. [`Graph::wants`] tells the
+//! feed from the raw bytes whether a change concerns the index at all, so most changes
+//! are not even decoded. An owner that is not indexed is looked up by the collector in the
+//! store, by the kind and name its reference gives ([`OwnerFacts`] is what it learns).
 //!
 //! Pure: [`Graph::upsert`] and [`Graph::remove`] take changes in resourceVersion order and
 //! return the work items whose decision may have changed; [`Graph::view`] hands
@@ -217,13 +217,12 @@ pub fn decode(key: &[u8], rv: u64, value: &[u8]) -> Option<(Arc<str>, Node)> {
     Some((cluster.into(), node))
 }
 
-/// The objects of one logical cluster and their ownership edges.
+/// The objects of one logical cluster that have something to decide, and the ownership
+/// edges of its dependents.
 #[derive(Debug, Default)]
 struct ClusterGraph {
     /// Objects with something to decide (ownerReferences, a collector finalizer).
     nodes: HashMap<Uid, Node>,
-    /// Every other object, as far as references to it need it.
-    plain: HashMap<Uid, OwnerFacts>,
     /// Owner UID → UIDs of the present objects that reference it.
     dependents: HashMap<Uid, HashSet<Uid>>,
 }
@@ -244,26 +243,46 @@ impl ClusterGraph {
         node.deleting_dependents().then(|| Item { cluster: cluster.clone(), uid: owner.clone() })
     }
 
-    /// The object with this UID, as references see it.
-    fn facts(&self, uid: &str) -> Option<OwnerFacts> {
-        self.nodes.get(uid).map(Node::facts).or_else(|| self.plain.get(uid).copied())
-    }
-
     fn is_empty(&self) -> bool {
-        self.nodes.is_empty() && self.plain.is_empty()
+        self.nodes.is_empty() && self.dependents.is_empty()
     }
 }
 
-/// The index of every object of every logical cluster on this shard.
+/// Whether stored bytes may hold ownerReferences or a collector finalizer (false
+/// positives only cost a decode).
+fn may_interest(value: &[u8]) -> bool {
+    const NEEDLES: [&[u8]; 3] = [b"\"ownerReferences\"", b"foregroundDeletion", b"orphan"];
+    NEEDLES.iter().any(|needle| value.windows(needle.len()).any(|window| window == *needle))
+}
+
+/// The index of the objects of every logical cluster on this shard that own or are
+/// owned, or are being deleted by the collector's finalizers.
 #[derive(Debug, Default)]
 pub struct Graph {
     clusters: HashMap<Arc<str>, ClusterGraph>,
+    /// Store key → logical cluster and UID of each indexed object.
+    keys: HashMap<Arc<str>, (Arc<str>, Uid)>,
 }
 
 impl Graph {
     /// Objects indexed.
     pub fn len(&self) -> usize {
-        self.clusters.values().map(|g| g.nodes.len() + g.plain.len()).sum()
+        self.keys.len()
+    }
+
+    /// Whether a write of `value` at `key` concerns the index: the value may own or be
+    /// owned, or the key holds an indexed object that may have stopped being so.
+    pub fn wants(&self, key: &[u8], value: &[u8]) -> bool {
+        may_interest(value) || std::str::from_utf8(key).is_ok_and(|key| self.keys.contains_key(key))
+    }
+
+    /// Whether the delete of `key` concerns the index: an indexed object, or any object
+    /// of a logical cluster where something has owners (it may be one of them).
+    pub fn wants_removal(&self, key: &[u8]) -> bool {
+        let Ok(text) = std::str::from_utf8(key) else { return false };
+        self.keys.contains_key(text)
+            || crate::objects::split_key(key)
+                .is_some_and(|(cluster, _, _)| self.clusters.get(cluster).is_some_and(|g| !g.dependents.is_empty()))
     }
 
     /// Records the current state of an object; returns the items to look at again.
@@ -274,7 +293,6 @@ impl Graph {
             None => cluster.into(),
         };
         let graph = self.clusters.entry(cluster.clone()).or_default();
-        graph.plain.remove(&node.uid);
         let old = graph.nodes.remove(&node.uid);
         let old_owners = old.as_ref().map(|o| o.owners.as_slice()).unwrap_or_default();
         for reference in old_owners {
@@ -290,12 +308,16 @@ impl Graph {
             graph.dependents.entry(reference.uid.clone()).or_default().insert(node.uid.clone());
         }
         if !node.needs_attention() {
-            graph.plain.insert(node.uid.clone(), node.facts());
+            self.keys.remove(&node.key);
+            if graph.is_empty() {
+                self.clusters.remove(&cluster);
+            }
             return work;
         }
         if old.as_ref().is_none_or(|old| node.changed_from(old)) {
             work.push(Item { cluster: cluster.clone(), uid: node.uid.clone() });
         }
+        self.keys.insert(node.key.clone(), (cluster, node.uid.clone()));
         graph.nodes.insert(node.uid.clone(), node);
         work
     }
@@ -309,8 +331,8 @@ impl Graph {
         };
         let graph = self.clusters.get_mut(&cluster).expect("looked up above");
         let mut work = Vec::new();
-        graph.plain.remove(uid);
         if let Some(node) = graph.nodes.remove(uid) {
+            self.keys.remove(&node.key);
             for reference in &node.owners {
                 graph.unlink(&reference.uid, &node.uid);
                 work.extend(graph.waiting_owner(&cluster, &reference.uid));
@@ -319,7 +341,6 @@ impl Graph {
         if let Some(dependents) = graph.dependents.get(uid) {
             work.extend(dependents.iter().map(|d| Item { cluster: cluster.clone(), uid: d.clone() }));
         }
-        // Edges come from dependents, which are nodes: an empty cluster has none left.
         if graph.is_empty() {
             self.clusters.remove(&cluster);
         }
@@ -331,21 +352,18 @@ impl Graph {
         self.clusters
             .iter()
             .flat_map(|(cluster, graph)| {
-                graph
-                    .nodes
-                    .values()
-                    .filter(|node| node.needs_attention())
-                    .map(|node| Item { cluster: cluster.clone(), uid: node.uid.clone() })
+                graph.nodes.values().map(|node| Item { cluster: cluster.clone(), uid: node.uid.clone() })
             })
             .collect()
     }
 
     /// The item and what its decision depends on; `None` when it is gone or has nothing
-    /// to decide.
+    /// to decide. Owners that are not indexed have no facts yet: the collector looks them
+    /// up before deciding.
     pub fn view(&self, item: &Item) -> Option<ItemView> {
         let graph = self.clusters.get(&item.cluster)?;
         let node = graph.nodes.get(&item.uid)?;
-        let owners = node.owners.iter().map(|r| (r.clone(), graph.facts(&r.uid))).collect();
+        let owners = node.owners.iter().map(|r| (r.clone(), graph.nodes.get(&r.uid).map(Node::facts))).collect();
         let dependents = graph
             .dependents
             .get(&item.uid)
@@ -448,12 +466,13 @@ pub(crate) mod tests {
         graph.upsert("c1", node(Some("ns"), "b", "b", &[("o", false)]));
         graph.upsert("c2", node(Some("ns"), "c", "c", &[("o", true)]));
         let dependent = graph.view(&Item { cluster: "c1".into(), uid: "a".into() }).unwrap();
-        let present: Vec<bool> = dependent.owners.iter().map(|(_, owner)| owner.is_some()).collect();
-        assert_eq!(present, [true, false]);
-        assert!(graph.view(&Item { cluster: "c1".into(), uid: "o".into() }).is_none(), "a plain owner decides nothing");
+        let known: Vec<bool> = dependent.owners.iter().map(|(_, owner)| owner.is_some()).collect();
+        assert_eq!(known, [false, false], "plain owners are not indexed: the collector looks them up");
         let mut waiting = node(Some("ns"), "owner", "o", &[]);
         (waiting.deleting, waiting.foreground_finalizer) = (true, true);
         graph.upsert("c1", waiting);
+        let dependent = graph.view(&Item { cluster: "c1".into(), uid: "a".into() }).unwrap();
+        assert_eq!(dependent.owners[0].1.map(|facts| facts.deleting_dependents), Some(true));
         let owner = graph.view(&Item { cluster: "c1".into(), uid: "o".into() }).unwrap();
         let mut dependents: Vec<(&str, bool)> = owner.dependents.iter().map(|d| (&*d.uid, d.blocking)).collect();
         dependents.sort_unstable();
@@ -464,20 +483,23 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn plain_objects_are_kept_as_facts() {
+    fn only_owning_and_owned_objects_are_indexed() {
         let mut graph = Graph::default();
         graph.upsert("c1", node(Some("ns"), "owner", "o", &[]));
+        assert_eq!(graph.len(), 0, "nothing owns or is owned yet");
         graph.upsert("c1", node(Some("ns"), "dep", "d", &[("o", false)]));
-        let cluster = &graph.clusters["c1"];
-        assert_eq!((cluster.nodes.len(), cluster.plain.len()), (1, 1), "only the dependent is kept whole");
-        // A plain object that gains a reference moves to the nodes, and back.
-        graph.upsert("c1", node(Some("ns"), "owner", "o", &[("x", false)]));
-        assert_eq!(graph.clusters["c1"].nodes.len(), 2);
-        graph.upsert("c1", node(Some("ns"), "owner", "o", &[]));
-        assert_eq!(graph.clusters["c1"].plain.len(), 1);
-        assert!(!graph.clusters["c1"].dependents.contains_key("x"));
-        graph.remove("c1", "d");
-        graph.remove("c1", "o");
+        assert_eq!(graph.len(), 1);
+        assert!(
+            graph.wants(b"core/configmaps/c1/ns/dep", br#"{"metadata":{}}"#),
+            "an indexed key losing its references"
+        );
+        assert!(!graph.wants(b"core/configmaps/c1/ns/other", br#"{"metadata":{}}"#));
+        assert!(graph.wants(b"core/configmaps/c1/ns/other", br#"{"metadata":{"ownerReferences":[]}}"#));
+        assert!(graph.wants_removal(b"core/configmaps/c1/ns/owner"), "it may be the owner of someone here");
+        assert!(!graph.wants_removal(b"core/configmaps/c2/ns/owner"), "nothing is owned in c2");
+        assert_eq!(uids(&graph.remove("c1", "o")), ["d"], "the dependent of a removed owner");
+        graph.upsert("c1", node(Some("ns"), "dep", "d", &[]));
+        assert_eq!(graph.len(), 0);
         assert!(graph.clusters.is_empty());
     }
 }
