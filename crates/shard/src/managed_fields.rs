@@ -45,14 +45,6 @@ fn reset_fields(rt: &ResourceType, subresource: Option<&str>) -> &'static [&'sta
     }
 }
 
-/// The schema root a kind's lists and maps are read from.
-fn schema_root(rt: &ResourceType) -> Value {
-    match &rt.custom {
-        Some(custom) => custom.schema.clone(),
-        None => json!({"$ref": format!("#/components/schemas/{}", rt.schema_name)}),
-    }
-}
-
 /// Runs `f` with the write context and schema shape of a write by `manager` through
 /// `ctx`'s endpoint.
 fn with_writer<T>(ctx: &Ctx, manager: &str, f: impl FnOnce(&WriteContext<'_>, &dyn managed::Shape) -> T) -> T {
@@ -66,7 +58,7 @@ fn with_writer<T>(ctx: &Ctx, manager: &str, f: impl FnOnce(&WriteContext<'_>, &d
         time: &time,
         reset_fields: reset_fields(&ctx.rt, subresource),
     };
-    let root = schema_root(&ctx.rt);
+    let root = ctx.rt.schema_root();
     let fallback = BuiltinShape;
     let shape = SchemaShape::new(&root, protocol::openapi::builtin_components()).with_fallback(&fallback);
     f(&writer, &shape)

@@ -164,6 +164,16 @@ impl ResourceType {
         }
     }
 
+    /// The OpenAPI schema objects of this resource are checked against: a custom
+    /// resource's own (borrowed: CRD schemas can be large), else a reference into the
+    /// built-in components.
+    pub fn schema_root(&self) -> std::borrow::Cow<'_, serde_json::Value> {
+        match &self.custom {
+            Some(custom) => std::borrow::Cow::Borrowed(&custom.schema),
+            None => std::borrow::Cow::Owned(protocol::openapi::schema_ref(&self.schema_name)),
+        }
+    }
+
     /// Whether this row is `group/version/resource`.
     pub fn is(&self, group: &str, version: &str, resource: &str) -> bool {
         self.resource == resource && self.group == group && self.version == version

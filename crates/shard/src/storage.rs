@@ -157,10 +157,32 @@ async fn create_once(
         .map_err(|e| object_error(rt, &name, e))?;
     meta::set_meta_str(&mut object, "resourceVersion", Some(&committed.rv.to_string()));
     observe_written(shard, rt, cluster, &object);
+    if rt.custom.is_some() {
+        withdraw_if_definition_went(shard, rt, &at, committed.rv).await?;
+    }
     if rt.strategy == Strategy::LogicalCluster {
         create_default_namespace(shard, cluster).await?;
     }
     Ok(object)
+}
+
+/// A custom resource created while its CRD started terminating may have committed after
+/// the cleanup listed the CRD's objects; it is taken back (and the create refused, as
+/// kube refuses creates of a terminating CRD) so that it cannot outlive its definition.
+async fn withdraw_if_definition_went(shard: &Shard, rt: &ResourceType, at: &ObjectRef<'_>, rv: u64) -> ApiResult<()> {
+    let Some(custom) = &rt.custom else { return Ok(()) };
+    let current = shard.registry.custom().storage_row(at.cluster, &custom.crd_name);
+    if current.as_ref().and_then(|row| row.custom.as_ref()).is_some_and(|c| !c.terminating) {
+        return Ok(());
+    }
+    match shard.store.delete(at.key(rt), Precondition::ResourceVersion(rv)).await {
+        Ok(_) | Err(StoreError::NotFound) | Err(StoreError::Conflict { .. }) => {}
+        Err(e) => return Err(object_error(rt, at.name, e)),
+    }
+    Err(ApiError::method_not_allowed(format!(
+        "create not allowed while custom resource definition {} is terminating",
+        custom.crd_name
+    )))
 }
 
 /// Every new logical cluster starts with a `default` namespace, as a kube cluster does.

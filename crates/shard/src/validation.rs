@@ -2,7 +2,7 @@
 
 use crate::http::status::{ApiError, ApiResult};
 use crate::verbs::Ctx;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// How the request wants unknown fields treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,14 +29,11 @@ fn field_validation(ctx: &Ctx) -> ApiResult<FieldValidation> {
 pub fn prune_unknown(ctx: &Ctx, object: &mut Value) -> ApiResult<Vec<String>> {
     let mode = field_validation(ctx)?;
     let components = protocol::openapi::builtin_components();
-    let root = match &ctx.rt.custom {
-        // Custom resources are always pruned by their structural schema, as in kube.
-        Some(custom) => custom.schema.clone(),
-        None if components.contains_key(&ctx.rt.schema_name) => {
-            json!({"$ref": format!("#/components/schemas/{}", ctx.rt.schema_name)})
-        }
-        None => return Ok(Vec::new()),
-    };
+    // Custom resources are always pruned by their structural schema, as in kube.
+    if ctx.rt.custom.is_none() && !components.contains_key(&ctx.rt.schema_name) {
+        return Ok(Vec::new());
+    }
+    let root = ctx.rt.schema_root();
     let unknown = protocol::schema::prune_unknown_fields(object, &root, components);
     let messages: Vec<String> = unknown.iter().map(|path| format!("unknown field \"{path}\"")).collect();
     match mode {
