@@ -105,6 +105,27 @@ pub(super) fn enum_text(value: &Value) -> String {
 }
 
 /// The walker; it caches compiled `pattern`s across the values of one object.
+/// Patterns compiled by earlier walks, shared by every walk of the process: a CRD's
+/// patterns are the same for every object written, and compiling them per object would
+/// dominate validation. Bounded: past [`PATTERN_CACHE_MAX`] entries it starts over.
+fn shared_pattern(pattern: &str) -> Result<Regex, String> {
+    static CACHE: std::sync::LazyLock<std::sync::Mutex<HashMap<String, Result<Regex, String>>>> =
+        std::sync::LazyLock::new(Default::default);
+    let mut cache = CACHE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(compiled) = cache.get(pattern) {
+        return compiled.clone();
+    }
+    if cache.len() >= PATTERN_CACHE_MAX {
+        cache.clear();
+    }
+    let compiled = compile_pattern(pattern);
+    cache.insert(pattern.to_string(), compiled.clone());
+    compiled
+}
+
+/// Distinct patterns kept compiled at most.
+const PATTERN_CACHE_MAX: usize = 4096;
+
 #[derive(Default)]
 pub(crate) struct Walker {
     patterns: HashMap<String, Result<Regex, String>>,
@@ -242,7 +263,7 @@ impl Walker {
         }
         let pattern = node.str("pattern");
         if !pattern.is_empty() {
-            let compiled = self.patterns.entry(pattern.to_string()).or_insert_with(|| compile_pattern(pattern));
+            let compiled = self.patterns.entry(pattern.to_string()).or_insert_with(|| shared_pattern(pattern));
             match compiled {
                 Ok(re) if re.is_match(s) => {}
                 Ok(_) => out.issue(Code::Other, path, value, in_body(path, &format!("should match '{pattern}'"))),
