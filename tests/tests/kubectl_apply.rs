@@ -70,6 +70,24 @@ async fn client_side_apply_removes_fields_and_diff_and_dry_run_write_nothing() {
     let frozen = kubectl().args(["patch", "cm", "frozen", "--type=merge", "-p", r#"{"data":{"k":"w"}}"#]).fails();
     assert!(frozen.stderr.contains("field is immutable when `immutable` is set"), "{}", frozen.stderr);
 
+    // Kind rules beyond metadata: a binding to an unknown role kind, for an unknown subject kind.
+    let binding = "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: rb, namespace: default}\n\
+                   roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Foo, name: r}\nsubjects: [{kind: Robot, name: x}]\n";
+    let refused = kubectl().args(["apply", "-f", "-"]).stdin(binding).fails();
+    assert!(
+        refused.stderr.contains("roleRef.kind") && refused.stderr.contains("subjects[0].kind"),
+        "{}",
+        refused.stderr
+    );
+
+    // `kubectl events --for` selects on the involved object.
+    let event = "apiVersion: v1\nkind: Event\nmetadata: {name: app.1, namespace: default}\n\
+                 involvedObject: {apiVersion: v1, kind: ConfigMap, name: app, namespace: default}\n\
+                 reason: Tested\nmessage: hello\ntype: Normal\n";
+    kubectl().args(["create", "-f", "-"]).stdin(event).ok();
+    let events = kubectl().args(["events", "--for", "configmap/app"]).ok().stdout;
+    assert!(events.contains("Tested") && events.contains("hello"), "{events}");
+
     // Output formats.
     let wide = kubectl().args(["get", "cm", "app", "-o", "wide"]).ok().stdout;
     assert!(wide.contains("DATA"), "{wide}");

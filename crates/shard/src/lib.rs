@@ -9,7 +9,8 @@
 //! - [`verbs`]: one module per REST verb; they decode bodies, negotiate formats
 //!   ([`http::negotiate`], [`table`]) and call [`storage`].
 //! - [`storage`]: create / guaranteed update / delete-with-finalizers over the store,
-//!   with per-resource behaviour from [`registry`] and [`strategy`], keys and codec from
+//!   with per-resource behaviour from [`registry`] and [`strategy`] (kind rules in
+//!   [`kinds`]), keys and codec from
 //!   [`objects`], patches from [`patch`], unknown-field pruning from [`validation`],
 //!   field ownership and server-side apply from [`managed_fields`].
 //! - [`controllers`]: namespace and logical-cluster deletion, the garbage collector
@@ -29,6 +30,7 @@ pub mod controllers;
 pub mod crd;
 pub mod discovery;
 pub mod http;
+pub mod kinds;
 pub mod managed_fields;
 pub mod membership;
 pub mod metrics;

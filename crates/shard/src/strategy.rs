@@ -303,6 +303,9 @@ pub fn validate(rt: &ResourceType, old: Option<&Value>, object: &Value) -> Vec<(
     if let Some(old) = old {
         validate_immutable(rt, old, object, &mut causes);
     }
+    if rt.custom.is_none() {
+        causes.extend(crate::kinds::validate(&rt.group, &rt.kind, object));
+    }
     match rt.strategy {
         Strategy::Generic if rt.kind == "ConfigMap" => validate_data(object, &["data", "binaryData"], &mut causes),
         Strategy::Secret => validate_data(object, &["data"], &mut causes),

@@ -76,15 +76,21 @@ fn field_value(rt: &ResourceType, object: &Value, field: &str) -> Option<Option<
         (_, "metadata.namespace") if rt.namespaced => text("/metadata/namespace"),
         ("Secret", "type") => text("/type"),
         ("Namespace", "status.phase") => text("/status/phase"),
+        // kube's core/v1 Event field set (what `kubectl events --for kind/name` selects on).
         (
             "Event",
             "involvedObject.kind"
             | "involvedObject.name"
             | "involvedObject.namespace"
             | "involvedObject.uid"
+            | "involvedObject.apiVersion"
+            | "involvedObject.resourceVersion"
+            | "involvedObject.fieldPath"
             | "reason"
+            | "reportingComponent"
             | "type",
         ) => text(&format!("/{}", field.replace('.', "/"))),
+        ("Event", "source") => text("/source/component"),
         _ => None,
     }
 }

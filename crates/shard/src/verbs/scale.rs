@@ -78,6 +78,7 @@ pub async fn write(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Response
         };
         let mut new = current.clone();
         set_path(&mut new, &paths.spec_replicas, Value::Number(replicas));
+        crate::managed_fields::track_update(ctx, Some(current), &mut new)?;
         Ok(new)
     })
     .await?;
