@@ -366,6 +366,16 @@ async fn workspace_names_types_and_duplicates_are_checked() {
     create_workspace_typed(&installation, "leafy", "leaf").await;
     let leafy = wait_workspace_ready(&installation.root, "root", "leafy", WORKSPACE_READY_TIMEOUT).await.unwrap();
     let leaf_shard = installation.shard_for_url(workspace_url(&leafy).unwrap()).unwrap();
+    // Other shards learn root's types with the shard set, once a second: wait until the
+    // leaf's shard has mirrored the type it is about to enforce.
+    let membership = leaf_shard.data_dir().join("membership.json");
+    let deadline = std::time::Instant::now() + WORKSPACE_READY_TIMEOUT;
+    while !std::ptr::eq(leaf_shard, &installation.root)
+        && !std::fs::read_to_string(&membership).is_ok_and(|text| text.contains("\"under-leaf\""))
+    {
+        assert!(std::time::Instant::now() < deadline, "{} never mirrored root's types", leaf_shard.name());
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     let child = leaf_shard.http().post_json(&workspaces_path("root:leafy"), &ws("child", json!({}))).await.unwrap();
     assert_eq!(child.status, StatusCode::FORBIDDEN, "{}", child.text());
 
