@@ -88,6 +88,21 @@ async fn client_side_apply_removes_fields_and_diff_and_dry_run_write_nothing() {
     let events = kubectl().args(["events", "--for", "configmap/app"]).ok().stdout;
     assert!(events.contains("Tested") && events.contains("hello"), "{events}");
 
+    // events.k8s.io/v1 and core/v1 Events are one object seen through two APIs, as in kube.
+    let new_style = "apiVersion: events.k8s.io/v1\nkind: Event\nmetadata: {name: app.2, namespace: default}\n\
+                     regarding: {apiVersion: v1, kind: ConfigMap, name: app, namespace: default}\n\
+                     eventTime: '2026-01-01T00:00:00.000000Z'\nreportingController: example.com/ctl\n\
+                     reportingInstance: ctl-1\naction: Checked\nreason: NewStyle\nnote: from events.k8s.io\ntype: Normal\n";
+    kubectl().args(["create", "-f", "-"]).stdin(new_style).ok();
+    let core = kubectl().args(["get", "events.v1.", "app.2", "-o", "json"]).ok().json().unwrap();
+    assert_eq!(core["message"], "from events.k8s.io", "{core}");
+    assert_eq!(core["involvedObject"]["name"], "app", "{core}");
+    let events = kubectl().args(["events", "--for", "configmap/app"]).ok().stdout;
+    assert!(events.contains("NewStyle"), "{events}");
+    let old_style = kubectl().args(["get", "events.v1.events.k8s.io", "app.1", "-o", "json"]).ok().json().unwrap();
+    assert_eq!(old_style["note"], "hello", "{old_style}");
+    assert_eq!(old_style["regarding"]["kind"], "ConfigMap", "{old_style}");
+
     // Output formats.
     let wide = kubectl().args(["get", "cm", "app", "-o", "wide"]).ok().stdout;
     assert!(wide.contains("DATA"), "{wide}");

@@ -10,6 +10,7 @@
 //!   decoded into the JSON the rest of the request path works on.
 //! - [`names`]: object-name, label and annotation validation with kube-apiserver's messages.
 //! - [`meta`]: read and write `metadata` of an object held as JSON.
+//! - [`events`]: core/v1 ⇄ events.k8s.io/v1 Events (one stored object, two APIs).
 //! - [`jsonpath`]: the JSONPath subset of CRD printer columns and scale paths.
 //! - [`selector`]: label and field selectors, parsed from query strings and matched.
 //! - [`crd`]: CustomResourceDefinitions — validation, structural schemas, defaulting and
@@ -22,6 +23,7 @@
 //! - [`types`]: typed structs of Atoll's own API groups (LogicalCluster, …).
 
 pub mod crd;
+pub mod events;
 pub mod gvr;
 pub mod jsonpath;
 pub mod managed;

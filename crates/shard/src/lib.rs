@@ -16,6 +16,8 @@
 //! - [`controllers`]: namespace and logical-cluster deletion, the garbage collector
 //!   (ownerReferences, cascading deletes) and the workspace scheduler,
 //!   driven by store watches; [`tenancy`] holds workspace admission and types.
+//! - [`conversion`]: objects stored in another shape than requested (CR versions,
+//!   events.k8s.io Events).
 //! - [`crd`]: CustomResourceDefinitions — each cluster's custom resources in the registry,
 //!   their schemas, versions, published OpenAPI and cleanup.
 //! - [`membership`]: this shard's Shard object in root and the shard set (the ring);
@@ -27,6 +29,7 @@ pub mod api;
 pub mod authn;
 pub mod bootstrap;
 pub mod controllers;
+pub mod conversion;
 pub mod crd;
 pub mod discovery;
 pub mod http;

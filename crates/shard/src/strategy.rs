@@ -76,7 +76,7 @@ pub fn prepare_create(rt: &ResourceType, object: &mut Value, cluster: &str, now:
             object["status"] = json!({"phase": "Scheduling", "initializers": initializers});
         }
         Strategy::CustomResourceDefinition => crate::crd::status::prepare_create(object, now),
-        Strategy::CustomResource => crate::crd::objects::prepare_write(rt, object),
+        Strategy::CustomResource | Strategy::EventsV1 => crate::conversion::to_storage(rt, object),
         Strategy::Generic => {}
     }
     Ok(())
@@ -134,8 +134,8 @@ pub fn prepare_update(rt: &ResourceType, old: &Value, new: &mut Value, subresour
     if rt.strategy == Strategy::CustomResourceDefinition {
         crate::crd::status::prepare_update(old, new, &crate::storage::now());
     }
-    if rt.strategy == Strategy::CustomResource {
-        crate::crd::objects::prepare_write(rt, new);
+    if matches!(rt.strategy, Strategy::CustomResource | Strategy::EventsV1) {
+        crate::conversion::to_storage(rt, new);
     }
     if tracks_generation(rt) {
         let generation = meta::generation(old).max(1);

@@ -50,6 +50,27 @@ fn event_columns() -> Vec<Column> {
     ]
 }
 
+/// The columns of events.k8s.io/v1 Events, read from their field names.
+fn events_v1_columns() -> Vec<Column> {
+    vec![
+        col(
+            "Last Seen",
+            "string",
+            "Time since the event was last observed.",
+            Cell::AgeOf(&[
+                "/deprecatedLastTimestamp",
+                "/series/lastObservedTime",
+                "/eventTime",
+                "/metadata/creationTimestamp",
+            ]),
+        ),
+        col("Type", "string", "Type of this event (Normal, Warning).", Cell::Pointer("/type")),
+        col("Reason", "string", "Why the action was taken.", Cell::Pointer("/reason")),
+        col("Object", "string", "The object this event is about.", Cell::LowerKindSlashName("/regarding")),
+        col("Note", "string", "A human-readable description of the status of this operation.", Cell::Pointer("/note")),
+    ]
+}
+
 fn binding_columns() -> Vec<Column> {
     vec![
         col("Role", "string", "RoleRef references the role bound.", Cell::KindSlashName("/roleRef")),
@@ -150,7 +171,10 @@ pub fn builtin_resources() -> Vec<ResourceType> {
         },
         ResourceType {
             short_names: strings(&["ev"]),
-            columns: event_columns(),
+            columns: events_v1_columns(),
+            strategy: Strategy::EventsV1,
+            // One stored object with core/v1 Events, as in kube.
+            storage_group: String::new(),
             ..builtin("events.k8s.io", "v1", "events", "event", "Event", true, "io.k8s.api.events.v1.Event")
         },
         ResourceType {

@@ -73,6 +73,8 @@ pub enum Strategy {
     Workspace,
     /// Objects of a CustomResourceDefinition: schema defaulting and validation.
     CustomResource,
+    /// events.k8s.io/v1 Events: stored as the core/v1 Events they are (one object, two APIs).
+    EventsV1,
 }
 
 /// How object names of a resource are validated.
@@ -176,6 +178,12 @@ impl ResourceType {
             Some(custom) => std::borrow::Cow::Borrowed(&custom.schema),
             None => std::borrow::Cow::Owned(protocol::openapi::schema_ref(&self.schema_name)),
         }
+    }
+
+    /// Whether objects of this row are stored in another shape than the request's (a CRD's
+    /// storage version, events.k8s.io Events stored as core Events).
+    pub fn converts(&self) -> bool {
+        self.custom.is_some() || self.strategy == Strategy::EventsV1
     }
 
     /// Whether this row is `group/version/resource`.

@@ -119,12 +119,12 @@ impl Ctx {
         rows: impl Fn(&Value) -> Vec<Value>,
     ) -> ApiResult<Response> {
         let converted;
-        let value = match &self.rt.custom {
-            Some(_) => {
+        let value = match self.rt.converts() {
+            true => {
                 converted = self.present_all(value);
                 &converted
             }
-            None => value,
+            false => value,
         };
         match self.representation()? {
             Representation::Table if value.get("kind").and_then(Value::as_str) != Some("Status") => {
@@ -147,8 +147,8 @@ impl Ctx {
     fn present_all(&self, value: &Value) -> Value {
         let mut value = value.clone();
         match value.get_mut("items").and_then(Value::as_array_mut) {
-            Some(items) => items.iter_mut().for_each(|item| crate::crd::objects::present(&self.rt, item)),
-            None => crate::crd::objects::present(&self.rt, &mut value),
+            Some(items) => items.iter_mut().for_each(|item| crate::conversion::to_version(&self.rt, item)),
+            None => crate::conversion::to_version(&self.rt, &mut value),
         }
         value
     }
@@ -156,11 +156,11 @@ impl Ctx {
     /// One object as the client should see it (custom resources in the addressed version,
     /// with its defaults); other objects are borrowed as they are.
     pub fn present<'v>(&self, object: &'v Value) -> std::borrow::Cow<'v, Value> {
-        if self.rt.custom.is_none() {
+        if !self.rt.converts() {
             return std::borrow::Cow::Borrowed(object);
         }
         let mut object = object.clone();
-        crate::crd::objects::present(&self.rt, &mut object);
+        crate::conversion::to_version(&self.rt, &mut object);
         std::borrow::Cow::Owned(object)
     }
 }

@@ -21,7 +21,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
         None => {
             storage::guaranteed_update(&ctx.shard, &ctx.rt, &at, subresource, options, |current| {
                 let mut new = object.clone();
-                managed_fields::track_update(ctx, Some(current), &mut new)?;
+                managed_fields::track_update(ctx, Some(&ctx.present(current)), &mut new)?;
                 Ok(new)
             })
             .await?
@@ -33,7 +33,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
                 let stale = store::StoreError::Conflict { expected, actual: old_rv };
                 return Err(storage::object_error(&ctx.rt, at.name, stale));
             }
-            managed_fields::track_update(ctx, Some(&old), &mut object)?;
+            managed_fields::track_update(ctx, Some(&ctx.present(&old)), &mut object)?;
             strategy::prepare_update(&ctx.rt, &old, &mut object, subresource)?;
             storage::replace(&ctx.shard, &ctx.rt, &at, &old, old_rv, object, options).await?
         }
