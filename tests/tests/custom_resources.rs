@@ -66,6 +66,8 @@ spec:
   - name: v1beta1
     served: true
     storage: false
+    deprecated: true
+    deprecationWarning: "stable.example.com/v1beta1 CronTab is deprecated; use stable.example.com/v1"
     schema:
       openAPIV3Schema:
         type: object
@@ -169,9 +171,14 @@ async fn crds_serve_validate_default_and_print() {
     kubectl().args(["apply", "--server-side", "--field-manager=beta", "-f", "-"]).stdin(beta_apply).ok();
 
     // Another served version reads the same object.
-    let beta =
-        kubectl().args(["get", "crontabs.v1beta1.stable.example.com", "nightly", "-o", "json"]).ok().json().unwrap();
+    let beta_output = kubectl().args(["get", "crontabs.v1beta1.stable.example.com", "nightly", "-o", "json"]).ok();
+    let beta = beta_output.json().unwrap();
     assert_eq!(beta["apiVersion"], "stable.example.com/v1beta1");
+    assert!(
+        beta_output.stderr.contains("v1beta1 CronTab is deprecated; use stable.example.com/v1"),
+        "{}",
+        beta_output.stderr
+    );
 
     // Status subresource: the main resource ignores status; /status writes it.
     kubectl()

@@ -132,7 +132,7 @@ pub fn prepare_update(rt: &ResourceType, old: &Value, new: &mut Value, subresour
         promote_initialized(new);
     }
     if rt.strategy == Strategy::CustomResourceDefinition {
-        crate::crd::status::prepare_update(old, new, &crate::storage::now());
+        crate::crd::status::prepare_update(old, new, &crate::storage::now(), subresource == Some("status"));
     }
     if matches!(rt.strategy, Strategy::CustomResource | Strategy::EventsV1) {
         crate::conversion::to_storage(rt, new);

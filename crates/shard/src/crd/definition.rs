@@ -72,6 +72,12 @@ pub fn resource_types(crd: &Value) -> Vec<ResourceType> {
                 custom: Some(Arc::new(CustomVersion {
                     crd_name: crd_name.clone(),
                     served: v.get("served").and_then(Value::as_bool) == Some(true),
+                    deprecation: (v.get("deprecated").and_then(Value::as_bool) == Some(true)).then(|| {
+                        v.get("deprecationWarning")
+                            .and_then(Value::as_str)
+                            .map(str::to_string)
+                            .unwrap_or_else(|| format!("{group}/{version} {kind} is deprecated"))
+                    }),
                     schema,
                     storage_version: storage_version.clone(),
                     scale,

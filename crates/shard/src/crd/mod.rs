@@ -62,6 +62,8 @@ pub struct CustomVersion {
     pub crd_name: String,
     /// Whether requests may address this version.
     pub served: bool,
+    /// The warning every response of a deprecated version carries.
+    pub deprecation: Option<String>,
     /// The version's `openAPIV3Schema` (structural).
     pub schema: Value,
     /// The version objects are stored in.

@@ -20,10 +20,17 @@ pub fn prepare_create(crd: &mut Value, now: &str) {
     crd["status"] = status(crd, None, now);
 }
 
-/// Defaults an updated CRD and recomputes its status from the old one.
-pub fn prepare_update(old: &Value, crd: &mut Value, now: &str) {
+/// Defaults an updated CRD and recomputes its status from the old one. A write through
+/// the status subresource may set `storedVersions` (what storage-version migrators do once
+/// every object is rewritten); otherwise they only grow.
+pub fn prepare_update(old: &Value, crd: &mut Value, now: &str, status_write: bool) {
     protocol::crd::default_crd(crd);
-    crd["status"] = status(crd, old.get("status"), now);
+    let requested = crd.pointer("/status/storedVersions").cloned();
+    let mut previous = old.get("status").cloned().unwrap_or_default();
+    if let (true, Some(requested)) = (status_write, requested) {
+        previous["storedVersions"] = requested;
+    }
+    crd["status"] = status(crd, Some(&previous), now);
 }
 
 /// Validation causes of a CRD, as (field, message) pairs.
@@ -126,8 +133,17 @@ mod tests {
         assert_eq!(created.pointer("/status/acceptedNames/listKind"), Some(&json!("WidgetList")));
 
         let mut updated = crd("v2");
-        prepare_update(&created, &mut updated, "2026-02-02T00:00:00Z");
+        prepare_update(&created, &mut updated, "2026-02-02T00:00:00Z", false);
         assert_eq!(updated.pointer("/status/storedVersions"), Some(&json!(["v1", "v2"])));
+        // A migrator drops v1 through the status subresource; the storage version stays.
+        let mut migrated = updated.clone();
+        migrated["status"]["storedVersions"] = json!([]);
+        prepare_update(&updated, &mut migrated, "2026-03-03T00:00:00Z", true);
+        assert_eq!(migrated.pointer("/status/storedVersions"), Some(&json!(["v2"])));
+        let mut ignored = updated.clone();
+        ignored["status"]["storedVersions"] = json!([]);
+        prepare_update(&updated, &mut ignored, "2026-03-03T00:00:00Z", false);
+        assert_eq!(ignored.pointer("/status/storedVersions"), Some(&json!(["v1", "v2"])));
         assert_eq!(updated.pointer("/status/conditions/1/lastTransitionTime"), Some(&json!("2026-01-01T00:00:00Z")));
     }
 }

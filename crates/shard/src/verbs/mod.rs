@@ -118,6 +118,15 @@ impl Ctx {
         warnings: &[String],
         rows: impl Fn(&Value) -> Vec<Value>,
     ) -> ApiResult<Response> {
+        let deprecation = self.rt.custom.as_ref().and_then(|c| c.deprecation.clone());
+        let with_deprecation: Vec<String>;
+        let warnings = match deprecation {
+            Some(warning) => {
+                with_deprecation = warnings.iter().cloned().chain([warning]).collect();
+                &with_deprecation
+            }
+            None => warnings,
+        };
         let converted;
         let value = match self.rt.converts() {
             true => {
