@@ -87,6 +87,7 @@ spec:
   - name: v1
     served: true
     storage: true
+    selectableFields: [{jsonPath: .spec.size}]
     schema:
       openAPIV3Schema:
         type: object
@@ -239,6 +240,14 @@ async fn crds_serve_validate_default_and_print() {
         .stdin(ssa.replace("small", "large"))
         .fails();
     assert!(conflict.stderr.contains(".spec.size") && conflict.stderr.contains("\"one\""), "{}", conflict.stderr);
+
+    // selectableFields make CR fields usable in field selectors.
+    let small = kubectl().args(["get", "widgets", "--field-selector", "spec.size=small", "-o", "name"]).ok().stdout;
+    assert_eq!(small.lines().collect::<Vec<_>>(), ["widget.example.org/w1", "widget.example.org/w3"], "{small}");
+    let none = kubectl().args(["get", "widgets", "--field-selector", "spec.size=large", "-o", "name"]).ok().stdout;
+    assert!(none.trim().is_empty(), "{none}");
+    let unknown = kubectl().args(["get", "widgets", "--field-selector", "spec.other=x"]).fails();
+    assert!(unknown.stderr.contains("spec.other"), "{}", unknown.stderr);
 
     // Deleting the CRD deletes its objects and the resource.
     kubectl().args(["delete", "crd", "crontabs.stable.example.com", "--timeout=60s"]).ok();

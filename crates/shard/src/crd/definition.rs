@@ -72,6 +72,7 @@ pub fn resource_types(crd: &Value) -> Vec<ResourceType> {
                 custom: Some(Arc::new(CustomVersion {
                     crd_name: crd_name.clone(),
                     served: v.get("served").and_then(Value::as_bool) == Some(true),
+                    selectable_fields: selectable_fields(v.get("selectableFields")),
                     deprecation: (v.get("deprecated").and_then(Value::as_bool) == Some(true)).then(|| {
                         v.get("deprecationWarning")
                             .and_then(Value::as_str)
@@ -93,6 +94,20 @@ pub fn resource_types(crd: &Value) -> Vec<ResourceType> {
 pub fn schema_name(group: &str, version: &str, kind: &str) -> String {
     let reversed: Vec<&str> = group.split('.').rev().collect();
     format!("{}.{version}.{kind}", reversed.join("."))
+}
+
+/// A version's `selectableFields`: each `jsonPath` (`.spec.color`) becomes the field
+/// selector name `spec.color`; paths that do not parse are left out (validation refuses
+/// them on write).
+fn selectable_fields(fields: Option<&Value>) -> Vec<(String, Vec<protocol::jsonpath::Step>)> {
+    let paths = fields.and_then(Value::as_array).into_iter().flatten();
+    paths
+        .filter_map(|field| {
+            let path = field.get("jsonPath").and_then(Value::as_str)?;
+            let steps = protocol::jsonpath::parse(path).ok()?;
+            Some((path.trim_start_matches('.').to_string(), steps))
+        })
+        .collect()
 }
 
 /// The printer columns of a version; without any, kube shows AGE alone.

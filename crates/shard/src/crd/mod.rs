@@ -64,6 +64,8 @@ pub struct CustomVersion {
     pub served: bool,
     /// The warning every response of a deprecated version carries.
     pub deprecation: Option<String>,
+    /// `selectableFields`: field-selector names (`spec.color`) and the paths they read.
+    pub selectable_fields: Vec<(String, Vec<protocol::jsonpath::Step>)>,
     /// The version's `openAPIV3Schema` (structural).
     pub schema: Value,
     /// The version objects are stored in.

@@ -91,8 +91,20 @@ fn field_value(rt: &ResourceType, object: &Value, field: &str) -> Option<Option<
             | "type",
         ) => text(&format!("/{}", field.replace('.', "/"))),
         ("Event", "source") => text("/source/component"),
+        _ if rt.custom.is_some() => custom_field_value(rt, object, field),
         _ => None,
     }
+}
+
+/// A CRD's `selectableFields`: the value at the field's path, as text.
+fn custom_field_value(rt: &ResourceType, object: &Value, field: &str) -> Option<Option<String>> {
+    let custom = rt.custom.as_ref()?;
+    let (_, steps) = custom.selectable_fields.iter().find(|(name, _)| name == field)?;
+    let value = protocol::jsonpath::evaluate(steps, object).into_iter().next();
+    Some(value.map(|v| match v {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }))
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
