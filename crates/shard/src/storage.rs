@@ -356,6 +356,12 @@ pub async fn delete_cascading(
     cascade: Cascade,
     options: WriteOptions,
 ) -> ApiResult<Deleted> {
+    if rt.strategy == Strategy::Namespace && PROTECTED_NAMESPACES.contains(&at.name) {
+        return Err(ApiError::forbidden(format!(
+            "namespaces \"{}\" is forbidden: this namespace may not be deleted",
+            at.name
+        )));
+    }
     // Without caller preconditions a conflict only means the object changed between our
     // read and our write: read again and retry, as kube-apiserver does.
     let mut last_error = None;
@@ -376,12 +382,6 @@ async fn delete_once(
     cascade: Cascade,
     options: WriteOptions,
 ) -> ApiResult<Deleted> {
-    if rt.strategy == Strategy::Namespace && PROTECTED_NAMESPACES.contains(&at.name) {
-        return Err(ApiError::forbidden(format!(
-            "namespaces \"{}\" is forbidden: this namespace may not be deleted",
-            at.name
-        )));
-    }
     let (object, rv) = get(shard, rt, at)?;
     check_delete_preconditions(rt, at.name, &object, preconditions)?;
     let deleting = meta::is_deleting(&object);

@@ -26,8 +26,7 @@ async fn clean_up(shard: &Shard, cluster: &str, crd_name: &str) -> bool {
         // Not indexed: a CRD without group, plural or kind, through which nothing was stored.
         return remove_finalizer(shard, cluster, crd_name).await;
     };
-    let rt = &rt;
-    let prefix = crate::objects::collection_prefix(rt, Some(cluster), None);
+    let prefix = crate::objects::collection_prefix(&rt, Some(cluster), None);
     let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };
     let Ok(page) = shard.store.list(&options, |_, _| true) else { return false };
     let mut remaining = 0usize;
@@ -36,7 +35,7 @@ async fn clean_up(shard: &Shard, cluster: &str, crd_name: &str) -> bool {
         let Some((_, namespace, name)) = crate::objects::split_key(&key) else { continue };
         let namespace = rt.namespaced.then_some(namespace);
         let at = ObjectRef { cluster, namespace, name };
-        let deleted = storage::delete(shard, rt, &at, &DeletePreconditions::default(), WriteOptions::default()).await;
+        let deleted = storage::delete(shard, &rt, &at, &DeletePreconditions::default(), WriteOptions::default()).await;
         if matches!(deleted, Ok(storage::Deleted::Gone(_))) || deleted.is_err_and(|e| e.code == 404) {
             remaining -= 1;
         }

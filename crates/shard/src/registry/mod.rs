@@ -275,9 +275,10 @@ impl Registry {
     /// or not it serves any version; what deleting everything in a namespace or cluster
     /// walks.
     pub fn stored(&self, cluster: &str) -> Vec<Arc<ResourceType>> {
-        let mut rows = self.all.clone();
-        rows.extend(self.custom.storage_rows(cluster));
-        rows
+        // Rows sharing a key prefix (both Event APIs) hold the same objects: keep the first.
+        let mut prefixes = std::collections::HashSet::new();
+        let rows = self.all.iter().cloned().chain(self.custom.storage_rows(cluster));
+        rows.filter(|rt| prefixes.insert(rt.key_prefix(None))).collect()
     }
 
     /// A resource the shard itself depends on; the built-in table always has it.
