@@ -196,6 +196,14 @@ async fn bearer_tokens_from_the_token_file_authenticate() {
     let shard = ShardProcess::start(options).await.unwrap();
     let anonymous = shard.http_as(None).unwrap();
     let with = |token: &'static str| [("authorization", token)];
+    // Authenticated, but not authorized until the admin grants it.
+    let denied = anonymous.send(Method::GET, CMS, &with("Bearer secret-dev"), vec![]).await.unwrap();
+    assert_eq!(denied.status, 403, "{}", denied.text());
+    shard
+        .kubectl()
+        .cluster("root")
+        .args(["create", "clusterrolebinding", "dave", "--clusterrole=cluster-admin", "--user=dave"])
+        .ok();
     let ok = anonymous.send(Method::GET, CMS, &with("Bearer secret-dev"), vec![]).await.unwrap();
     assert_eq!(ok.status, 200, "{}", ok.text());
     let wrong = anonymous.send(Method::GET, CMS, &with("Bearer nope"), vec![]).await.unwrap();

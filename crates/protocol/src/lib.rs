@@ -21,10 +21,12 @@
 //! - [`openapi`]: the OpenAPI v3 documents served per group-version (what `kubectl apply`
 //!   and `kubectl explain` read).
 //! - [`types`]: typed structs of Atoll's own API groups (LogicalCluster, …).
+//! - [`index`]: the gRPC index feed from shards to front-proxies.
 
 pub mod crd;
 pub mod events;
 pub mod gvr;
+pub mod index;
 pub mod jsonpath;
 pub mod managed;
 pub mod meta;

@@ -41,6 +41,34 @@ pub enum PathError {
     InvalidName(String),
 }
 
+/// Percent-decodes URL text (a path segment, a query component, a header-name key), as
+/// kube-apiserver does: kubectl sends `/clusters/%2A/…` for the wildcard. Malformed
+/// escapes stay as they are; `+` is left alone (query strings replace it first).
+pub fn percent_decode(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains('%') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'%' && i + 2 < bytes.len())
+            .then(|| std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok()))
+            .flatten();
+        match escaped {
+            Some(byte) => {
+                out.push(byte);
+                i += 3;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    std::borrow::Cow::Owned(String::from_utf8_lossy(&out).into_owned())
+}
+
 /// Reports whether `name` can name a logical cluster: a DNS-1123 label of at most 63
 /// characters (`root` is one too).
 pub fn is_valid_cluster_name(name: &str) -> bool {
@@ -208,6 +236,15 @@ mod tests {
             ("*", false),
         ] {
             assert_eq!(is_valid_cluster_name(input), expected, "input {input:?}");
+        }
+    }
+
+    #[test]
+    fn percent_decoding_table() {
+        for (input, want) in
+            [("%2A", "*"), ("root%3Aorg", "root:org"), ("bad%zz%4", "bad%zz%4"), ("a+b", "a+b"), ("%7e", "~")]
+        {
+            assert_eq!(percent_decode(input), want, "{input}");
         }
     }
 

@@ -249,6 +249,14 @@ impl ClusterNames {
     }
 }
 
+/// A logical-cluster name that is a fixed function of `key` (xxh3-64 of its bytes, spelled
+/// as [`ClusterNames`] spells names): whoever creates the cluster for the same key, and
+/// however often, names it the same, so concurrent creators collide instead of
+/// duplicating it (home workspaces use this).
+pub fn name_for_key(key: &str) -> String {
+    name_from_bits(xxh3_64(key.as_bytes()))
+}
+
 /// Spells `bits` as a name: the lowest base-26 digit picks the letter, then ten base-36
 /// digits follow. 26·36¹⁰ < 2⁶⁴, so one hash covers the name; each digit's bias from the
 /// unused high part is below 1%, irrelevant for names.

@@ -1,6 +1,6 @@
-//! The request entry point: parse, authenticate, route, record.
+//! The request entry point: parse, authenticate, authorize, route, record.
 
-use crate::authn::{AuthnError, Identity};
+use crate::authz;
 use crate::discovery;
 use crate::http::request_info::{self, RequestInfo, Target};
 use crate::http::status::{ApiError, ApiResult};
@@ -10,6 +10,8 @@ use crate::state::{Shard, LOGICAL_CLUSTER_OBJECT};
 use crate::verbs::{self, Ctx, Scope};
 use hyper::body::Incoming;
 use protocol::path::ClusterRef;
+use security::authn::{AuthnError, CertificateCaller, Identity};
+use security::identity_headers;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,8 +21,9 @@ use tracing::Instrument;
 /// rather than per request.
 #[derive(Debug, Clone, Default)]
 pub struct PeerInfo {
-    /// The identity of the verified client certificate, if one was presented.
-    pub certificate_identity: Option<Result<Identity, AuthnError>>,
+    /// What the verified client certificate says, if one was presented: a user, or a
+    /// front-proxy that names the user of each request in identity headers.
+    pub certificate: Option<Result<CertificateCaller, AuthnError>>,
 }
 
 /// Serves one request; never fails (errors become Status responses).
@@ -68,6 +71,11 @@ fn labels_of(info: &RequestInfo) -> (String, String) {
     }
 }
 
+/// A query-string key or value: `+` is a space, then percent escapes.
+fn decode_query_component(text: &str) -> String {
+    protocol::path::percent_decode(&text.replace('+', " ")).into_owned()
+}
+
 /// Splits and percent-decodes a query string.
 pub fn parse_query(query: Option<&str>) -> HashMap<String, String> {
     query
@@ -76,32 +84,9 @@ pub fn parse_query(query: Option<&str>) -> HashMap<String, String> {
         .filter(|pair| !pair.is_empty())
         .map(|pair| {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            (percent_decode(key), percent_decode(value))
+            (decode_query_component(key), decode_query_component(value))
         })
         .collect()
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                match u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz"), 16) {
-                    Ok(b) => {
-                        out.push(b);
-                        i += 2;
-                    }
-                    Err(_) => out.push(b'%'),
-                }
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 async fn route(
@@ -122,7 +107,12 @@ async fn route(
         RequestInfo::Cluster(cluster, target) => (cluster, target),
     };
     let identity = authenticate(shard, peer, &request)?;
-    let scope = resolve_scope(shard, &identity, cluster, &target)?;
+    let question = authz::Request { requested: &cluster, method: request.method(), target: &target, query: &query };
+    let scope = resolve_scope(shard, &identity, &cluster, &target)
+        .map_err(|error| authz::conceal_missing_cluster(&identity, &question, error))?;
+    if let Scope::Cluster(name) = &scope {
+        authz::authorize(shard, &identity, name, &question)?;
+    }
     let accept = request.headers().get(::http::header::ACCEPT).and_then(|v| v.to_str().ok()).map(str::to_string);
     let cluster = match &scope {
         Scope::Cluster(name) => Some(name.as_str()),
@@ -166,10 +156,20 @@ fn check_scope_of_path(rt: &crate::registry::ResourceType, req: &request_info::R
     }
 }
 
+/// The caller of one request: a user certificate, else the identity a front-proxy's
+/// certificate vouches for in `X-Remote-*` headers, else a bearer token. Identity headers
+/// on any other connection are ignored, so sending them gains nothing.
 fn authenticate(shard: &Shard, peer: &PeerInfo, request: &::http::Request<Incoming>) -> ApiResult<Identity> {
     let authorization = request.headers().get(::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let authenticated = match &peer.certificate_identity {
-        Some(from_certificate) => from_certificate.clone().map(Some),
+    let authenticated = match &peer.certificate {
+        Some(Ok(CertificateCaller::User(identity))) => Ok(Some(identity.clone())),
+        Some(Ok(CertificateCaller::FrontProxy { user })) => match identity_headers::decode(request.headers()) {
+            Ok(None) => Err(AuthnError::InvalidIdentityHeaders {
+                reason: format!("front-proxy {user} sent no X-Remote-User header"),
+            }),
+            decoded => decoded,
+        },
+        Some(Err(error)) => Err(error.clone()),
         None => shard.authn.authenticate(None, authorization),
     };
     match authenticated {
@@ -184,7 +184,7 @@ fn authenticate(shard: &Shard, peer: &PeerInfo, request: &::http::Request<Incomi
 /// Decides which clusters a request may address: wildcards need `system:masters`; a
 /// canonical path must be one of this shard's clusters; a named cluster must exist,
 /// except for creating its own LogicalCluster object.
-fn resolve_scope(shard: &Shard, identity: &Identity, cluster: ClusterRef, target: &Target) -> ApiResult<Scope> {
+fn resolve_scope(shard: &Shard, identity: &Identity, cluster: &ClusterRef, target: &Target) -> ApiResult<Scope> {
     let name = match cluster {
         ClusterRef::Wildcard if identity.is_master() => return Ok(Scope::Wildcard),
         ClusterRef::Wildcard => {
@@ -193,7 +193,7 @@ fn resolve_scope(shard: &Shard, identity: &Identity, cluster: ClusterRef, target
             identity.user
         )))
         }
-        ClusterRef::Name(name) => name,
+        ClusterRef::Name(name) => name.clone(),
         ClusterRef::Path(path) => shard.paths.resolve(path.as_str()).ok_or_else(|| {
             ApiError::not_found_message(format!(
                 "logical cluster path {path} is not hosted on this shard: address it on the shard named in its Workspace's spec.URL, or by its logical-cluster name"

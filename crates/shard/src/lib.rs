@@ -1,10 +1,11 @@
 //! The shard: Kubernetes REST for many logical clusters over one RocksDB store.
 //!
 //! A request meets these modules in this order:
-//! - [`server`]: TLS (rustls) and HTTP/1.1 + HTTP/2 connections; [`tls`] and [`pki`]
+//! - [`server`]: TLS (rustls) and HTTP/1.1 + HTTP/2 connections; `security::tls` and `security::pki`
 //!   provide the certificates, generated on first start.
-//! - [`api`]: parses the path ([`http::request_info`]), authenticates ([`authn`]),
-//!   resolves `/clusters/<name>` and routes to discovery or a verb; records metrics.
+//! - [`api`]: parses the path ([`http::request_info`]), authenticates (`security::authn`),
+//!   resolves `/clusters/<name>`, authorizes ([`authz`]: RBAC of the target logical
+//!   cluster and workspace access) and routes to discovery or a verb; records metrics.
 //! - [`discovery`]: `/api`, `/apis`, aggregated discovery, `/version`, OpenAPI v3.
 //! - [`verbs`]: one module per REST verb; they decode bodies, negotiate formats
 //!   ([`http::negotiate`], [`table`]) and call [`storage`].
@@ -24,15 +25,18 @@
 //!   [`peer`] makes the mutual-TLS calls to other shards; [`paths`] resolves canonical
 //!   paths of the clusters hosted here.
 //! - [`bootstrap`]: the root logical cluster and the admin kubeconfig.
+//! - [`index_feed`]: the gRPC stream of this shard's logical clusters and workspaces that
+//!   front-proxies route by.
 
 pub mod api;
-pub mod authn;
+pub mod authz;
 pub mod bootstrap;
 pub mod controllers;
 pub mod conversion;
 pub mod crd;
 pub mod discovery;
 pub mod http;
+pub mod index_feed;
 pub mod kinds;
 pub mod managed_fields;
 pub mod membership;
@@ -41,7 +45,6 @@ pub mod objects;
 pub mod patch;
 pub mod paths;
 pub mod peer;
-pub mod pki;
 pub mod registry;
 pub mod server;
 pub mod state;
@@ -49,6 +52,5 @@ pub mod storage;
 pub mod strategy;
 pub mod table;
 pub mod tenancy;
-pub mod tls;
 pub mod validation;
 pub mod verbs;

@@ -3,14 +3,15 @@
 use anyhow::Context;
 use clap::Parser;
 use protocol::ring::ClusterNames;
-use shard::authn::{Authenticator, TokenFile};
+use security::authn::{Authenticator, TokenFile};
+use security::{pki, tls};
 use shard::membership::Membership;
 use shard::metrics::Metrics;
 use shard::paths::PathIndex;
 use shard::peer::{PeerCredentials, Peers};
 use shard::registry::Registry;
 use shard::state::{Shard, ROOT_CLUSTER};
-use shard::{bootstrap, controllers, pki, server, tls};
+use shard::{bootstrap, controllers, server};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -139,6 +140,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             peer_client_key_file: args.peer_client_key_file.clone(),
             front_proxy_ca_file: args.front_proxy_ca_file.clone(),
         },
+        role: pki::Role::Shard,
     };
     let material = pki::load(&pki_options).context("load or create the PKI")?;
     let tls_config = tls::server_config(&material).context("build the TLS configuration")?;
@@ -160,7 +162,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         name: args.name.clone(),
         store,
         registry: Registry::builtin(),
-        authn: Authenticator::new(tokens),
+        authn: Authenticator::new(tokens, material.front_proxy_ca_cert_pem.as_deref())
+            .context("read the front-proxy CA")?,
         metrics,
         external_url: args
             .external_url
@@ -199,19 +202,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     tracing::info!(shard = %args.name, url = %shard.base_url, kubeconfig = %kubeconfig.display(), "serving");
 
-    wait_for_signal().await?;
+    security::https::shutdown_signal().await?;
     tracing::info!("shutting down");
     let _ = shutdown_tx.send(true);
     let _ = serving.await;
-    Ok(())
-}
-
-async fn wait_for_signal() -> anyhow::Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).context("install the SIGTERM handler")?;
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
     Ok(())
 }

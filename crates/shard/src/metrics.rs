@@ -35,6 +35,15 @@ pub struct GcLabels {
     pub action: String,
 }
 
+/// Labels of an authorization decision.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AuthorizationLabels {
+    /// `allowed` or `denied`.
+    pub decision: &'static str,
+    /// `masters`, `owner`, `rbac`, `workspace_access` or `no_rule`.
+    pub reason: &'static str,
+}
+
 /// The shard's metrics.
 pub struct Metrics {
     /// Requests served.
@@ -49,6 +58,8 @@ pub struct Metrics {
     pub ring_shards: Gauge,
     /// Writes of the garbage collector, by action.
     pub gc_actions: Family<GcLabels, Counter>,
+    /// Authorization decisions on requests, by decision and reason.
+    pub authorization_decisions: Family<AuthorizationLabels, Counter>,
     store_ops: Counter,
     store_batches: Counter,
     store_write_seconds: prometheus_client::metrics::counter::Counter<f64, std::sync::atomic::AtomicU64>,
@@ -76,6 +87,7 @@ impl Metrics {
         let watches_active = Gauge::default();
         let ring_shards = Gauge::default();
         let gc_actions = Family::<GcLabels, Counter>::default();
+        let authorization_decisions = Family::<AuthorizationLabels, Counter>::default();
         let store_ops = Counter::default();
         let store_batches = Counter::default();
         let store_write_seconds = Default::default();
@@ -85,6 +97,11 @@ impl Metrics {
         registry.register("atoll_watches_active", "Watches streaming now", watches_active.clone());
         registry.register("atoll_ring_shards", "Shards in this shard's consistent-hash ring", ring_shards.clone());
         registry.register("atoll_gc_actions", "Writes of the garbage collector, by action", gc_actions.clone());
+        registry.register(
+            "atoll_authorization_decisions",
+            "Authorization decisions on requests, by decision and reason",
+            authorization_decisions.clone(),
+        );
         registry.register("atoll_store_ops_committed", "Store ops committed", store_ops.clone());
         registry.register("atoll_store_batches", "Store batches (fsyncs) written", store_batches.clone());
         registry.register(
@@ -99,6 +116,7 @@ impl Metrics {
             watches_active,
             ring_shards,
             gc_actions,
+            authorization_decisions,
             store_ops,
             store_batches,
             store_write_seconds,

@@ -82,7 +82,7 @@ impl Peers {
         }
         let unreachable = |message: String| PeerError::Unreachable { url: base_url.to_string(), message };
         let credentials = &self.credentials;
-        let document = crate::pki::kubeconfig_document(
+        let document = security::pki::kubeconfig_document(
             base_url,
             &credentials.server_ca_pem,
             &credentials.client_cert_pem,

@@ -1,133 +1,35 @@
-//! The HTTPS listener: rustls handshakes, HTTP/1.1 and HTTP/2 (kubectl speaks h2), and
-//! graceful shutdown.
+//! The shard's HTTPS listener: `security::https` connections, each request routed to the
+//! gRPC index feed or the Kubernetes API.
 
 use crate::api::{self, PeerInfo};
+use crate::index_feed;
 use crate::state::Shard;
-use crate::tls;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
+use security::tls;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio_rustls::TlsAcceptor;
-
-/// Connections served at once; further ones wait in the kernel's accept backlog.
-const CONNECTIONS_MAX: usize = 4096;
-/// A TLS handshake that takes longer than this is dropped (slowloris).
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// An HTTP/1.1 client must send a request's headers within this time, also on an idle
-/// keep-alive connection.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(60);
-/// HTTP/2 connections are pinged this often, and dropped if a ping is not answered in
-/// [`HTTP2_KEEP_ALIVE_TIMEOUT`].
-const HTTP2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
-/// See [`HTTP2_KEEP_ALIVE_INTERVAL`].
-const HTTP2_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(20);
-/// How long in-flight requests get to finish on shutdown.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Accepts connections until `shutdown` flips to true, then drains.
 pub async fn serve(
     listener: TcpListener,
     config: Arc<rustls::ServerConfig>,
     shard: Arc<Shard>,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) {
-    let acceptor = TlsAcceptor::from(config);
-    let slots = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
-    let (drain_tx, drain_rx) = watch::channel(false);
-    loop {
-        let permit = tokio::select! {
-            permit = slots.clone().acquire_owned() => permit.expect("semaphore is never closed"),
-            _ = shutdown.changed() => break,
-        };
-        let (tcp, remote) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    tracing::warn!(%error, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = shutdown.changed() => break,
-        };
-        let _ = tcp.set_nodelay(true);
-        let acceptor = acceptor.clone();
+    security::https::serve(listener, config, shutdown, move |connection| {
+        // What the client certificate says is worked out once per connection.
+        let certificate = tls::client_certificate_der(connection).map(|der| shard.authn.certificate_caller(der));
+        let peer = Arc::new(PeerInfo { certificate });
         let shard = shard.clone();
-        let drain = drain_rx.clone();
-        tokio::spawn(async move {
-            let _permit = permit;
-            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                Ok(Ok(tls)) => tls,
-                Ok(Err(error)) => {
-                    tracing::debug!(%remote, %error, "TLS handshake failed");
-                    return;
+        hyper::service::service_fn(move |request| {
+            let (shard, peer) = (shard.clone(), peer.clone());
+            async move {
+                if index_feed::is_grpc(&request) {
+                    return Ok::<_, std::convert::Infallible>(index_feed::serve(shard, &peer, request).await);
                 }
-                Err(_) => return,
-            };
-            let peer = Arc::new(PeerInfo { certificate_identity: certificate_identity(&shard, tls.get_ref().1) });
-            serve_connection(tls, shard, peer, drain).await;
-        });
-    }
-    let _ = drain_tx.send(true);
-    tokio::time::sleep(Duration::from_millis(10)).await;
-    let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
-        while slots.available_permits() < CONNECTIONS_MAX {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+                Ok(api::serve(shard, peer, request).await)
+            }
+        })
     })
     .await;
-    if drained.is_err() {
-        tracing::info!("shutdown: connections still open after the drain timeout; closing them");
-    }
-}
-
-/// The identity of the connection's client certificate, parsed once per connection.
-fn certificate_identity(
-    shard: &Shard,
-    connection: &rustls::ServerConnection,
-) -> Option<Result<crate::authn::Identity, crate::authn::AuthnError>> {
-    let der = tls::client_certificate_der(connection)?;
-    Some(shard.authn.authenticate(Some(der), None).and_then(|identity| {
-        identity.ok_or(crate::authn::AuthnError::InvalidClientCertificate {
-            reason: "no identity in the certificate".into(),
-        })
-    }))
-}
-
-async fn serve_connection(
-    tls: tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
-    shard: Arc<Shard>,
-    peer: Arc<PeerInfo>,
-    mut drain: watch::Receiver<bool>,
-) {
-    let service = hyper::service::service_fn(move |request| {
-        let shard = shard.clone();
-        let peer = peer.clone();
-        async move { Ok::<_, std::convert::Infallible>(api::serve(shard, peer, request).await) }
-    });
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    // Without a timer hyper applies no timeouts at all, and idle or slow connections
-    // would hold connection slots forever.
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(Some(HTTP2_KEEP_ALIVE_INTERVAL))
-        .keep_alive_timeout(HTTP2_KEEP_ALIVE_TIMEOUT);
-    let connection = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
-    tokio::pin!(connection);
-    tokio::select! {
-        result = connection.as_mut() => {
-            if let Err(error) = result {
-                tracing::debug!(%error, "connection ended with an error");
-            }
-        }
-        _ = drain.changed() => {
-            connection.as_mut().graceful_shutdown();
-            let _ = tokio::time::timeout(DRAIN_TIMEOUT, connection).await;
-        }
-    }
 }

@@ -1,12 +1,12 @@
 //! The shard's shared state, handed to every request and controller.
 
-use crate::authn::Authenticator;
 use crate::membership::Membership;
 use crate::metrics::Metrics;
 use crate::paths::PathIndex;
 use crate::peer::Peers;
 use crate::registry::Registry;
 use protocol::ring::ClusterNames;
+use security::authn::Authenticator;
 use store::Store;
 
 /// The name of the object that makes a logical cluster exist.

@@ -77,7 +77,7 @@ pub fn prepare_create(rt: &ResourceType, object: &mut Value, cluster: &str, now:
         }
         Strategy::CustomResourceDefinition => crate::crd::status::prepare_create(object, now),
         Strategy::CustomResource | Strategy::EventsV1 => crate::conversion::to_storage(rt, object),
-        Strategy::Generic => {}
+        Strategy::Generic | Strategy::AccessReview => {}
     }
     Ok(())
 }
@@ -121,12 +121,15 @@ pub fn prepare_update(rt: &ResourceType, old: &Value, new: &mut Value, subresour
                 keep_workspace_placement(old, new)?;
                 keep_annotation(old, new, crate::tenancy::SCHEDULED_CLUSTER_ANNOTATION);
                 keep_annotation(old, new, crate::tenancy::SCHEDULED_SHARD_ANNOTATION);
+                keep_annotation(old, new, crate::tenancy::owner::OWNER_ANNOTATION);
             }
         }
     }
     copy_system_metadata(old, new);
     if rt.strategy == Strategy::LogicalCluster {
         keep_annotation(old, new, crate::paths::PATH_ANNOTATION);
+        // The owner is a grant (see `tenancy::owner`): nobody edits themselves into it.
+        keep_annotation(old, new, crate::tenancy::owner::OWNER_ANNOTATION);
     }
     if rt.strategy == Strategy::LogicalCluster && subresource == Some("status") {
         promote_initialized(new);

@@ -100,7 +100,7 @@ pub enum RequestInfo {
 /// Parses a method, path and query into what the request asks for.
 pub fn parse(method: &http::Method, path: &str, query: &HashMap<String, String>) -> RequestInfo {
     let decoded: Vec<std::borrow::Cow<'_, str>> =
-        path.trim_matches('/').split('/').filter(|s| !s.is_empty()).map(decode_segment).collect();
+        path.trim_matches('/').split('/').filter(|s| !s.is_empty()).map(protocol::path::percent_decode).collect();
     let parts: Vec<&str> = decoded.iter().map(|s| s.as_ref()).collect();
     match parts.as_slice() {
         [endpoint @ ("healthz" | "livez" | "readyz" | "metrics" | "version")] => {
@@ -116,33 +116,6 @@ pub fn parse(method: &http::Method, path: &str, query: &HashMap<String, String>)
         },
         _ => RequestInfo::Unknown,
     }
-}
-
-/// Percent-decodes one path segment, as kube-apiserver does (kubectl sends
-/// `/clusters/%2A/…` for the wildcard). Malformed escapes stay as they are.
-fn decode_segment(segment: &str) -> std::borrow::Cow<'_, str> {
-    if !segment.contains('%') {
-        return std::borrow::Cow::Borrowed(segment);
-    }
-    let bytes = segment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let escaped = (bytes[i] == b'%' && i + 2 < bytes.len())
-            .then(|| std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok()))
-            .flatten();
-        match escaped {
-            Some(byte) => {
-                out.push(byte);
-                i += 3;
-            }
-            None => {
-                out.push(bytes[i]);
-                i += 1;
-            }
-        }
-    }
-    std::borrow::Cow::Owned(String::from_utf8_lossy(&out).into_owned())
 }
 
 fn parse_target(method: &http::Method, parts: &[&str], query: &HashMap<String, String>) -> Option<Target> {
@@ -238,9 +211,6 @@ mod tests {
 
     #[test]
     fn path_segments_are_percent_decoded() {
-        assert_eq!(decode_segment("%2A"), "*");
-        assert_eq!(decode_segment("root%3Aorg"), "root:org");
-        assert_eq!(decode_segment("bad%zz%4"), "bad%zz%4");
         let info = parse(&Method::GET, "/clusters/%2A/api/v1/configmaps", &HashMap::new());
         assert!(matches!(info, RequestInfo::Cluster(ClusterRef::Wildcard, _)), "{info:?}");
     }

@@ -44,6 +44,17 @@ impl ApiError {
         Self::new(403, "Forbidden", message)
     }
 
+    /// 403 for a request about a resource, worded as kube's `NewForbidden`:
+    /// `configmaps "x" is forbidden: <why>` (without a name for collections).
+    pub fn forbidden_on(resource: &GroupResource, name: &str, why: &str) -> Self {
+        let message = match name {
+            "" => format!("{resource} is forbidden: {why}"),
+            name => format!("{resource} \"{name}\" is forbidden: {why}"),
+        };
+        Self::new(403, "Forbidden", message)
+            .with_details(json!({"name": name, "group": resource.group, "kind": resource.resource}))
+    }
+
     /// 404 for a named object of a resource.
     pub fn not_found(resource: &GroupResource, name: &str) -> Self {
         Self::new(404, "NotFound", format!("{resource} \"{name}\" not found"))
@@ -219,6 +230,11 @@ mod tests {
             assert_eq!(status["message"], message);
             assert_eq!(status["status"], "Failure");
         }
+        let forbidden = ApiError::forbidden_on(&cm, "a", "User \"u\" cannot get it").to_status();
+        assert_eq!(forbidden["message"], "configmaps \"a\" is forbidden: User \"u\" cannot get it");
+        assert_eq!(forbidden["details"], json!({"name": "a", "group": "", "kind": "configmaps"}));
+        let collection = ApiError::forbidden_on(&GroupResource::new("apps", "deployments"), "", "no");
+        assert_eq!(collection.message, "deployments.apps is forbidden: no");
         let invalid = ApiError::invalid("ConfigMap", "", "A", &[("metadata.name".into(), "bad".into())]);
         assert_eq!(invalid.to_status()["message"], "ConfigMap \"A\" is invalid: metadata.name: bad");
         assert_eq!(invalid.to_status()["details"]["causes"][0]["field"], "metadata.name");

@@ -111,6 +111,16 @@ fn builtin(
     }
 }
 
+/// An authorization.k8s.io/v1 review: a create-only question, answered and never stored.
+fn review(resource: &str, kind: &str, namespaced: bool) -> ResourceType {
+    let schema_name = format!("io.k8s.api.authorization.v1.{kind}");
+    let singular = resource.trim_end_matches('s');
+    ResourceType {
+        strategy: Strategy::AccessReview,
+        ..builtin("authorization.k8s.io", "v1", resource, singular, kind, namespaced, &schema_name)
+    }
+}
+
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
@@ -300,5 +310,9 @@ pub fn builtin_resources() -> Vec<ResourceType> {
             ],
             ..builtin("core.kcp.io", "v1alpha1", "shards", "shard", "Shard", false, "io.kcp.core.v1alpha1.Shard")
         },
+        review("localsubjectaccessreviews", "LocalSubjectAccessReview", true),
+        review("selfsubjectaccessreviews", "SelfSubjectAccessReview", false),
+        review("selfsubjectrulesreviews", "SelfSubjectRulesReview", false),
+        review("subjectaccessreviews", "SubjectAccessReview", false),
     ]
 }

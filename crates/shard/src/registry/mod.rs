@@ -75,6 +75,9 @@ pub enum Strategy {
     CustomResource,
     /// events.k8s.io/v1 Events: stored as the core/v1 Events they are (one object, two APIs).
     EventsV1,
+    /// authorization.k8s.io/v1 access and rules reviews: create-only questions answered by
+    /// [`crate::authz::review`], never stored.
+    AccessReview,
 }
 
 /// How object names of a resource are validated.
@@ -166,6 +169,7 @@ impl ResourceType {
         const NAMESPACE_VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
         match self.strategy {
             Strategy::Namespace => NAMESPACE_VERBS,
+            Strategy::AccessReview => &["create"],
             _ => VERBS,
         }
     }
@@ -271,13 +275,14 @@ impl Registry {
         }
     }
 
-    /// One row per stored resource of `cluster`: the built-ins, then one per CRD whether
-    /// or not it serves any version; what deleting everything in a namespace or cluster
-    /// walks.
+    /// One row per stored resource of `cluster`: the built-ins (but the never-stored
+    /// reviews), then one per CRD whether or not it serves any version; what deleting
+    /// everything in a namespace or cluster walks.
     pub fn stored(&self, cluster: &str) -> Vec<Arc<ResourceType>> {
         // Rows sharing a key prefix (both Event APIs) hold the same objects: keep the first.
         let mut prefixes = std::collections::HashSet::new();
-        let rows = self.all.iter().cloned().chain(self.custom.storage_rows(cluster));
+        let builtin = self.all.iter().filter(|rt| rt.strategy != Strategy::AccessReview).cloned();
+        let rows = builtin.chain(self.custom.storage_rows(cluster));
         rows.filter(|rt| prefixes.insert(rt.key_prefix(None))).collect()
     }
 
@@ -313,6 +318,12 @@ impl Registry {
     /// `workspacetypes.tenancy.kcp.io`.
     pub fn workspace_types(&self) -> Arc<ResourceType> {
         self.required("tenancy.kcp.io", "workspacetypes")
+    }
+
+    /// `<resource>.rbac.authorization.k8s.io` (roles, clusterroles, rolebindings,
+    /// clusterrolebindings), which authorization reads.
+    pub fn rbac(&self, resource: &str) -> Arc<ResourceType> {
+        self.required("rbac.authorization.k8s.io", resource)
     }
 
     /// `shards.core.kcp.io`.

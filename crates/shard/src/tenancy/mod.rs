@@ -1,10 +1,12 @@
 //! Tenancy: workspaces (`tenancy.kcp.io/v1alpha1`), their types, and what ties a
 //! Workspace in a parent logical cluster to the LogicalCluster it brings to life.
 //!
-//! Admission runs here (it reads the parent cluster and the type objects); the
-//! scheduler that places workspaces on shards is [`crate::controllers::workspace`].
+//! Admission runs here (it reads the parent cluster and the type objects; [`owner`]
+//! records the creator); the scheduler that places workspaces on shards is
+//! [`crate::controllers::workspace`].
 
 pub mod clusters;
+pub mod owner;
 pub mod types;
 
 use crate::http::status::{ApiError, ApiResult};
@@ -165,7 +167,7 @@ pub fn logical_cluster_for(workspace: &Value, parent: &Parent) -> Value {
     let type_ref = workspace.pointer("/spec/type").and_then(|t| types::reference(t, ROOT_CLUSTER));
     let type_annotation = type_ref.unwrap_or(types::DEFAULT_TYPE).qualified();
     let initializers = workspace.pointer("/status/initializers").cloned().unwrap_or_else(|| json!([]));
-    json!({
+    let mut logical_cluster = json!({
         "apiVersion": "core.kcp.io/v1alpha1",
         "kind": "LogicalCluster",
         "metadata": {
@@ -185,7 +187,12 @@ pub fn logical_cluster_for(workspace: &Value, parent: &Parent) -> Value {
             },
             "initializers": initializers,
         },
-    })
+    });
+    // The workspace's owner is the logical cluster's owner (see [`owner`]).
+    if let Some(owner) = meta::annotations(workspace).get(owner::OWNER_ANNOTATION) {
+        meta::set_annotation(&mut logical_cluster, owner::OWNER_ANNOTATION, owner);
+    }
+    logical_cluster
 }
 
 /// Whether a LogicalCluster was created for this workspace (owner UID matches).
@@ -213,5 +220,16 @@ mod tests {
         assert_eq!(lc["spec"]["initializers"], json!(["root:init"]));
         assert!(owned_by(&lc, &workspace));
         assert!(!owned_by(&lc, &json!({"metadata": {"uid": "u-2"}})));
+        assert!(lc["metadata"]["annotations"].get(owner::OWNER_ANNOTATION).is_none());
+    }
+
+    #[test]
+    fn logical_cluster_inherits_the_workspace_owner() {
+        let owner = r#"{"username":"alice"}"#;
+        let workspace =
+            json!({"metadata": {"name": "team", "uid": "u-1", "annotations": {owner::OWNER_ANNOTATION: owner}}});
+        let parent = Parent { cluster: "root".into(), path: "root".into(), workspace_type: None };
+        let lc = logical_cluster_for(&workspace, &parent);
+        assert_eq!(lc["metadata"]["annotations"][owner::OWNER_ANNOTATION], owner);
     }
 }

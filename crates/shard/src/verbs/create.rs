@@ -1,6 +1,6 @@
 //! POST to a collection.
 
-use super::{read_object, reconcile_name_and_namespace, Ctx};
+use super::{admit_caller, read_object, reconcile_name_and_namespace, Ctx};
 use crate::http::status::ApiResult;
 use crate::http::Response;
 use crate::storage;
@@ -10,6 +10,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
     let options = ctx.write_options()?;
     let (mut object, warnings) = read_object(ctx, body).await?;
     reconcile_name_and_namespace(ctx, &mut object)?;
+    admit_caller(ctx, &mut object);
     crate::managed_fields::track_update(ctx, None, &mut object)?;
     let created = storage::create(&ctx.shard, &ctx.rt, ctx.cluster()?, object, options).await?;
     ctx.respond_object(201, &created, &warnings)

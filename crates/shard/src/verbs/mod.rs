@@ -9,7 +9,6 @@ mod scale;
 mod update;
 mod watch;
 
-use crate::authn::Identity;
 use crate::http::negotiate::{self, Representation};
 use crate::http::request_info::{ResourceRequest, Verb};
 use crate::http::status::{ApiError, ApiResult};
@@ -18,6 +17,7 @@ use crate::registry::ResourceType;
 use crate::state::Shard;
 use crate::storage::{ObjectRef, WriteOptions};
 use hyper::body::Incoming;
+use security::authn::Identity;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -190,6 +190,9 @@ pub async fn dispatch(ctx: Ctx, body: Incoming) -> ApiResult<Response> {
     if matches!(ctx.scope, Scope::Wildcard) && !matches!(ctx.req.verb, Verb::List | Verb::Watch) {
         ctx.cluster()?;
     }
+    if ctx.rt.strategy == crate::registry::Strategy::AccessReview {
+        return crate::authz::review::handle(&ctx, body).await;
+    }
     match (ctx.req.verb, sub.as_deref()) {
         (Verb::Get, Some("scale")) => scale::get(&ctx),
         (Verb::Update | Verb::Patch, Some("scale")) => scale::write(&ctx, body).await,
@@ -216,6 +219,14 @@ pub async fn dispatch(ctx: Ctx, body: Incoming) -> ApiResult<Response> {
             verb.as_str(),
             ctx.rt.resource
         ))),
+    }
+}
+
+/// Admission that needs the caller, for an object about to be created (storage's own
+/// admission does not know who asks): a Workspace records its creator as owner.
+pub(crate) fn admit_caller(ctx: &Ctx, object: &mut Value) {
+    if ctx.rt.strategy == crate::registry::Strategy::Workspace {
+        crate::tenancy::owner::record_creator(&ctx.identity, object);
     }
 }
 

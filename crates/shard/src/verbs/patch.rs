@@ -71,7 +71,8 @@ async fn server_side_apply(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<
     let at = ctx.object_ref()?;
     match storage::get(&ctx.shard, &ctx.rt, &at) {
         Err(e) if e.code == 404 && ctx.req.subresource.is_none() => {
-            let object = managed_fields::apply(ctx, None, &config)?;
+            let mut object = managed_fields::apply(ctx, None, &config)?;
+            super::admit_caller(ctx, &mut object);
             let created = storage::create(&ctx.shard, &ctx.rt, at.cluster, object, options).await?;
             return ctx.respond_object(201, &created, &warnings);
         }

@@ -8,8 +8,8 @@ use anyhow::ensure;
 use super::files::{CertDir, LeafRequirement};
 use super::issue::{issue_client_cert_with, issue_serving_cert, served_hosts, CertifiedKey};
 use super::{
-    peer_client_user, PkiOptions, ServingMaterial, ADMIN_USER, CLIENT_CA_NAME, FRONT_PROXY_CA_NAME, MASTERS_GROUP,
-    SERVING_CA_NAME,
+    front_proxy_user, peer_client_user, PkiOptions, Role, ServingMaterial, ADMIN_USER, CLIENT_CA_NAME,
+    FRONT_PROXY_CA_NAME, MASTERS_GROUP, SERVING_CA_NAME,
 };
 
 const SERVING_LEAF_NAME: &str = "serving";
@@ -37,8 +37,16 @@ pub(super) fn load(options: &PkiOptions) -> anyhow::Result<ServingMaterial> {
         })?;
     let masters = [MASTERS_GROUP.to_owned()];
     let admin = load_or_issue_client(&leaves, ADMIN_LEAF_NAME, &cas.client, ADMIN_USER, &masters)?;
-    let peer_user = peer_client_user(&options.process_name);
-    let peer = load_or_issue_client(&leaves, PEER_CLIENT_LEAF_NAME, &cas.client, &peer_user, &masters)?;
+    let peer = match options.role {
+        Role::Shard => {
+            let user = peer_client_user(&options.process_name);
+            load_or_issue_client(&leaves, PEER_CLIENT_LEAF_NAME, &cas.client, &user, &masters)?
+        }
+        Role::FrontProxy => {
+            let user = front_proxy_user(&options.process_name);
+            load_or_issue_client(&leaves, PEER_CLIENT_LEAF_NAME, &cas.front_proxy, &user, &[])?
+        }
+    };
 
     Ok(ServingMaterial {
         ca_cert_pem: cas.serving.cert_pem,

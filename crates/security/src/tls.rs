@@ -12,7 +12,7 @@ use anyhow::Context;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
-use rustls::{RootCertStore, ServerConfig, ServerConnection};
+use rustls::{ClientConfig, RootCertStore, ServerConfig, ServerConnection};
 
 use crate::pki::ServingMaterial;
 
@@ -24,9 +24,16 @@ use crate::pki::ServingMaterial;
 pub fn server_config(material: &ServingMaterial) -> anyhow::Result<Arc<ServerConfig>> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
 
+    // The front-proxy CA is trusted at the TLS layer too; the authenticator then tells the
+    // two apart, taking identity headers only from front-proxy certificates.
     let mut client_roots = RootCertStore::empty();
     for cert in parse_certificates(&material.client_ca_cert_pem).context("read client CA")? {
         client_roots.add(cert).context("add client CA to the trust store")?;
+    }
+    if let Some(front_proxy_ca) = &material.front_proxy_ca_cert_pem {
+        for cert in parse_certificates(front_proxy_ca).context("read front-proxy CA")? {
+            client_roots.add(cert).context("add front-proxy CA to the trust store")?;
+        }
     }
     let client_verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(client_roots), provider.clone())
         .allow_unauthenticated()
@@ -47,6 +54,36 @@ pub fn server_config(material: &ServingMaterial) -> anyhow::Result<Arc<ServerCon
     Ok(Arc::new(config))
 }
 
+/// A client configuration that trusts `ca_pem` and, when given, presents
+/// `client_cert` = (certificate PEM, key PEM); `alpn` lists the protocols to offer
+/// (`h2` for gRPC, `http/1.1` for pooled REST connections).
+pub fn client_config(
+    ca_pem: &str,
+    client_cert: Option<(&str, &str)>,
+    alpn: &[&[u8]],
+) -> anyhow::Result<Arc<ClientConfig>> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = RootCertStore::empty();
+    for cert in parse_certificates(ca_pem).context("read the server CA")? {
+        roots.add(cert).context("add the server CA to the trust store")?;
+    }
+    let builder = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .context("select TLS protocol versions")?
+        .with_root_certificates(roots);
+    let mut config = match client_cert {
+        None => builder.with_no_client_auth(),
+        Some((cert_pem, key_pem)) => builder
+            .with_client_auth_cert(
+                parse_certificates(cert_pem).context("read the client certificate")?,
+                PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).context("parse the client key")?,
+            )
+            .context("load the client certificate and key")?,
+    };
+    config.alpn_protocols = alpn.iter().map(|protocol| protocol.to_vec()).collect();
+    Ok(Arc::new(config))
+}
+
 /// The DER of the client's leaf certificate, if it presented one. rustls has already
 /// verified it against the client CA by the time the handshake completes, so this is
 /// what [`crate::authn::Authenticator::authenticate`] expects.
@@ -54,7 +91,8 @@ pub fn client_certificate_der(connection: &ServerConnection) -> Option<&[u8]> {
     connection.peer_certificates().and_then(|chain| chain.first()).map(|cert| cert.as_ref())
 }
 
-fn parse_certificates(pem: &str) -> anyhow::Result<Vec<CertificateDer<'static>>> {
+/// Every certificate in `pem`, in order; an error when there is none.
+pub fn parse_certificates(pem: &str) -> anyhow::Result<Vec<CertificateDer<'static>>> {
     let certs = CertificateDer::pem_slice_iter(pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
         .context("parse PEM certificates")?;
@@ -67,31 +105,11 @@ mod tests {
     use std::io::{Read, Write};
 
     use rustls::pki_types::ServerName;
-    use rustls::{ClientConfig, ClientConnection};
+    use rustls::ClientConnection;
 
     use super::*;
     use crate::authn::identity_from_certificate;
     use crate::pki;
-
-    fn client_config(ca_pem: &str, client_cert: Option<(&str, &str)>) -> anyhow::Result<Arc<ClientConfig>> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut roots = RootCertStore::empty();
-        for cert in parse_certificates(ca_pem)? {
-            roots.add(cert)?;
-        }
-        let builder = ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()?
-            .with_root_certificates(roots);
-        let mut config = match client_cert {
-            None => builder.with_no_client_auth(),
-            Some((cert_pem, key_pem)) => builder.with_client_auth_cert(
-                parse_certificates(cert_pem)?,
-                PrivateKeyDer::from_pem_slice(key_pem.as_bytes())?,
-            )?,
-        };
-        config.alpn_protocols = vec![b"h2".to_vec()];
-        Ok(Arc::new(config))
-    }
 
     /// Runs a whole handshake in memory and exchanges one message each way, so a
     /// rejected client certificate surfaces as an error here.
@@ -129,8 +147,9 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let material = pki::load_or_create(dir.path(), &[]).expect("pki");
         let server = server_config(&material).expect("server config");
-        let client = client_config(&material.ca_cert_pem, Some((&material.admin_cert_pem, &material.admin_key_pem)))
-            .expect("client config");
+        let client =
+            client_config(&material.ca_cert_pem, Some((&material.admin_cert_pem, &material.admin_key_pem)), &[b"h2"])
+                .expect("client config");
         for server_name in ["localhost", "127.0.0.1", "::1"] {
             let connection = handshake(server.clone(), client.clone(), server_name).expect("handshake");
             assert_eq!(connection.alpn_protocol(), Some(&b"h2"[..]));
@@ -146,7 +165,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let material = pki::load_or_create(dir.path(), &[]).expect("pki");
         let server = server_config(&material).expect("server config");
-        let client = client_config(&material.ca_cert_pem, None).expect("client config");
+        let client = client_config(&material.ca_cert_pem, None, &[b"h2"]).expect("client config");
         let connection = handshake(server, client, "localhost").expect("handshake");
         assert_eq!(client_certificate_der(&connection), None);
     }
@@ -159,11 +178,12 @@ mod tests {
         let foreign = pki::load_or_create(theirs.path(), &[]).expect("pki");
         let server = server_config(&material).expect("server config");
 
-        let impostor = client_config(&material.ca_cert_pem, Some((&foreign.admin_cert_pem, &foreign.admin_key_pem)))
-            .expect("client config");
+        let impostor =
+            client_config(&material.ca_cert_pem, Some((&foreign.admin_cert_pem, &foreign.admin_key_pem)), &[b"h2"])
+                .expect("client config");
         assert!(handshake(server.clone(), impostor, "localhost").is_err());
 
-        let anonymous = client_config(&material.ca_cert_pem, None).expect("client config");
+        let anonymous = client_config(&material.ca_cert_pem, None, &[b"h2"]).expect("client config");
         assert!(handshake(server, anonymous, "elsewhere.example").is_err());
     }
 }

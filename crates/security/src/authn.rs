@@ -16,6 +16,10 @@ pub const MASTERS_GROUP: &str = "system:masters";
 /// Every authenticated identity carries this group, so RBAC bindings can name "anyone
 /// who logged in".
 pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
+/// The user name of requests without credentials, where anonymous access is enabled.
+pub const ANONYMOUS_USER: &str = "system:anonymous";
+/// The group of anonymous requests.
+pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
 /// Tokens are compared one by one in constant time on every request, so the file size
 /// bounds per-request work; static token files are hand-written and small.
 pub const TOKEN_FILE_ENTRIES_MAX: usize = 10_000;
@@ -47,6 +51,16 @@ impl Identity {
             }
         }
         Self { user: user.into(), uid: uid.into(), groups: unique, extra: BTreeMap::new() }
+    }
+
+    /// kube's anonymous user: `system:anonymous` in group `system:unauthenticated` only.
+    pub fn anonymous() -> Self {
+        Self {
+            user: ANONYMOUS_USER.to_owned(),
+            uid: String::new(),
+            groups: vec![UNAUTHENTICATED_GROUP.to_owned()],
+            extra: BTreeMap::new(),
+        }
     }
 
     /// Whether authorization should be skipped entirely (group `system:masters`).
@@ -216,18 +230,66 @@ pub enum AuthnError {
         /// What was wrong with it, for the person reading the 401 message.
         reason: String,
     },
+    /// A front-proxy's identity headers were missing or malformed.
+    #[error("invalid identity headers from the front-proxy: {reason}")]
+    InvalidIdentityHeaders {
+        /// What was wrong with them.
+        reason: String,
+    },
+}
+
+/// What a client certificate that passed TLS verification says about the connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CertificateCaller {
+    /// Signed by the client CA: the certificate names the user (CN) and groups (O).
+    User(Identity),
+    /// Signed by the front-proxy CA: the caller is a front-proxy (`user` is its CN), which
+    /// names the user of each request in identity headers ([`identity_from_headers`]).
+    FrontProxy {
+        /// The front-proxy's own name, for logs.
+        user: String,
+    },
 }
 
 /// Combines the request authenticators in kube's order of precedence.
 #[derive(Debug)]
 pub struct Authenticator {
     tokens: Option<TokenFile>,
+    /// The front-proxy CA's certificate (DER); `None` trusts no front-proxy.
+    front_proxy_ca: Option<Vec<u8>>,
 }
 
 impl Authenticator {
-    /// Bearer tokens are accepted only when a token file is given.
-    pub fn new(tokens: Option<TokenFile>) -> Self {
-        Self { tokens }
+    /// Bearer tokens are accepted only when a token file is given, identity headers only
+    /// from certificates signed by `front_proxy_ca_pem`.
+    pub fn new(tokens: Option<TokenFile>, front_proxy_ca_pem: Option<&str>) -> anyhow::Result<Self> {
+        let front_proxy_ca = match front_proxy_ca_pem {
+            Some(pem) => {
+                let (_, block) = x509_parser::pem::parse_x509_pem(pem.as_bytes())
+                    .map_err(|err| anyhow::anyhow!("parse the front-proxy CA: {err}"))?;
+                x509_parser::parse_x509_certificate(&block.contents)
+                    .map_err(|err| anyhow::anyhow!("parse the front-proxy CA: {err}"))?;
+                Some(block.contents)
+            }
+            None => None,
+        };
+        Ok(Self { tokens, front_proxy_ca })
+    }
+
+    /// Classifies a client certificate rustls has already verified against the client CA
+    /// or the front-proxy CA: a signature by the front-proxy CA makes it a front-proxy,
+    /// anything else is a user certificate.
+    pub fn certificate_caller(&self, der: &[u8]) -> Result<CertificateCaller, AuthnError> {
+        let invalid = |reason: String| AuthnError::InvalidClientCertificate { reason };
+        if let Some(ca_der) = &self.front_proxy_ca {
+            let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|err| invalid(format!("parse: {err}")))?;
+            let (_, ca) = x509_parser::parse_x509_certificate(ca_der).map_err(|err| invalid(format!("{err}")))?;
+            if cert.issuer().as_raw() == ca.subject().as_raw() && cert.verify_signature(Some(ca.public_key())).is_ok() {
+                let user = identity_from_certificate(der).map_err(|err| invalid(format!("{err:#}")))?.user;
+                return Ok(CertificateCaller::FrontProxy { user });
+            }
+        }
+        identity_from_certificate(der).map(CertificateCaller::User).map_err(|err| invalid(format!("{err:#}")))
     }
 
     /// Identifies the caller of one request.
@@ -428,8 +490,8 @@ mod tests {
         let material = pki::load_or_create(dir.path(), &[]).expect("pki");
         let admin_der = pem_der(&material.admin_cert_pem);
         let tokens = parse("t1,alice,u1,dev\n").expect("tokens");
-        let with_tokens = Authenticator::new(Some(tokens));
-        let without_tokens = Authenticator::new(None);
+        let with_tokens = Authenticator::new(Some(tokens), None).expect("authenticator");
+        let without_tokens = Authenticator::new(None, None).expect("authenticator");
 
         // (uses token file, presents admin certificate, Authorization header, expected
         // user and whether it is a master, or the error).

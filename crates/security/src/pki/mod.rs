@@ -42,6 +42,7 @@ use issue::issue_client_cert_with;
 const ADMIN_USER: &str = "admin";
 const MASTERS_GROUP: &str = "system:masters";
 const PEER_CLIENT_USER_PREFIX: &str = "system:atoll:shard:";
+const FRONT_PROXY_USER_PREFIX: &str = "system:atoll:front-proxy:";
 /// File stems of the shared CAs in the PKI directory.
 const SERVING_CA_NAME: &str = "ca";
 const CLIENT_CA_NAME: &str = "client-ca";
@@ -66,6 +67,21 @@ pub struct PkiOptions {
     /// Explicit files; when `tls_cert_file` is set nothing is generated and the files are
     /// used as given.
     pub files: CertFiles,
+    /// Which kind of process this is; decides who signs the peer client certificate.
+    pub role: Role,
+}
+
+/// The kind of process the PKI is loaded for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Role {
+    /// A shard: its peer client certificate comes from the client CA, as user
+    /// `system:atoll:shard:<name>` in group `system:masters`.
+    #[default]
+    Shard,
+    /// A front-proxy: its peer client certificate comes from the front-proxy CA, as user
+    /// `system:atoll:front-proxy:<name>` without groups. Shards take identity headers
+    /// from that certificate and nothing else from it.
+    FrontProxy,
 }
 
 /// Certificate files an operator issued elsewhere. Either `tls_cert_file` is set, and
@@ -116,8 +132,9 @@ pub struct ServingMaterial {
     pub admin_cert_pem: String,
     /// Private key of the admin client certificate; empty when `admin_cert_pem` is.
     pub admin_key_pem: String,
-    /// Client certificate this process presents when calling other shards; generated ones
-    /// name user `system:atoll:shard:<name>` in group `system:masters`.
+    /// Client certificate this process presents when calling shards; generated ones name
+    /// user `system:atoll:shard:<name>` in group `system:masters` for a shard, and
+    /// `system:atoll:front-proxy:<name>` (signed by the front-proxy CA) for a front-proxy.
     pub peer_client_cert_pem: String,
     /// Private key of the peer client certificate.
     pub peer_client_key_pem: String,
@@ -185,12 +202,18 @@ pub fn load_or_create(dir: &Path, hosts: &[String]) -> anyhow::Result<ServingMat
         process_name: "root".to_owned(),
         hosts: hosts.to_vec(),
         files: CertFiles::default(),
+        role: Role::Shard,
     })
 }
 
 /// The user name a shard's peer client certificate carries.
 pub fn peer_client_user(process_name: &str) -> String {
     format!("{PEER_CLIENT_USER_PREFIX}{process_name}")
+}
+
+/// The user name a front-proxy's client certificate carries.
+pub fn front_proxy_user(process_name: &str) -> String {
+    format!("{FRONT_PROXY_USER_PREFIX}{process_name}")
 }
 
 /// Mints a client certificate (CN = `user`, one O per group) signed by the client CA in
@@ -229,6 +252,7 @@ mod test_support {
             process_name: name.to_owned(),
             hosts: hosts(host_names),
             files: CertFiles::default(),
+            role: super::Role::Shard,
         }
     }
 

@@ -1,0 +1,262 @@
+//! `authorization.k8s.io/v1` reviews, answered per logical cluster and never stored:
+//! SelfSubjectAccessReview and SelfSubjectRulesReview (what `kubectl auth can-i` and
+//! `kubectl auth can-i --list` ask), SubjectAccessReview and LocalSubjectAccessReview
+//! (asking about someone else: whoever may create them, by RBAC, which bootstrap policy
+//! gives only cluster-admins and, for the local one, namespace admins).
+//!
+//! Each is a create whose response echoes the body with a `status`, as in kube.
+
+use super::attributes::{Attributes, NonResourceAttributes, ResourceAttributes};
+use super::decision::{self, Decision, Denial};
+use super::policy::{null_as_default, PolicyRule};
+use super::store_policy::StorePolicy;
+use crate::http::request_info::Verb;
+use crate::http::status::{ApiError, ApiResult};
+use crate::http::{self, negotiate, Response};
+use crate::verbs::{check_type_meta, read_object, Ctx};
+use security::authn::Identity;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+const GROUP: &str = "authorization.k8s.io";
+
+/// `spec.resourceAttributes` of an access review.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ResourceSpec {
+    namespace: String,
+    verb: String,
+    group: String,
+    version: String,
+    resource: String,
+    subresource: String,
+    name: String,
+}
+
+/// `spec.nonResourceAttributes` of an access review.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct NonResourceSpec {
+    path: String,
+    verb: String,
+}
+
+/// The `spec` of any of the four reviews; each reads its own fields.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Spec {
+    resource_attributes: Option<ResourceSpec>,
+    non_resource_attributes: Option<NonResourceSpec>,
+    user: String,
+    uid: String,
+    #[serde(deserialize_with = "null_as_default")]
+    groups: Vec<String>,
+    #[serde(deserialize_with = "null_as_default")]
+    extra: BTreeMap<String, Vec<String>>,
+    /// SelfSubjectRulesReview only.
+    namespace: String,
+}
+
+/// Answers a review: POST of a review object to its collection.
+pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Response> {
+    if ctx.req.verb != Verb::Create || ctx.req.name.is_some() {
+        return Err(ApiError::method_not_allowed(format!(
+            "only create is served on {}: a review is a question answered at once, not a stored object",
+            ctx.rt.resource
+        )));
+    }
+    let (mut review, warnings) = read_review(ctx, body).await?;
+    let spec: Spec = match review.get("spec") {
+        Some(spec) => serde_json::from_value(spec.clone())
+            .map_err(|e| ApiError::bad_request(format!("{} in body: spec: {e}", ctx.rt.kind)))?,
+        None => Spec::default(),
+    };
+    let kind = ctx.rt.kind.as_str();
+    let status = match kind {
+        "SelfSubjectRulesReview" => rules_review(ctx, &spec)?,
+        "SelfSubjectAccessReview" => access_review(ctx, &ctx.identity, attributes_of(kind, &spec, None)?)?,
+        "LocalSubjectAccessReview" => {
+            let subject = subject_of(kind, &spec)?;
+            access_review(ctx, &subject, attributes_of(kind, &spec, ctx.req.namespace.as_deref())?)?
+        }
+        _ => access_review(ctx, &subject_of(kind, &spec)?, attributes_of(kind, &spec, None)?)?,
+    };
+    review["status"] = status;
+    ctx.respond_object(201, &review, &warnings)
+}
+
+/// The review in the body: JSON or YAML as any object, or protobuf as kubectl sends it
+/// (see [`super::protobuf`]).
+async fn read_review(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<(Value, Vec<String>)> {
+    if negotiate::essence(ctx.header("content-type")) != negotiate::PROTOBUF {
+        return read_object(ctx, body).await;
+    }
+    let length = ctx.header("content-length").and_then(|l| l.parse().ok());
+    let review = super::protobuf::decode_review(&http::read_body(body, length).await?)?;
+    check_type_meta(&ctx.rt, &review)?;
+    Ok((review, Vec::new()))
+}
+
+fn invalid(kind: &str, field: &str, message: &str) -> ApiError {
+    ApiError::invalid(kind, GROUP, "", &[(field.to_string(), message.to_string())])
+}
+
+/// The question an access review asks. A LocalSubjectAccessReview is about the
+/// namespace of its URL (`local_namespace`) and resources only, as in kube.
+fn attributes_of(kind: &str, spec: &Spec, local_namespace: Option<&str>) -> ApiResult<Attributes> {
+    match (&spec.resource_attributes, &spec.non_resource_attributes, local_namespace) {
+        (Some(_), Some(_), _) | (None, None, _) => Err(invalid(
+            kind,
+            "spec.resourceAttributes",
+            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+        )),
+        (None, Some(_), Some(_)) => {
+            Err(invalid(kind, "spec.nonResourceAttributes", "disallowed on this kind of request"))
+        }
+        (None, Some(n), None) => {
+            Ok(Attributes::NonResource(NonResourceAttributes { verb: n.verb.clone(), path: n.path.clone() }))
+        }
+        (Some(r), None, local) => {
+            let namespace = match local {
+                Some(url) if !r.namespace.is_empty() && r.namespace != url => {
+                    return Err(invalid(
+                        kind,
+                        "spec.resourceAttributes.namespace",
+                        "must match the namespace of the request's URL",
+                    ))
+                }
+                Some(url) => url.to_string(),
+                None => r.namespace.clone(),
+            };
+            Ok(Attributes::Resource(ResourceAttributes {
+                verb: r.verb.clone(),
+                group: r.group.clone(),
+                version: r.version.clone(),
+                resource: r.resource.clone(),
+                subresource: r.subresource.clone(),
+                name: r.name.clone(),
+                namespace,
+            }))
+        }
+    }
+}
+
+/// The user a (Local)SubjectAccessReview asks about, exactly as given: unlike a login,
+/// no `system:authenticated` is added, as in kube.
+fn subject_of(kind: &str, spec: &Spec) -> ApiResult<Identity> {
+    if spec.user.is_empty() && spec.groups.is_empty() {
+        return Err(invalid(kind, "spec.user", "at least one of user or group must be specified"));
+    }
+    Ok(Identity {
+        user: spec.user.clone(),
+        uid: spec.uid.clone(),
+        groups: spec.groups.clone(),
+        extra: spec.extra.clone(),
+    })
+}
+
+/// `status` of an access review: the decision the authorizer would take.
+fn access_review(ctx: &Ctx, subject: &Identity, attributes: Attributes) -> ApiResult<Value> {
+    let policy = StorePolicy::new(&ctx.shard, ctx.cluster()?);
+    let decision = decision::decide(&policy, policy.owner().as_ref(), subject, &attributes)?;
+    let mut status = json!({"allowed": matches!(decision, Decision::Allowed(_))});
+    let reason = decision.reason();
+    if !reason.is_empty() {
+        status["reason"] = Value::from(reason);
+    }
+    if decision == Decision::Denied(Denial::NoWorkspaceAccess) {
+        // kcp denies outright here: no other authorizer could allow it.
+        status["denied"] = Value::from(true);
+    }
+    Ok(status)
+}
+
+/// `status` of a SelfSubjectRulesReview: the caller's rules in `spec.namespace`.
+fn rules_review(ctx: &Ctx, spec: &Spec) -> ApiResult<Value> {
+    if spec.namespace.is_empty() {
+        return Err(ApiError::bad_request("no namespace on request: set spec.namespace"));
+    }
+    let policy = StorePolicy::new(&ctx.shard, ctx.cluster()?);
+    let rules = decision::rules_for(&policy, policy.owner().as_ref(), &ctx.identity, &spec.namespace)?;
+    let mut status = rules_status(&rules.rules);
+    status["incomplete"] = Value::from(!rules.errors.is_empty());
+    if !rules.errors.is_empty() {
+        status["evaluationError"] = Value::from(rules.errors.join(", "));
+    }
+    Ok(status)
+}
+
+/// kube's split of rules into resource rules and non-resource rules.
+fn rules_status(rules: &[PolicyRule]) -> Value {
+    let resource_rules: Vec<Value> = rules
+        .iter()
+        .filter(|rule| !rule.resources.is_empty())
+        .map(|rule| {
+            let mut out = json!({"verbs": rule.verbs, "apiGroups": rule.api_groups, "resources": rule.resources});
+            if !rule.resource_names.is_empty() {
+                out["resourceNames"] = json!(rule.resource_names);
+            }
+            out
+        })
+        .collect();
+    let non_resource_rules: Vec<Value> = rules
+        .iter()
+        .filter(|rule| !rule.non_resource_urls.is_empty())
+        .map(|rule| json!({"verbs": rule.verbs, "nonResourceURLs": rule.non_resource_urls}))
+        .collect();
+    json!({"resourceRules": resource_rules, "nonResourceRules": non_resource_rules})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(value: Value) -> Spec {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn access_review_specs_become_attributes() {
+        let resource = spec(json!({"resourceAttributes": {"verb": "get", "resource": "configmaps", "namespace": "a"}}));
+        let Attributes::Resource(r) = attributes_of("SelfSubjectAccessReview", &resource, None).unwrap() else {
+            panic!("resource attributes expected");
+        };
+        assert_eq!((r.verb.as_str(), r.resource.as_str(), r.namespace.as_str()), ("get", "configmaps", "a"));
+        let local = attributes_of("LocalSubjectAccessReview", &resource, Some("a")).unwrap();
+        assert_eq!(local.namespace(), "a");
+        let unset = spec(json!({"resourceAttributes": {"verb": "get", "resource": "configmaps"}}));
+        assert_eq!(attributes_of("LocalSubjectAccessReview", &unset, Some("b")).unwrap().namespace(), "b");
+        let path = spec(json!({"nonResourceAttributes": {"verb": "get", "path": "/api"}}));
+        assert_eq!(attributes_of("SubjectAccessReview", &path, None).unwrap().verb(), "get");
+
+        let errors = [
+            attributes_of("LocalSubjectAccessReview", &resource, Some("b")),
+            attributes_of("LocalSubjectAccessReview", &path, Some("b")),
+            attributes_of("SelfSubjectAccessReview", &spec(json!({})), None),
+            attributes_of(
+                "SelfSubjectAccessReview",
+                &spec(json!({"resourceAttributes": {}, "nonResourceAttributes": {}})),
+                None,
+            ),
+        ];
+        for error in errors {
+            assert_eq!(error.unwrap_err().code, 422);
+        }
+    }
+
+    #[test]
+    fn subjects_are_taken_as_given() {
+        let subject = subject_of("SubjectAccessReview", &spec(json!({"user": "alice", "groups": null}))).unwrap();
+        assert_eq!(subject.groups, Vec::<String>::new(), "no system:authenticated added");
+        assert_eq!(subject_of("SubjectAccessReview", &spec(json!({}))).unwrap_err().code, 422);
+    }
+
+    #[test]
+    fn rules_split_into_resource_and_non_resource_rules() {
+        let rules = super::super::bootstrap::cluster_admin_rules();
+        let status = rules_status(rules);
+        assert_eq!(status["resourceRules"], json!([{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]));
+        assert_eq!(status["nonResourceRules"], json!([{"verbs": ["*"], "nonResourceURLs": ["*"]}]));
+    }
+}

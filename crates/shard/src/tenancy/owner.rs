@@ -1,0 +1,121 @@
+//! The owner of a workspace, kcp style: Workspace admission records who created it in
+//! the annotation [`OWNER_ANNOTATION`], the scheduler copies it onto the LogicalCluster it
+//! creates, and the authorizer treats that user as cluster-admin of the logical cluster.
+//!
+//! Difference from kcp: kcp's initializer turns the annotation into a stored
+//! `workspace-admin` ClusterRoleBinding in the new workspace. Atoll keeps it implicit (the
+//! annotation is the grant) so that a workspace costs no extra stored object. Because it
+//! is a grant, updates keep the annotation as it was on both objects (see
+//! `strategy::prepare_update`), and the owner stays owner for the life of the workspace;
+//! in kcp an admin could delete the binding instead.
+//!
+//! Pure: the caller reads and writes the objects.
+
+use security::authn::Identity;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Annotation on a Workspace and its LogicalCluster: the creator, as kcp's
+/// `authentication.k8s.io/v1` UserInfo JSON.
+pub const OWNER_ANNOTATION: &str = "experimental.tenancy.kcp.io/owner";
+
+/// Who created a workspace (kcp's JSON form of `authentication.k8s.io/v1` UserInfo).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owner {
+    /// The user name.
+    #[serde(default)]
+    pub username: String,
+    /// The user's UID; empty for certificate users, which carry none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// The user's groups at creation time (informational: ownership follows the user).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+    /// The user's extra attributes at creation time.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+impl Owner {
+    /// The owner record of `identity`.
+    pub fn of(identity: &Identity) -> Owner {
+        Owner {
+            username: identity.user.clone(),
+            uid: identity.uid.clone(),
+            groups: identity.groups.clone(),
+            extra: identity.extra.clone(),
+        }
+    }
+
+    /// Parses an annotation value; a malformed one names no owner.
+    pub fn parse(annotation: &str) -> Option<Owner> {
+        serde_json::from_str::<Owner>(annotation).ok().filter(|owner| !owner.username.is_empty())
+    }
+
+    /// Whether `identity` is this owner: the same user name and, when both carry one, the
+    /// same UID (a re-created user of the same name with another UID is someone else).
+    pub fn is(&self, identity: &Identity) -> bool {
+        self.username == identity.user && (self.uid.is_empty() || identity.uid.is_empty() || self.uid == identity.uid)
+    }
+}
+
+/// Workspace admission: records the creator as owner. Skipped for system:masters, as in
+/// kcp, who may set any owner themselves; this also keeps the objects of administrators'
+/// bulk creations small. Anyone else's own value replaces whatever the body said.
+pub fn record_creator(identity: &Identity, workspace: &mut Value) {
+    if identity.is_master() {
+        return;
+    }
+    let value = serde_json::to_string(&Owner::of(identity)).expect("owner records serialize");
+    protocol::meta::set_annotation(workspace, OWNER_ANNOTATION, &value);
+}
+
+/// The owner recorded in an object's annotations, if any.
+pub fn owner_of(object: &Value) -> Option<Owner> {
+    let annotation = object.pointer("/metadata/annotations")?.get(OWNER_ANNOTATION)?.as_str()?;
+    Owner::parse(annotation)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn user(name: &str, uid: &str, groups: &[&str]) -> Identity {
+        Identity::new(name, uid, groups.iter().map(|g| g.to_string()))
+    }
+
+    #[test]
+    fn creators_are_recorded_unless_they_are_masters() {
+        let mut workspace =
+            json!({"metadata": {"name": "team", "annotations": {OWNER_ANNOTATION: "{\"username\":\"mallory\"}"}}});
+        record_creator(&user("alice", "", &["dev"]), &mut workspace);
+        let owner = owner_of(&workspace).unwrap();
+        assert_eq!(owner.username, "alice");
+        assert_eq!(owner.groups, vec!["dev", "system:authenticated"]);
+        let raw = workspace["metadata"]["annotations"][OWNER_ANNOTATION].as_str().unwrap();
+        assert_eq!(raw, r#"{"username":"alice","groups":["dev","system:authenticated"]}"#);
+
+        let mut by_admin = json!({"metadata": {"name": "team"}});
+        record_creator(&user("admin", "", &["system:masters"]), &mut by_admin);
+        assert_eq!(by_admin, json!({"metadata": {"name": "team"}}));
+    }
+
+    #[test]
+    fn ownership_follows_name_and_uid() {
+        let owner = Owner::parse(r#"{"username":"alice","uid":"u-1","groups":["x"]}"#).unwrap();
+        let cases = [
+            (user("alice", "u-1", &[]), true),
+            (user("alice", "", &[]), true),
+            (user("alice", "u-2", &[]), false),
+            (user("bob", "u-1", &[]), false),
+        ];
+        for (identity, expected) in cases {
+            assert_eq!(owner.is(&identity), expected, "{identity:?}");
+        }
+        assert_eq!(Owner::parse("not json"), None);
+        assert_eq!(Owner::parse(r#"{"uid":"u"}"#), None);
+        assert_eq!(owner_of(&json!({"metadata": {}})), None);
+    }
+}
