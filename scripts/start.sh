@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Starts a local Atoll installation in the background: a root shard and two more shards
-# (shard-1, shard-2) sharing one PKI, and says how to use it with kubectl.
+# (shard-1, shard-2) sharing one PKI, a front-proxy in front of them (the one endpoint
+# users talk to), and says how to use it with kubectl and `kubectl ws`.
 # `scripts/start.sh stop` stops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,9 +9,11 @@ state="${ATOLL_HOME:-$PWD/.atoll}"
 host="${ATOLL_HOST:-127.0.0.1}"
 base_port="${ATOLL_PORT:-6443}"
 shards=(root shard-1 shard-2)
+proxy_port="${ATOLL_PROXY_PORT:-6440}"
+bin_dir="${ATOLL_BIN_DIR:-$HOME/.local/bin}"
 
 stop() {
-  for name in "${shards[@]}"; do
+  for name in front-proxy "${shards[@]}"; do
     pidfile="$state/$name.pid"
     if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
       kill "$(cat "$pidfile")"
@@ -27,6 +30,9 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/atoll-target}"
 # is built once for both.
 cargo build --workspace --all-targets
 stop
+# `kubectl ws` is a kubectl plugin: kubectl finds `kubectl-ws` on PATH.
+mkdir -p "$bin_dir"
+install -m 0755 "$CARGO_TARGET_DIR/debug/kubectl-ws" "$bin_dir/kubectl-ws"
 
 root_url="https://$host:$base_port"
 i=0
@@ -34,8 +40,10 @@ for name in "${shards[@]}"; do
   port=$((base_port + i))
   mkdir -p "$state/$name"
   if [ "$name" = root ]; then role=(--root); else role=(--root-shard "$root_url"); fi
+  # Users reach every shard through the front-proxy, so Workspace URLs name the proxy.
   nohup "$CARGO_TARGET_DIR/debug/atoll-shard" "${role[@]}" --name "$name" --pki-dir "$state/pki" \
-    --data-dir "$state/$name" --listen "$host:$port" >"$state/$name.log" 2>&1 &
+    --data-dir "$state/$name" --listen "$host:$port" --external-url "https://$host:$proxy_port" \
+    >"$state/$name.log" 2>&1 &
   echo $! >"$state/$name.pid"
   # The root shard creates the shared CAs; the others wait for it to be up.
   if [ "$name" = root ]; then
@@ -54,25 +62,7 @@ for _ in $(seq 1 150); do
     fi
   done
   if [ "$up" = "${#shards[@]}" ]; then
-    cat <<MSG
-Atoll is running: root shard on $root_url, shard-1 and shard-2 on ports $((base_port + 1)) and $((base_port + 2))
-(logs: $state/*.log).
-
-  export KUBECONFIG=$kubeconfig
-  kubectl get shards
-  kubectl create -f - <<'YAML'
-apiVersion: tenancy.kcp.io/v1alpha1
-kind: Workspace
-metadata:
-  name: team-a
-YAML
-  kubectl get workspaces            # PHASE Ready, URL names the shard it landed on
-  kubectl --server "\$(kubectl get workspace team-a -o jsonpath='{.spec.URL}')" get namespaces
-
-Every logical cluster is also reachable by its canonical path on its shard:
-https://<shard>/clusters/root:team-a. Stop everything with: scripts/start.sh stop
-MSG
-    exit 0
+    break
   fi
   for name in "${shards[@]}"; do
     if ! kill -0 "$(cat "$state/$name.pid")" 2>/dev/null; then
@@ -81,5 +71,47 @@ MSG
   done
   sleep 0.2
 done
-echo "the installation did not become ready in 30 s; see $state/*.log" >&2
+if [ "$up" != "${#shards[@]}" ]; then
+  echo "the installation did not become ready in 30 s; see $state/*.log" >&2
+  exit 1
+fi
+
+# Demo users for bearer tokens; admin comes with a client certificate.
+tokens="$state/tokens.csv"
+[ -f "$tokens" ] || printf 'alice-token,alice,alice\nbob-token,bob,bob\n' >"$tokens"
+mkdir -p "$state/front-proxy"
+nohup "$CARGO_TARGET_DIR/debug/atoll-front-proxy" --root-shard "$root_url" --pki-dir "$state/pki" \
+  --data-dir "$state/front-proxy" --listen "$host:$proxy_port" --token-auth-file "$tokens" \
+  >"$state/front-proxy.log" 2>&1 &
+echo $! >"$state/front-proxy.pid"
+kubeconfig="$state/front-proxy/admin.kubeconfig"
+for _ in $(seq 1 150); do
+  if [ -s "$kubeconfig" ] && KUBECONFIG="$kubeconfig" kubectl get --raw /clusters/root/api >/dev/null 2>&1; then
+    case ":$PATH:" in *":$bin_dir:"*) path_hint="" ;; *) path_hint="  export PATH=$bin_dir:\$PATH      # for kubectl ws
+" ;; esac
+    cat <<MSG
+Atoll is running. Talk to the front-proxy, https://$host:$proxy_port: it routes every
+workspace to its shard (root on $root_url, shard-1 and shard-2 on ports $((base_port + 1))
+and $((base_port + 2)); logs: $state/*.log).
+
+  export KUBECONFIG=$kubeconfig
+${path_hint}  kubectl ws create team-a --enter   # a workspace on whichever shard the ring picks
+  kubectl create configmap hello --from-literal=greeting=hi
+  kubectl ws ..
+  kubectl ws tree
+  kubectl get workspaces            # PHASE Ready; the URL goes through the front-proxy
+  kubectl ws ~                      # your home workspace, created on first use
+
+Users alice and bob have bearer tokens in $tokens
+(kubectl --token alice-token get --raw /clusters/~/api). Stop everything with:
+scripts/start.sh stop
+MSG
+    exit 0
+  fi
+  if ! kill -0 "$(cat "$state/front-proxy.pid")" 2>/dev/null; then
+    echo "the front-proxy exited; its log:" >&2; tail -n 30 "$state/front-proxy.log" >&2; exit 1
+  fi
+  sleep 0.2
+done
+echo "the front-proxy did not become ready in 30 s; see $state/front-proxy.log" >&2
 exit 1

@@ -15,6 +15,7 @@ use http::{Method, StatusCode};
 use serde_json::Value;
 use tempfile::TempDir;
 
+use crate::front_proxy::{FrontProxyOptions, FrontProxyProcess};
 use crate::shard::{ShardOptions, ShardProcess};
 use crate::tls_http::ClientIdentity;
 
@@ -53,10 +54,18 @@ pub struct InstallationOptions {
     pub extra_shards: usize,
     /// Flags given to every shard, root included (say `["--workspace-name-seed", "7"]`).
     pub extra_args: Vec<String>,
+    /// Also start a front-proxy in front of the shards.
+    pub front_proxy: bool,
+    /// The front-proxy's `--token-auth-file`.
+    pub proxy_token_file: Option<PathBuf>,
+    /// The shards' `--token-auth-file` (every shard gets the same file).
+    pub shard_token_file: Option<PathBuf>,
 }
 
 /// A running installation; dropping it kills every shard.
 pub struct Installation {
+    /// The front-proxy, when the options asked for one (declared first: dropped first).
+    pub front_proxy: Option<FrontProxyProcess>,
     /// The shard hosting the `root` logical cluster.
     pub root: ShardProcess,
     /// The other shards, `shard-1` first.
@@ -94,8 +103,13 @@ impl Installation {
 
         let mut root_args = vec!["--pki-dir".to_string(), pki_flag.clone()];
         root_args.extend(options.extra_args.iter().cloned());
-        let root_options =
-            ShardOptions { name: ROOT_SHARD_NAME.to_string(), root: true, extra_args: root_args, ..Default::default() };
+        let root_options = ShardOptions {
+            name: ROOT_SHARD_NAME.to_string(),
+            root: true,
+            extra_args: root_args,
+            token_file: options.shard_token_file.clone(),
+            ..Default::default()
+        };
         let root = ShardProcess::start(root_options).await.context("start the root shard")?;
 
         // One after the other: each shard registers with root and may write into the
@@ -106,13 +120,44 @@ impl Installation {
             let mut args = vec!["--pki-dir".to_string(), pki_flag.clone()];
             args.extend(["--root-shard".to_string(), root.base_url().to_string()]);
             args.extend(options.extra_args.iter().cloned());
-            let shard_options =
-                ShardOptions { name: name.clone(), root: false, extra_args: args, ..Default::default() };
+            let shard_options = ShardOptions {
+                name: name.clone(),
+                root: false,
+                extra_args: args,
+                token_file: options.shard_token_file.clone(),
+                ..Default::default()
+            };
             shards.push(ShardProcess::start(shard_options).await.with_context(|| format!("start shard {name}"))?);
         }
-        let installation = Installation { root, shards, pki_temp: Some(pki_temp), pki_dir };
+        let mut installation = Installation { front_proxy: None, root, shards, pki_temp: Some(pki_temp), pki_dir };
         installation.wait_rings_complete(RING_TIMEOUT).await?;
+        if options.front_proxy {
+            let proxy_options = FrontProxyOptions {
+                root_shard_url: installation.root.base_url().to_string(),
+                pki_dir: installation.pki_dir.clone(),
+                token_file: options.proxy_token_file.clone(),
+                extra_args: Vec::new(),
+            };
+            installation.front_proxy =
+                Some(FrontProxyProcess::start(proxy_options).await.context("start the front-proxy")?);
+        }
         Ok(installation)
+    }
+
+    /// The front-proxy.
+    ///
+    /// # Panics
+    /// If the installation was started without one: a test bug.
+    pub fn proxy(&self) -> &FrontProxyProcess {
+        self.front_proxy.as_ref().expect("the installation was started with front_proxy: true")
+    }
+
+    /// The front-proxy, mutably (to restart or kill it).
+    ///
+    /// # Panics
+    /// If the installation was started without one.
+    pub fn proxy_mut(&mut self) -> &mut FrontProxyProcess {
+        self.front_proxy.as_mut().expect("the installation was started with front_proxy: true")
     }
 
     /// Every shard process, root first.

@@ -365,7 +365,7 @@ async fn launch(
     let mut command = shard_command(options, data_dir, listen);
     command.stdin(Stdio::null()).stdout(log.try_clone().context("duplicate the log file handle")?).stderr(log);
     let mut child = OwnedChild::spawn(&mut command, "atoll-shard")?;
-    let (admin, http) = wait_ready(&mut child, &kubeconfig_path, &log_path).await?;
+    let (admin, http) = wait_ready("atoll-shard", &mut child, &kubeconfig_path, &log_path).await?;
     Ok((child, admin, http))
 }
 
@@ -386,7 +386,10 @@ fn shard_command(options: &ShardOptions, data_dir: &Path, listen: &str) -> Comma
     command
 }
 
-async fn wait_ready(
+/// Waits (at most [`START_TIMEOUT`]) until the process `what` wrote `kubeconfig_path`
+/// and answers `/readyz` with 200; errors quote the tail of `log_path`.
+pub(crate) async fn wait_ready(
+    what: &str,
     child: &mut OwnedChild,
     kubeconfig_path: &Path,
     log_path: &Path,
@@ -401,14 +404,14 @@ async fn wait_ready(
         let where_ = log_path.display();
         if let Some(status) = child.try_exited()? {
             anyhow::bail!(
-                "atoll-shard exited ({status}) before it was ready; last probe: {last}\n\
+                "{what} exited ({status}) before it was ready; last probe: {last}\n\
                  --- tail of {where_} ---\n{}",
                 tail()
             );
         }
         if Instant::now() >= deadline {
             anyhow::bail!(
-                "atoll-shard not ready within {START_TIMEOUT:?}; last probe: {last}\n\
+                "{what} not ready within {START_TIMEOUT:?}; last probe: {last}\n\
                  --- tail of {where_} ---\n{}",
                 tail()
             );

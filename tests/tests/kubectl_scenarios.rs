@@ -1,7 +1,93 @@
-//! Stock kubectl against a real `atoll-shard`: the scenarios a person types.
+//! Stock kubectl against a real `atoll-shard`: the scenarios a person types, each run
+//! directly against a shard and again through the front-proxy (HTTP/2, watches included)
+//! into a workspace on another shard.
 
 use std::time::Duration;
-use tests::{ShardOptions, ShardProcess};
+use tests::installation::{Installation, InstallationOptions};
+use tests::{Kubectl, ShardOptions, ShardProcess, TlsHttp};
+
+/// Where a scenario runs: kubectl and raw HTTP aimed at one logical cluster.
+struct Target {
+    kubectl: Box<dyn Fn() -> Kubectl + Send + Sync>,
+    http: TlsHttp,
+    /// The `<…>` of `/clusters/<…>/` for raw requests.
+    cluster: String,
+}
+
+impl Target {
+    fn kubectl(&self) -> Kubectl {
+        (self.kubectl)()
+    }
+}
+
+/// A fresh shard with logical cluster `name`; the shard must outlive the target.
+async fn direct(name: &str) -> (ShardProcess, Target) {
+    let shard = ShardProcess::with_clusters(&[name]).await;
+    let (kubectl_shard, cluster) = (shard.kubectl(), name.to_owned());
+    let target = Target {
+        kubectl: Box::new(move || kubectl_shard.clone().cluster(&cluster)),
+        http: shard.http(),
+        cluster: name.to_owned(),
+    };
+    (shard, target)
+}
+
+/// Workspace `root:<name>` created through the front-proxy of `installation`.
+async fn proxied(installation: &Installation, name: &str) -> Target {
+    let proxy = installation.proxy();
+    let workspace =
+        format!(r#"{{"apiVersion":"tenancy.kcp.io/v1alpha1","kind":"Workspace","metadata":{{"name":"{name}"}}}}"#);
+    proxy.kubectl().args(["create", "-f", "-"]).stdin(workspace).ok();
+    proxy
+        .kubectl()
+        .args(["wait", "--for=jsonpath={.status.phase}=Ready", &format!("workspace/{name}"), "--timeout=30s"])
+        .ok();
+    let path = format!("root:{name}");
+    proxy.wait_resolves(&path).await.unwrap();
+    let (kubectl_proxy, cluster) = (proxy.kubectl(), path.clone());
+    Target { kubectl: Box::new(move || kubectl_proxy.clone().cluster(&cluster)), http: proxy.http(), cluster: path }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenarios_through_the_front_proxy() {
+    let options = InstallationOptions { extra_shards: 2, front_proxy: true, ..InstallationOptions::default() };
+    let installation = Installation::start_with(options).await.unwrap();
+    apply_get_label_annotate_patch(&proxied(&installation, "alpha").await).await;
+    discovery_api_resources_and_explain(&proxied(&installation, "beta").await).await;
+    watch_sees_writes_of_another_client(&proxied(&installation, "gamma").await).await;
+    finalizers_hold_deletion_until_removed(&proxied(&installation, "delta").await).await;
+    deleting_a_namespace_deletes_its_content(&proxied(&installation, "epsilon").await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_get_label_annotate_patch_direct() {
+    let (_shard, target) = direct("alpha").await;
+    apply_get_label_annotate_patch(&target).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_api_resources_and_explain_direct() {
+    let (_shard, target) = direct("beta").await;
+    discovery_api_resources_and_explain(&target).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_sees_writes_of_another_client_direct() {
+    let (_shard, target) = direct("gamma").await;
+    watch_sees_writes_of_another_client(&target).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finalizers_hold_deletion_until_removed_direct() {
+    let (_shard, target) = direct("delta").await;
+    finalizers_hold_deletion_until_removed(&target).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_namespace_deletes_its_content_direct() {
+    let (_shard, target) = direct("epsilon").await;
+    deleting_a_namespace_deletes_its_content(&target).await;
+}
 
 const MANIFEST: &str = r#"
 apiVersion: v1
@@ -29,10 +115,8 @@ stringData:
   password: hunter2
 "#;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn apply_get_label_annotate_patch() {
-    let shard = ShardProcess::with_clusters(&["alpha"]).await;
-    let kubectl = || shard.kubectl().cluster("alpha");
+async fn apply_get_label_annotate_patch(target: &Target) {
+    let kubectl = || target.kubectl();
 
     let applied = kubectl().args(["apply", "-f", "-"]).stdin(MANIFEST).ok();
     assert!(applied.stdout.contains("namespace/shop created"), "{}", applied.stdout);
@@ -94,10 +178,8 @@ async fn apply_get_label_annotate_patch() {
     assert!(namespaces.contains("STATUS") && namespaces.contains("Active"), "{namespaces}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn discovery_api_resources_and_explain() {
-    let shard = ShardProcess::with_clusters(&["beta"]).await;
-    let kubectl = || shard.kubectl().cluster("beta");
+async fn discovery_api_resources_and_explain(target: &Target) {
+    let kubectl = || target.kubectl();
     let resources = kubectl().args(["api-resources"]).ok().stdout;
     for expected in [
         "configmaps",
@@ -119,30 +201,25 @@ async fn discovery_api_resources_and_explain() {
     assert_eq!(version["serverVersion"]["major"], "1");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn watch_sees_writes_of_another_client() {
-    let shard = ShardProcess::with_clusters(&["gamma"]).await;
-    let watcher = shard
+async fn watch_sees_writes_of_another_client(target: &Target) {
+    let watcher = target
         .kubectl()
-        .cluster("gamma")
         .args(["get", "configmaps", "-n", "default", "-w", "-o", "name", "--request-timeout=8s"])
         .timeout(Duration::from_secs(20))
         .run_async();
     let watching = tokio::spawn(watcher);
     tokio::time::sleep(Duration::from_secs(2)).await;
     for name in ["first", "second"] {
-        shard.kubectl().cluster("gamma").args(["create", "configmap", name, "-n", "default"]).ok();
+        target.kubectl().args(["create", "configmap", name, "-n", "default"]).ok();
     }
-    shard.kubectl().cluster("gamma").args(["delete", "configmap", "first", "-n", "default"]).ok();
+    target.kubectl().args(["delete", "configmap", "first", "-n", "default"]).ok();
     let output = watching.await.unwrap();
     assert!(output.stdout.contains("configmap/first"), "{output:?}");
     assert!(output.stdout.contains("configmap/second"), "{output:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn finalizers_hold_deletion_until_removed() {
-    let shard = ShardProcess::with_clusters(&["delta"]).await;
-    let kubectl = || shard.kubectl().cluster("delta");
+async fn finalizers_hold_deletion_until_removed(target: &Target) {
+    let kubectl = || target.kubectl();
     let held = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"held","namespace":"default","finalizers":["example.com/hold"]}}"#;
     kubectl().args(["create", "-f", "-"]).stdin(held).ok();
     kubectl().args(["delete", "configmap", "held", "-n", "default", "--wait=false"]).ok();
@@ -153,18 +230,16 @@ async fn finalizers_hold_deletion_until_removed() {
     assert!(gone.stderr.contains("NotFound") || gone.stderr.contains("not found"), "{gone:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deleting_a_namespace_deletes_its_content() {
-    let shard = ShardProcess::with_clusters(&["epsilon"]).await;
-    let kubectl = || shard.kubectl().cluster("epsilon");
+async fn deleting_a_namespace_deletes_its_content(target: &Target) {
+    let kubectl = || target.kubectl();
     kubectl().args(["create", "namespace", "doomed"]).ok();
     kubectl().args(["create", "configmap", "a", "-n", "doomed"]).ok();
     kubectl().args(["create", "secret", "generic", "b", "-n", "doomed", "--from-literal=k=v"]).ok();
     kubectl().args(["delete", "namespace", "doomed", "--timeout=30s"]).ok();
     let gone = kubectl().args(["get", "namespace", "doomed"]).fails();
     assert!(gone.stderr.contains("not found"), "{gone:?}");
-    let objects =
-        shard.http().get("/clusters/epsilon/api/v1/namespaces/doomed/configmaps").await.unwrap().json().unwrap();
+    let path = format!("/clusters/{}/api/v1/namespaces/doomed/configmaps", target.cluster);
+    let objects = target.http.get(&path).await.unwrap().json().unwrap();
     assert_eq!(objects["items"], serde_json::json!([]));
     let create = kubectl().args(["create", "configmap", "late", "-n", "doomed"]).fails();
     assert!(create.stderr.contains("not found"), "{create:?}");

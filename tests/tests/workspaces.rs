@@ -114,8 +114,11 @@ fn seeded_draws(seed: u64, count: usize) -> Vec<(String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_taken_logical_cluster_name_is_drawn_again() {
     let seed = 7;
-    let options =
-        InstallationOptions { extra_shards: 2, extra_args: vec!["--workspace-name-seed".into(), seed.to_string()] };
+    let options = InstallationOptions {
+        extra_shards: 2,
+        extra_args: vec!["--workspace-name-seed".into(), seed.to_string()],
+        ..InstallationOptions::default()
+    };
     let installation = Installation::start_with(options).await.unwrap();
     let draws = seeded_draws(seed, 2);
     let (taken, taken_shard) = &draws[0];
@@ -146,8 +149,11 @@ fn seed_drawing_first(shard: &str) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_workspace_lands_elsewhere_when_its_target_shard_is_down() {
     let seed = seed_drawing_first("shard-2");
-    let options =
-        InstallationOptions { extra_shards: 2, extra_args: vec!["--workspace-name-seed".into(), seed.to_string()] };
+    let options = InstallationOptions {
+        extra_shards: 2,
+        extra_args: vec!["--workspace-name-seed".into(), seed.to_string()],
+        ..InstallationOptions::default()
+    };
     let mut installation = Installation::start_with(options).await.unwrap();
     installation.shards[1].kill9();
 

@@ -187,7 +187,11 @@ async fn start_installation(plan: &Plan) -> anyhow::Result<Installation> {
     if let Some(seed) = plan.workspace_name_seed {
         extra_args.extend(["--workspace-name-seed".to_string(), seed.to_string()]);
     }
-    let options = InstallationOptions { extra_shards: plan.shards.saturating_sub(1), extra_args };
+    let options = InstallationOptions {
+        extra_shards: plan.shards.saturating_sub(1),
+        extra_args,
+        ..InstallationOptions::default()
+    };
     let installation = Installation::start_with(options).await.context("start the installation")?;
     for shard in installation.all() {
         eprintln!("  {} at {} (pid {})", shard.name(), shard.base_url(), shard.pid().unwrap_or_default());

@@ -1,0 +1,19 @@
+//! The front-proxy: one HTTPS endpoint for every workspace of an installation.
+//!
+//! A request meets these modules in this order:
+//! - `security::https` accepts TLS connections (HTTP/1.1 and HTTP/2);
+//! - [`proxy`] authenticates the caller (client certificate or bearer token), resolves
+//!   `/clusters/<path>` through the [`index`] (or [`home`] for `~`), and forwards to the
+//!   hosting shard over mutual TLS ([`upstream`]) with the caller's identity in
+//!   `X-Remote-*` headers, streaming both ways; refusals are [`status`] responses.
+//! - [`feed`] keeps the index current from every shard's gRPC index feed, and learns the
+//!   shard set from root.
+//! - [`metrics`] counts what happened.
+
+pub mod feed;
+pub mod home;
+pub mod index;
+pub mod metrics;
+pub mod proxy;
+pub mod status;
+pub mod upstream;

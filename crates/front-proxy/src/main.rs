@@ -1,0 +1,161 @@
+//! `atoll-front-proxy`: one HTTPS endpoint for the whole installation.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Parser;
+use front_proxy::feed::{self, Routing};
+use front_proxy::metrics::Metrics;
+use front_proxy::proxy::Proxy;
+use front_proxy::upstream::Upstream;
+use security::authn::{Authenticator, TokenFile};
+use security::{pki, tls};
+
+/// Serve every workspace of an Atoll installation on one HTTPS endpoint.
+#[derive(Debug, Parser)]
+#[command(name = "atoll-front-proxy", version)]
+struct Args {
+    /// HTTPS address to listen on (port 0 picks a free port; admin.kubeconfig names the real one).
+    #[arg(long, default_value = "127.0.0.1:6440")]
+    listen: SocketAddr,
+    /// Base URL of the root shard (`https://host:port`); the other shards are learnt from it.
+    #[arg(long)]
+    root_shard: String,
+    /// Directory for this proxy's certificates, the remembered shard set and admin.kubeconfig.
+    #[arg(long, env = "ATOLL_FRONT_PROXY_DATA_DIR")]
+    data_dir: PathBuf,
+    /// The installation's shared CA directory [default: DATA_DIR/pki].
+    #[arg(long)]
+    pki_dir: Option<PathBuf>,
+    /// This proxy's name (its client certificate is `system:atoll:front-proxy:<name>`).
+    #[arg(long, default_value = "front-proxy")]
+    name: String,
+    /// kube-apiserver style static token file: `token,user,uid,"group1,group2"` per line.
+    #[arg(long)]
+    token_auth_file: Option<PathBuf>,
+    /// Let requests without credentials through as `system:anonymous`.
+    #[arg(long)]
+    anonymous_auth: bool,
+    /// Extra host names or IPs for the serving certificate (comma separated).
+    #[arg(long, value_delimiter = ',')]
+    tls_san: Vec<String>,
+    /// Serving certificate (PEM); with it, no certificate is generated and the other file flags are required.
+    #[arg(long)]
+    tls_cert_file: Option<PathBuf>,
+    /// Private key of --tls-cert-file (PEM).
+    #[arg(long)]
+    tls_private_key_file: Option<PathBuf>,
+    /// CA that verifies users' client certificates (PEM).
+    #[arg(long)]
+    client_ca_file: Option<PathBuf>,
+    /// CA the proxy trusts when it calls shards (PEM).
+    #[arg(long)]
+    server_ca_file: Option<PathBuf>,
+    /// Client certificate the proxy presents to shards, signed by their front-proxy CA (PEM).
+    #[arg(long)]
+    proxy_client_cert_file: Option<PathBuf>,
+    /// Private key of --proxy-client-cert-file (PEM).
+    #[arg(long)]
+    proxy_client_key_file: Option<PathBuf>,
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let args = Args::parse();
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("start the tokio runtime")?;
+    runtime.block_on(run(args))
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&args.data_dir).with_context(|| format!("create data dir {}", args.data_dir.display()))?;
+    let listener =
+        tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("listen on {}", args.listen))?;
+    let local = listener.local_addr().context("read the bound address")?;
+    let host = if local.ip().is_unspecified() { "127.0.0.1".to_string() } else { local.ip().to_string() };
+    let authority =
+        if host.contains(':') { format!("[{host}]:{}", local.port()) } else { format!("{host}:{}", local.port()) };
+    let mut hosts = vec![host.clone()];
+    hosts.extend(args.tls_san.iter().cloned());
+
+    let material = pki::load(&pki::PkiOptions {
+        pki_dir: args.pki_dir.clone().unwrap_or_else(|| args.data_dir.join("pki")),
+        leaf_dir: args.data_dir.join("certs"),
+        process_name: args.name.clone(),
+        hosts,
+        files: pki::CertFiles {
+            tls_cert_file: args.tls_cert_file.clone(),
+            tls_private_key_file: args.tls_private_key_file.clone(),
+            client_ca_file: args.client_ca_file.clone(),
+            server_ca_file: args.server_ca_file.clone(),
+            peer_client_cert_file: args.proxy_client_cert_file.clone(),
+            peer_client_key_file: args.proxy_client_key_file.clone(),
+            front_proxy_ca_file: None,
+        },
+        role: pki::Role::FrontProxy,
+    })
+    .context("load or create the PKI")?;
+    // Users present client-CA certificates; the front-proxy CA is for shards to trust.
+    let user_facing = pki::ServingMaterial { front_proxy_ca_cert_pem: None, ..material.clone() };
+    let tls_config = tls::server_config(&user_facing).context("build the TLS configuration")?;
+    let tokens = match &args.token_auth_file {
+        Some(path) => Some(TokenFile::load(path)?),
+        None => None,
+    };
+    let upstream = Upstream::new(
+        &material.ca_cert_pem,
+        &material.peer_client_cert_pem,
+        &material.peer_client_key_pem,
+        &args.name,
+    )?;
+    let root_shard_url = args.root_shard.trim_end_matches('/').to_owned();
+    let routing = Arc::new(Routing::new(args.data_dir.join("shards.json")));
+    tokio::spawn(feed::run(routing.clone(), upstream.clone(), root_shard_url.clone()));
+    let proxy = Arc::new(Proxy {
+        authn: Authenticator::new(tokens, None)?,
+        anonymous: args.anonymous_auth,
+        routing,
+        upstream,
+        root_shard_url,
+        metrics: Metrics::default(),
+    });
+
+    let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
+    let serving = tokio::spawn(security::https::serve(listener, tls_config, shutdown_rx, {
+        let proxy = proxy.clone();
+        move |connection| {
+            let identity =
+                Arc::new(tls::client_certificate_der(connection).and_then(|der| proxy.certificate_identity(der)));
+            let proxy = proxy.clone();
+            hyper::service::service_fn(move |request| {
+                let (proxy, identity) = (proxy.clone(), identity.clone());
+                async move { Ok::<_, std::convert::Infallible>(proxy.serve(identity, request).await) }
+            })
+        }
+    }));
+    let url = format!("https://{authority}");
+    let kubeconfig = args.data_dir.join("admin.kubeconfig");
+    if let Some((admin_cert, admin_key)) = material.admin_credential() {
+        pki::write_kubeconfig(
+            &kubeconfig,
+            &format!("{url}/clusters/root"),
+            &material.ca_cert_pem,
+            admin_cert,
+            admin_key,
+        )
+        .context("write admin.kubeconfig")?;
+    }
+    tracing::info!(%url, kubeconfig = %kubeconfig.display(), "front-proxy serving");
+
+    security::https::shutdown_signal().await?;
+    tracing::info!("shutting down");
+    let _ = shutdown_tx.send(true);
+    let _ = serving.await;
+    Ok(())
+}

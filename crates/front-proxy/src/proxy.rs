@@ -1,0 +1,263 @@
+//! One proxied request: authenticate, resolve `/clusters/<path>` to a shard, forward with
+//! the caller's identity in headers, and stream the answer back unbuffered (watches and
+//! long lists included).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::header::{self, HeaderName, HeaderValue};
+use http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use security::authn::{Authenticator, CertificateCaller, Identity};
+use security::identity_headers;
+use tracing::Instrument;
+
+use crate::feed::Routing;
+use crate::home;
+use crate::metrics::Metrics;
+use crate::status;
+use crate::upstream::{Body, Upstream};
+
+/// Everything a request needs, shared by all connections.
+pub struct Proxy {
+    /// Client certificates and bearer tokens.
+    pub authn: Authenticator,
+    /// Whether requests without credentials go through as `system:anonymous`.
+    pub anonymous: bool,
+    /// The index and the shard set.
+    pub routing: Arc<Routing>,
+    /// Clients towards shards.
+    pub upstream: Upstream,
+    /// The root shard's base URL, for requests outside `/clusters/`.
+    pub root_shard_url: String,
+    /// Request counters.
+    pub metrics: Metrics,
+}
+
+/// Headers that describe one hop and must not be forwarded (RFC 9110 §7.6.1).
+const HOP_BY_HOP: [&str; 8] =
+    ["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host"];
+
+/// What the connection's client certificate says: decided once per connection.
+pub type ConnectionIdentity = Option<Result<Identity, security::authn::AuthnError>>;
+
+impl Proxy {
+    /// The identity of a verified client certificate (only the client CA is trusted by the
+    /// proxy's TLS listener, so this is always a user).
+    pub fn certificate_identity(&self, der: &[u8]) -> ConnectionIdentity {
+        Some(self.authn.certificate_caller(der).and_then(|caller| match caller {
+            CertificateCaller::User(identity) => Ok(identity),
+            CertificateCaller::FrontProxy { .. } => Err(security::authn::AuthnError::InvalidClientCertificate {
+                reason: "front-proxy certificates cannot be used by clients".into(),
+            }),
+        }))
+    }
+
+    /// Serves one request; never fails (errors become `Status` responses).
+    pub async fn serve(
+        self: Arc<Self>,
+        connection: Arc<ConnectionIdentity>,
+        request: Request<Incoming>,
+    ) -> http::Response<Body> {
+        let started = Instant::now();
+        let span = tracing::info_span!(
+            "proxy",
+            method = %request.method(),
+            path = %request.uri().path(),
+            user = tracing::field::Empty,
+            shard = tracing::field::Empty,
+            code = tracing::field::Empty,
+        );
+        let response = self.route(&connection, request).instrument(span.clone()).await;
+        span.record("code", response.status().as_u16());
+        self.metrics.observe(response.status().as_u16(), started.elapsed());
+        response
+    }
+
+    async fn route(&self, connection: &ConnectionIdentity, request: Request<Incoming>) -> http::Response<Body> {
+        let path = request.uri().path().to_owned();
+        if let Some(endpoint) = local_endpoint(&path) {
+            return self.local(endpoint);
+        }
+        let identity = match self.authenticate(connection, &request) {
+            Ok(identity) => identity,
+            Err(message) => return status::unauthorized(&message),
+        };
+        tracing::Span::current().record("user", identity.user.as_str());
+        let Some((segment, rest)) = split_cluster(&path) else {
+            // Outside /clusters/: the root logical cluster, as kcp's front-proxy does.
+            let url = format!("{}/clusters/root{path}", self.root_shard_url);
+            return self.forward(request, &identity, url, "root").await;
+        };
+        let target = match segment.as_str() {
+            "*" => {
+                return status::forbidden(
+                    "wildcard requests (/clusters/*) are not served through the front-proxy: they are shard-direct and privileged",
+                )
+            }
+            "~" => match home::resolve(self, &identity).await {
+                Ok(target) => target,
+                Err(response) => return response,
+            },
+            other => {
+                let resolved = self.routing.index.read().resolve(other);
+                match resolved {
+                    Some(target) => target,
+                    None => return status::no_access(&identity.user, other),
+                }
+            }
+        };
+        tracing::Span::current().record("shard", target.shard.as_str());
+        let Some(base) = self.routing.shard_url(&target.shard) else {
+            return status::unavailable(&format!("shard {} is not known to the front-proxy yet", target.shard));
+        };
+        // A canonical path is forwarded as typed, so the shard's messages name what the
+        // user asked for; anything else by the logical cluster's name.
+        let canonical = self.routing.index.read().path_of(&target.cluster).is_some_and(|path| path == segment);
+        let cluster = if canonical { segment.as_str() } else { target.cluster.as_str() };
+        let query = request.uri().query().map(|q| format!("?{q}")).unwrap_or_default();
+        let url = format!("{base}/clusters/{cluster}{rest}{query}");
+        self.forward(request, &identity, url, &target.shard).await
+    }
+
+    /// The caller, or why it is refused (for a 401).
+    fn authenticate(&self, connection: &ConnectionIdentity, request: &Request<Incoming>) -> Result<Identity, String> {
+        let authorization = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let result = match connection {
+            Some(result) => result.clone().map(Some),
+            None => self.authn.authenticate(None, authorization),
+        };
+        match result {
+            Ok(Some(identity)) => Ok(identity),
+            Ok(None) if self.anonymous => Ok(Identity::anonymous()),
+            Ok(None) => {
+                Err("Unauthorized: present a client certificate from this installation's client CA or a bearer token"
+                    .into())
+            }
+            Err(error) => Err(format!("Unauthorized: {error}")),
+        }
+    }
+
+    /// Sends `request` to `url` as `identity`, streaming both bodies.
+    async fn forward(
+        &self,
+        request: Request<Incoming>,
+        identity: &Identity,
+        url: String,
+        shard: &str,
+    ) -> http::Response<Body> {
+        let (mut parts, body) = request.into_parts();
+        let uri = match url.parse::<http::Uri>() {
+            Ok(uri) => uri,
+            Err(_) => return status::bad_request(&format!("cannot forward to {url}")),
+        };
+        let connection_listed: Vec<HeaderName> = parts
+            .headers
+            .get_all(header::CONNECTION)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(','))
+            .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+            .collect();
+        let headers = &mut parts.headers;
+        for name in connection_listed {
+            headers.remove(name);
+        }
+        for name in HOP_BY_HOP {
+            headers.remove(name);
+        }
+        headers.remove(header::AUTHORIZATION);
+        let claimed: Vec<HeaderName> =
+            headers.keys().filter(|name| identity_headers::is_identity_header(name)).cloned().collect();
+        for name in claimed {
+            headers.remove(name);
+        }
+        match identity_headers::encode(identity) {
+            Ok(encoded) => {
+                for (name, value) in encoded {
+                    headers.append(name, value);
+                }
+            }
+            Err(error) => return status::unauthorized(&format!("Unauthorized: {error}")),
+        }
+        parts.uri = uri;
+        parts.version = http::Version::HTTP_11;
+        let upstream_request = Request::from_parts(parts, body.map_err(Into::into).boxed());
+        match self.upstream.rest.request(upstream_request).await {
+            Ok(response) => {
+                let (mut parts, body) = response.into_parts();
+                for name in HOP_BY_HOP {
+                    parts.headers.remove(name);
+                }
+                http::Response::from_parts(parts, body.map_err(Into::into).boxed())
+            }
+            Err(error) => {
+                tracing::info!(%error, shard, "shard unreachable");
+                status::unavailable(&format!(
+                    "shard {shard} hosting this workspace is unavailable; other workspaces are not affected"
+                ))
+            }
+        }
+    }
+
+    fn local(&self, endpoint: &str) -> http::Response<Body> {
+        let (content_type, body): (&str, Bytes) = match endpoint {
+            "metrics" => {
+                ("application/openmetrics-text; version=1.0.0; charset=utf-8", self.metrics.render(self).into())
+            }
+            _ => ("text/plain", Bytes::from_static(b"ok")),
+        };
+        let mut response = http::Response::new(crate::upstream::full(body));
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        *response.status_mut() = StatusCode::OK;
+        response
+    }
+}
+
+/// The proxy's own endpoints, answered without authentication like kube's health checks.
+fn local_endpoint(path: &str) -> Option<&'static str> {
+    match path {
+        "/healthz" | "/livez" | "/readyz" => Some("healthz"),
+        "/metrics" => Some("metrics"),
+        _ => None,
+    }
+}
+
+/// Splits `/clusters/<segment><rest>` into the percent-decoded segment and the rest
+/// (`/api/v1/…`, possibly empty).
+fn split_cluster(path: &str) -> Option<(String, &str)> {
+    let after = path.strip_prefix("/clusters/")?;
+    let end = after.find('/').unwrap_or(after.len());
+    let segment = protocol::path::percent_decode(&after[..end]).into_owned();
+    Some((segment, &after[end..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_segments_are_split_and_decoded() {
+        let cases = [
+            ("/clusters/root/api/v1", Some(("root", "/api/v1"))),
+            ("/clusters/root:org", Some(("root:org", ""))),
+            ("/clusters/%2A/api", Some(("*", "/api"))),
+            ("/clusters/~/apis", Some(("~", "/apis"))),
+            ("/clusters/%7E/apis", Some(("~", "/apis"))),
+            ("/api/v1", None),
+        ];
+        for (path, want) in cases {
+            let got = split_cluster(path);
+            assert_eq!(got.as_ref().map(|(s, r)| (s.as_str(), *r)), want, "{path}");
+        }
+    }
+
+    #[test]
+    fn health_and_metrics_are_local() {
+        assert_eq!(local_endpoint("/healthz"), Some("healthz"));
+        assert_eq!(local_endpoint("/metrics"), Some("metrics"));
+        assert_eq!(local_endpoint("/version"), None);
+    }
+}
