@@ -1,0 +1,144 @@
+//! `kubectl ws tree [--full]`: the workspaces under the current one, drawn like kcp's
+//! plugin draws them (with the `treeprint` layout).
+//!
+//! Each level is listed through the same server by path (`<parent>:<name>`), so behind a
+//! front-proxy the walk crosses shards without knowing about them. Workspaces that are not
+//! Ready are shown but not descended into: they have no logical cluster to list yet.
+
+use protocol::path::ClusterPath;
+use protocol::types::PHASE_READY;
+
+use super::Session;
+use crate::client::Server;
+
+/// Deeper trees are cut off: a path of this many levels is beyond any real hierarchy and
+/// more likely a cycle in a broken installation.
+const DEPTH_MAX: usize = 32;
+/// At most this many workspaces are listed; a bigger tree is cut off with a warning.
+const NODES_MAX: usize = 10_000;
+
+/// One workspace in the drawn tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// What is printed: the name, or the full path with `--full`.
+    pub label: String,
+    /// The children, in the order printed.
+    pub children: Vec<usize>,
+}
+
+/// A tree of workspaces; node 0 is the workspace the walk started at.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tree {
+    /// All nodes; children refer to them by index.
+    pub nodes: Vec<Node>,
+    /// Whether [`NODES_MAX`] cut the walk short.
+    pub truncated: bool,
+}
+
+/// Runs `kubectl ws tree`.
+pub async fn run(session: &mut Session, full: bool) -> anyhow::Result<()> {
+    let url = session.url()?;
+    let Some(current) = url.cluster().cloned() else {
+        anyhow::bail!("current config context URL {:?} does not point to workspace", session.server_url());
+    };
+    let server = session.server().await?.clone();
+    let tree = walk(&server, &current, full).await?;
+    // kcp prints the drawing with Println, so a blank line follows it.
+    println!("{}", render(&tree));
+    if tree.truncated {
+        eprintln!("Warning: the tree has more than {NODES_MAX} workspaces; the rest are not shown.");
+    }
+    Ok(())
+}
+
+/// Lists workspaces depth-first from `start`. A workspace whose children cannot be listed
+/// (gone, or the caller may not look inside) shows as a leaf; other errors fail the walk.
+async fn walk(server: &Server, start: &ClusterPath, full: bool) -> anyhow::Result<Tree> {
+    let label = if full { start.to_string() } else { start.base().to_string() };
+    let mut tree = Tree { nodes: vec![Node { label, children: Vec::new() }], truncated: false };
+    let mut pending = vec![(0usize, start.clone(), 0usize)];
+    while let Some((index, path, depth)) = pending.pop() {
+        let mut workspaces = match server.workspaces(&path).await {
+            Ok(workspaces) => workspaces,
+            Err(error) if matches!(error.code(), Some(403 | 404)) => continue,
+            Err(error) => return Err(anyhow::Error::new(error).context(format!("list the workspaces in \"{path}\""))),
+        };
+        workspaces.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        for workspace in workspaces {
+            if tree.nodes.len() >= NODES_MAX {
+                tree.truncated = true;
+                return Ok(tree);
+            }
+            let Some(name) = workspace.metadata.name.as_deref() else { continue };
+            let Ok(child) = path.join(name) else { continue };
+            let label = if full { format!("{}:{name}", tree.nodes[index].label) } else { name.to_string() };
+            let child_index = tree.nodes.len();
+            tree.nodes.push(Node { label, children: Vec::new() });
+            tree.nodes[index].children.push(child_index);
+            if workspace.status.phase == PHASE_READY && depth + 1 < DEPTH_MAX {
+                pending.push((child_index, child, depth + 1));
+            }
+        }
+    }
+    Ok(tree)
+}
+
+/// Draws `tree` as `treeprint` does: a `.` line, then one line per workspace with
+/// `├──`/`└──` connectors; the result ends with a newline.
+pub fn render(tree: &Tree) -> String {
+    let mut out = String::from(".\n");
+    if !tree.nodes.is_empty() {
+        render_children(tree, &[0], "", &mut out);
+    }
+    out
+}
+
+fn render_children(tree: &Tree, children: &[usize], prefix: &str, out: &mut String) {
+    for (position, &child) in children.iter().enumerate() {
+        let last = position + 1 == children.len();
+        let node = &tree.nodes[child];
+        out.push_str(prefix);
+        out.push_str(if last { "└── " } else { "├── " });
+        out.push_str(&node.label);
+        out.push('\n');
+        let deeper = format!("{prefix}{}", if last { "    " } else { "│   " });
+        render_children(tree, &node.children, &deeper, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(label: &str, children: &[usize]) -> Node {
+        Node { label: label.into(), children: children.to_vec() }
+    }
+
+    #[test]
+    fn trees_draw_like_treeprint() {
+        let single = Tree { nodes: vec![node("root", &[])], truncated: false };
+        assert_eq!(render(&single), ".\n└── root\n");
+
+        let tree = Tree {
+            nodes: vec![
+                node("root", &[1, 3]),
+                node("org", &[2, 4]),
+                node("team", &[]),
+                node("other", &[]),
+                node("team-b", &[5]),
+                node("deep", &[]),
+            ],
+            truncated: false,
+        };
+        let expected = "\
+.
+└── root
+    ├── org
+    │   ├── team
+    │   └── team-b
+    │       └── deep
+    └── other
+";
+        assert_eq!(render(&tree), expected);
+    }
+}
