@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Runs a benchmark program: `scripts/bench.sh store [flags]` runs bench-store,
-# `scripts/bench.sh workspaces [flags]` runs bench-workspaces.
+# `scripts/bench.sh workspaces [flags]` runs bench-workspaces, and
+# `scripts/bench.sh proxy [flags]` runs bench-proxy (shard direct vs front-proxy vs nginx).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-name="${1:?usage: scripts/bench.sh store|workspaces [flags]}"
+name="${1:?usage: scripts/bench.sh store|workspaces|proxy [flags]}"
 shift
 # Checked before building, so a typo does not cost a build.
 case "$name" in
-    store | workspaces) ;;
+    store | workspaces | proxy) ;;
     *)
-        echo "unknown benchmark: $name (known: store, workspaces)" >&2
+        echo "unknown benchmark: $name (known: store, workspaces, proxy)" >&2
         exit 2
         ;;
 esac

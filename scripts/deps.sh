@@ -5,6 +5,9 @@
 #   libprotobuf-dev    protoc's well-known types (google/protobuf/*.proto); only a
 #                      "recommends" of protobuf-compiler, so --no-install-recommends skips it
 #   etcd-server        the baseline of the store benchmark
+#   nginx              the baseline of the proxy benchmark (a TLS reverse proxy in front of a
+#                      shard); the benchmark runs /usr/sbin/nginx from a temporary prefix and
+#                      never uses the package's own service (which an init system may start)
 #   kubectl            the client the end-to-end tests drive (v1.32 ships with this machine kind)
 # and one PyPI package:
 #   kubernetes         the official Python client, driven by tests/python/client_scenarios.py
@@ -16,6 +19,7 @@ dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
 command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
 [ -f /usr/include/google/protobuf/descriptor.proto ] || need+=(libprotobuf-dev)
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+[ -x /usr/sbin/nginx ] || need+=(nginx)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 
 if [ "${#need[@]}" -gt 0 ]; then

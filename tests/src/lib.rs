@@ -8,6 +8,8 @@
 //! - [`shard`] starts an `atoll-shard` in a temporary data dir ([`ShardProcess`]), waits
 //!   until it is ready, and stops, kills or restarts it. Every wait is bounded and every
 //!   failure carries the tail of `shard.log`.
+//! - [`front_proxy`] starts an `atoll-front-proxy` in front of an installation.
+//! - [`installation`] starts a root shard, further shards and optionally a front-proxy.
 //! - [`kubeconfig`] reads the `admin.kubeconfig` the shard writes, and writes kubeconfigs
 //!   for other users.
 //! - [`certs`] mints client certificates for other users from the shard's client CA.
@@ -15,14 +17,18 @@
 //! - [`tls_http`] is a raw HTTPS client ([`TlsHttp`]) for requests no well-behaved
 //!   client would send, and for benchmarks that need one connection per worker.
 //! - [`etcd`] starts Debian's etcd for comparison benchmarks.
+//! - [`nginx`] starts Debian's nginx as a TLS reverse proxy in front of a shard, the
+//!   baseline of the front-proxy benchmark.
 //! - [`process`] owns child processes so that nothing outlives the test that started it.
 
 pub mod binary;
 pub mod certs;
 pub mod etcd;
+pub mod front_proxy;
 pub mod installation;
 pub mod kubeconfig;
 pub mod kubectl;
+pub mod nginx;
 pub mod ports;
 pub mod process;
 pub mod shard;
