@@ -55,7 +55,7 @@ pub async fn resolve(proxy: &Proxy, identity: &Identity) -> Result<Target, http:
         tracing::warn!(error = format!("{error:#}"), "home workspace creation failed");
         status::internal(&format!("creating the home workspace {path} failed: {error:#}"))
     })?;
-    Ok(Target { cluster, shard })
+    Ok(Target { cluster, shard, canonical: false })
 }
 
 async fn create(proxy: &Proxy, base: &str, cluster: &str, path: &str, identity: &Identity) -> anyhow::Result<()> {

@@ -17,6 +17,8 @@ pub struct Target {
     pub cluster: String,
     /// The shard hosting it.
     pub shard: String,
+    /// Whether the path asked for is the cluster's canonical path (or its name).
+    pub canonical: bool,
 }
 
 /// What one shard has said so far.
@@ -89,6 +91,14 @@ impl Index {
     /// Where `path` leads: a canonical path, a logical-cluster name, or a path that starts
     /// at either and continues through workspace names (`<name>:team`).
     pub fn resolve(&self, path: &str) -> Option<Target> {
+        // The common case first, without allocating: a canonical path or a name.
+        if let Some(cluster) = self.by_path.get(path) {
+            let shard = self.by_name.get(cluster)?;
+            return Some(Target { cluster: cluster.clone(), shard: shard.clone(), canonical: true });
+        }
+        if let Some(shard) = self.by_name.get(path) {
+            return Some(Target { cluster: path.to_owned(), shard: shard.clone(), canonical: true });
+        }
         let segments: Vec<&str> = path.split(':').collect();
         // The longest prefix that is a canonical path or a name, then workspace by workspace.
         for split in (1..=segments.len()).rev() {
@@ -104,15 +114,9 @@ impl Index {
                 cluster = self.children.get(&(cluster.clone(), (*segment).to_owned()))?;
             }
             let shard = self.by_name.get(cluster)?;
-            return Some(Target { cluster: cluster.clone(), shard: shard.clone() });
+            return Some(Target { cluster: cluster.clone(), shard: shard.clone(), canonical: false });
         }
         None
-    }
-
-    /// The canonical path of `cluster`, if known.
-    pub fn path_of(&self, cluster: &str) -> Option<&str> {
-        let shard = self.by_name.get(cluster)?;
-        self.shards.get(shard)?.clusters.get(cluster).map(|lc| lc.path.as_str())
     }
 
     /// How many logical clusters are indexed.
@@ -229,7 +233,11 @@ mod tests {
     }
 
     fn target(cluster: &str, shard: &str) -> Option<Target> {
-        Some(Target { cluster: cluster.into(), shard: shard.into() })
+        Some(Target { cluster: cluster.into(), shard: shard.into(), canonical: true })
+    }
+
+    fn walked(cluster: &str, shard: &str) -> Option<Target> {
+        Some(Target { cluster: cluster.into(), shard: shard.into(), canonical: false })
     }
 
     /// root on shard r hosts workspace org → cluster o1 on shard a; org hosts team → t1
@@ -250,7 +258,7 @@ mod tests {
             ("root:org", target("o1", "a")),
             ("root:org:team", target("t1", "b")),
             ("o1", target("o1", "a")),
-            ("o1:team", target("t1", "b")),
+            ("o1:team", walked("t1", "b")),
             ("t1", target("t1", "b")),
             ("home:alice", target("h1", "b")),
             ("root:nope", None),
@@ -262,7 +270,6 @@ mod tests {
         for (path, want) in cases {
             assert_eq!(index.resolve(path), want, "{path}");
         }
-        assert_eq!(index.path_of("t1"), Some("root:org:team"));
         assert_eq!(index.cluster_count(), 4);
     }
 

@@ -1,7 +1,9 @@
 //! The front-proxy: one HTTPS endpoint for every workspace of an installation.
 //!
 //! A request meets these modules in this order:
-//! - `security::https` accepts TLS connections (HTTP/1.1 and HTTP/2);
+//! - [`workers`] runs one single-threaded runtime per core, each accepting TLS
+//!   connections (`security::https`, HTTP/1.1 and HTTP/2) on its own `SO_REUSEPORT`
+//!   listener;
 //! - [`proxy`] authenticates the caller (client certificate or bearer token), resolves
 //!   `/clusters/<path>` through the [`index`] (or [`home`] for `~`), and forwards to the
 //!   hosting shard over mutual TLS ([`upstream`]) with the caller's identity in
@@ -17,3 +19,4 @@ pub mod metrics;
 pub mod proxy;
 pub mod status;
 pub mod upstream;
+pub mod workers;

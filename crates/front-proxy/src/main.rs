@@ -10,8 +10,14 @@ use front_proxy::feed::{self, Routing};
 use front_proxy::metrics::Metrics;
 use front_proxy::proxy::Proxy;
 use front_proxy::upstream::Upstream;
+use front_proxy::workers;
 use security::authn::{Authenticator, TokenFile};
 use security::{pki, tls};
+
+/// Every proxied request allocates a few small buffers on two threads; mimalloc keeps
+/// that cheap, as in the shard.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Serve every workspace of an Atoll installation on one HTTPS endpoint.
 #[derive(Debug, Parser)]
@@ -59,6 +65,10 @@ struct Args {
     /// Private key of --proxy-client-cert-file (PEM).
     #[arg(long)]
     proxy_client_key_file: Option<PathBuf>,
+    /// Worker threads serving requests, each with its own listener and connection pool
+    /// [default: one per CPU].
+    #[arg(long)]
+    workers: Option<usize>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -68,16 +78,18 @@ fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let args = Args::parse();
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("start the tokio runtime")?;
+    // The main runtime runs the index feeds and waits for the signal; requests are served
+    // by the workers' own runtimes.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("start the runtime")?;
     runtime.block_on(run(args))
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.data_dir).with_context(|| format!("create data dir {}", args.data_dir.display()))?;
-    let listener =
-        tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("listen on {}", args.listen))?;
-    let local = listener.local_addr().context("read the bound address")?;
+    let workers =
+        args.workers.unwrap_or_else(|| std::thread::available_parallelism().map(usize::from).unwrap_or(1)).max(1);
+    let listeners = workers::bind(args.listen, workers)?;
+    let local = listeners[0].local_addr().context("read the bound address")?;
     let host = if local.ip().is_unspecified() { "127.0.0.1".to_string() } else { local.ip().to_string() };
     let authority =
         if host.contains(':') { format!("[{host}]:{}", local.port()) } else { format!("{host}:{}", local.port()) };
@@ -108,37 +120,30 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Some(path) => Some(TokenFile::load(path)?),
         None => None,
     };
-    let upstream = Upstream::new(
-        &material.ca_cert_pem,
-        &material.peer_client_cert_pem,
-        &material.peer_client_key_pem,
-        &args.name,
-    )?;
+    let (ca, cert, key, name) = (
+        material.ca_cert_pem.clone(),
+        material.peer_client_cert_pem.clone(),
+        material.peer_client_key_pem.clone(),
+        args.name.clone(),
+    );
+    let connect = move || Upstream::new(&ca, &cert, &key, &name);
+    let upstream = connect()?;
     let root_shard_url = args.root_shard.trim_end_matches('/').to_owned();
     let routing = Arc::new(Routing::new(args.data_dir.join("shards.json")));
     tokio::spawn(feed::run(routing.clone(), upstream.clone(), root_shard_url.clone()));
-    let proxy = Arc::new(Proxy {
-        authn: Authenticator::new(tokens, None)?,
+    let proxy = Proxy {
+        authn: Arc::new(Authenticator::new(tokens, None)?),
         anonymous: args.anonymous_auth,
         routing,
         upstream,
         root_shard_url,
-        metrics: Metrics::default(),
-    });
+        metrics: Arc::new(Metrics::default()),
+    };
 
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
-    let serving = tokio::spawn(security::https::serve(listener, tls_config, shutdown_rx, {
-        let proxy = proxy.clone();
-        move |connection| {
-            let identity =
-                Arc::new(tls::client_certificate_der(connection).and_then(|der| proxy.certificate_identity(der)));
-            let proxy = proxy.clone();
-            hyper::service::service_fn(move |request| {
-                let (proxy, identity) = (proxy.clone(), identity.clone());
-                async move { Ok::<_, std::convert::Infallible>(proxy.serve(identity, request).await) }
-            })
-        }
-    }));
+    let threads = workers::spawn(listeners, tls_config, shutdown_rx, move || {
+        Ok(Arc::new(Proxy { upstream: connect()?, ..proxy.clone() }))
+    })?;
     let url = format!("https://{authority}");
     let kubeconfig = args.data_dir.join("admin.kubeconfig");
     if let Some((admin_cert, admin_key)) = material.admin_credential() {
@@ -156,6 +161,6 @@ async fn run(args: Args) -> anyhow::Result<()> {
     security::https::shutdown_signal().await?;
     tracing::info!("shutting down");
     let _ = shutdown_tx.send(true);
-    let _ = serving.await;
+    let _ = tokio::task::spawn_blocking(move || threads.into_iter().for_each(|thread| drop(thread.join()))).await;
     Ok(())
 }

@@ -10,7 +10,7 @@ use http::header::{self, HeaderName, HeaderValue};
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use security::authn::{Authenticator, CertificateCaller, Identity};
+use security::authn::{Authenticator, AuthnError, CertificateCaller, Identity};
 use security::identity_headers;
 use tracing::Instrument;
 
@@ -20,10 +20,12 @@ use crate::metrics::Metrics;
 use crate::status;
 use crate::upstream::{Body, Upstream};
 
-/// Everything a request needs, shared by all connections.
+/// Everything a request needs: one per worker thread, sharing all but the connection
+/// pool towards shards.
+#[derive(Clone)]
 pub struct Proxy {
     /// Client certificates and bearer tokens.
-    pub authn: Authenticator,
+    pub authn: Arc<Authenticator>,
     /// Whether requests without credentials go through as `system:anonymous`.
     pub anonymous: bool,
     /// The index and the shard set.
@@ -33,23 +35,49 @@ pub struct Proxy {
     /// The root shard's base URL, for requests outside `/clusters/`.
     pub root_shard_url: String,
     /// Request counters.
-    pub metrics: Metrics,
+    pub metrics: Arc<Metrics>,
 }
 
 /// Headers that describe one hop and must not be forwarded (RFC 9110 §7.6.1).
-const HOP_BY_HOP: [&str; 8] =
-    ["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host"];
+/// Kept as `HeaderName`s: removing by `&str` would parse and hash each name on every
+/// request, twice.
+const HOP_BY_HOP: [HeaderName; 8] = [
+    header::CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+    header::TE,
+    header::TRAILER,
+    header::TRANSFER_ENCODING,
+    header::UPGRADE,
+    header::HOST,
+];
+
+/// An authenticated caller with the identity headers that carry it to shards, encoded
+/// once (per connection, for certificates).
+#[derive(Debug)]
+pub struct Caller {
+    /// Who is calling.
+    pub identity: Identity,
+    headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl Caller {
+    fn new(identity: Identity) -> Result<Caller, AuthnError> {
+        let headers = identity_headers::encode(&identity)?;
+        Ok(Caller { identity, headers })
+    }
+}
 
 /// What the connection's client certificate says: decided once per connection.
-pub type ConnectionIdentity = Option<Result<Identity, security::authn::AuthnError>>;
+pub type ConnectionIdentity = Option<Result<Arc<Caller>, AuthnError>>;
 
 impl Proxy {
     /// The identity of a verified client certificate (only the client CA is trusted by the
     /// proxy's TLS listener, so this is always a user).
     pub fn certificate_identity(&self, der: &[u8]) -> ConnectionIdentity {
         Some(self.authn.certificate_caller(der).and_then(|caller| match caller {
-            CertificateCaller::User(identity) => Ok(identity),
-            CertificateCaller::FrontProxy { .. } => Err(security::authn::AuthnError::InvalidClientCertificate {
+            CertificateCaller::User(identity) => Caller::new(identity).map(Arc::new),
+            CertificateCaller::FrontProxy { .. } => Err(AuthnError::InvalidClientCertificate {
                 reason: "front-proxy certificates cannot be used by clients".into(),
             }),
         }))
@@ -62,7 +90,9 @@ impl Proxy {
         request: Request<Incoming>,
     ) -> http::Response<Body> {
         let started = Instant::now();
-        let span = tracing::info_span!(
+        // Debug level: at the default info filter a disabled span costs nothing, and the
+        // proxy's added latency per request is a benchmarked goal.
+        let span = tracing::debug_span!(
             "proxy",
             method = %request.method(),
             path = %request.uri().path(),
@@ -81,15 +111,16 @@ impl Proxy {
         if let Some(endpoint) = local_endpoint(&path) {
             return self.local(endpoint);
         }
-        let identity = match self.authenticate(connection, &request) {
-            Ok(identity) => identity,
+        let caller = match self.authenticate(connection, &request) {
+            Ok(caller) => caller,
             Err(message) => return status::unauthorized(&message),
         };
+        let identity = &caller.identity;
         tracing::Span::current().record("user", identity.user.as_str());
         let Some((segment, rest)) = split_cluster(&path) else {
             // Outside /clusters/: the root logical cluster, as kcp's front-proxy does.
             let url = format!("{}/clusters/root{path}", self.root_shard_url);
-            return self.forward(request, &identity, url, "root").await;
+            return self.forward(request, &caller, url, "root").await;
         };
         let target = match segment.as_str() {
             "*" => {
@@ -97,7 +128,7 @@ impl Proxy {
                     "wildcard requests (/clusters/*) are not served through the front-proxy: they are shard-direct and privileged",
                 )
             }
-            "~" => match home::resolve(self, &identity).await {
+            "~" => match home::resolve(self, identity).await {
                 Ok(target) => target,
                 Err(response) => return response,
             },
@@ -115,21 +146,23 @@ impl Proxy {
         };
         // A canonical path is forwarded as typed, so the shard's messages name what the
         // user asked for; anything else by the logical cluster's name.
-        let canonical = self.routing.index.read().path_of(&target.cluster).is_some_and(|path| path == segment);
-        let cluster = if canonical { segment.as_str() } else { target.cluster.as_str() };
+        let cluster = if target.canonical { segment.as_str() } else { target.cluster.as_str() };
         let query = request.uri().query().map(|q| format!("?{q}")).unwrap_or_default();
         let url = format!("{base}/clusters/{cluster}{rest}{query}");
-        self.forward(request, &identity, url, &target.shard).await
+        self.forward(request, &caller, url, &target.shard).await
     }
 
     /// The caller, or why it is refused (for a 401).
-    fn authenticate(&self, connection: &ConnectionIdentity, request: &Request<Incoming>) -> Result<Identity, String> {
+    fn authenticate(
+        &self,
+        connection: &ConnectionIdentity,
+        request: &Request<Incoming>,
+    ) -> Result<Arc<Caller>, String> {
+        if let Some(result) = connection {
+            return result.clone().map_err(|error| format!("Unauthorized: {error}"));
+        }
         let authorization = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-        let result = match connection {
-            Some(result) => result.clone().map(Some),
-            None => self.authn.authenticate(None, authorization),
-        };
-        match result {
+        let identity = match self.authn.authenticate(None, authorization) {
             Ok(Some(identity)) => Ok(identity),
             Ok(None) if self.anonymous => Ok(Identity::anonymous()),
             Ok(None) => {
@@ -137,14 +170,15 @@ impl Proxy {
                     .into())
             }
             Err(error) => Err(format!("Unauthorized: {error}")),
-        }
+        }?;
+        Caller::new(identity).map(Arc::new).map_err(|error| format!("Unauthorized: {error}"))
     }
 
     /// Sends `request` to `url` as `identity`, streaming both bodies.
     async fn forward(
         &self,
         request: Request<Incoming>,
-        identity: &Identity,
+        caller: &Caller,
         url: String,
         shard: &str,
     ) -> http::Response<Body> {
@@ -153,34 +187,32 @@ impl Proxy {
             Ok(uri) => uri,
             Err(_) => return status::bad_request(&format!("cannot forward to {url}")),
         };
-        let connection_listed: Vec<HeaderName> = parts
-            .headers
-            .get_all(header::CONNECTION)
-            .iter()
-            .filter_map(|value| value.to_str().ok())
-            .flat_map(|value| value.split(','))
-            .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
-            .collect();
         let headers = &mut parts.headers;
-        for name in connection_listed {
-            headers.remove(name);
+        if headers.contains_key(header::CONNECTION) {
+            let listed: Vec<HeaderName> = headers
+                .get_all(header::CONNECTION)
+                .iter()
+                .filter_map(|value| value.to_str().ok())
+                .flat_map(|value| value.split(','))
+                .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+                .collect();
+            for name in listed {
+                headers.remove(name);
+            }
         }
-        for name in HOP_BY_HOP {
+        for name in &HOP_BY_HOP {
             headers.remove(name);
         }
         headers.remove(header::AUTHORIZATION);
-        let claimed: Vec<HeaderName> =
-            headers.keys().filter(|name| identity_headers::is_identity_header(name)).cloned().collect();
-        for name in claimed {
-            headers.remove(name);
-        }
-        match identity_headers::encode(identity) {
-            Ok(encoded) => {
-                for (name, value) in encoded {
-                    headers.append(name, value);
-                }
+        if headers.keys().any(identity_headers::is_identity_header) {
+            let claimed: Vec<HeaderName> =
+                headers.keys().filter(|name| identity_headers::is_identity_header(name)).cloned().collect();
+            for name in claimed {
+                headers.remove(name);
             }
-            Err(error) => return status::unauthorized(&format!("Unauthorized: {error}")),
+        }
+        for (name, value) in &caller.headers {
+            headers.append(name.clone(), value.clone());
         }
         parts.uri = uri;
         parts.version = http::Version::HTTP_11;
@@ -188,7 +220,7 @@ impl Proxy {
         match self.upstream.rest.request(upstream_request).await {
             Ok(response) => {
                 let (mut parts, body) = response.into_parts();
-                for name in HOP_BY_HOP {
+                for name in &HOP_BY_HOP {
                     parts.headers.remove(name);
                 }
                 http::Response::from_parts(parts, body.map_err(Into::into).boxed())
