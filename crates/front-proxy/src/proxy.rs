@@ -16,6 +16,7 @@ use tracing::Instrument;
 
 use crate::feed::Routing;
 use crate::home;
+use crate::index::Target;
 use crate::metrics::Metrics;
 use crate::status;
 use crate::upstream::{Body, Upstream};
@@ -128,8 +129,9 @@ impl Proxy {
                     "wildcard requests (/clusters/*) are not served through the front-proxy: they are shard-direct and privileged",
                 )
             }
+            // Forwarded by cluster name: the shard does not know `~`.
             "~" => match home::resolve(self, identity).await {
-                Ok(target) => target,
+                Ok(target) => Target { canonical: false, ..target },
                 Err(response) => return response,
             },
             other => {
