@@ -47,18 +47,8 @@ struct Args {
     /// Extra host names or IPs for the serving certificate (comma separated).
     #[arg(long, value_delimiter = ',')]
     tls_san: Vec<String>,
-    /// Serving certificate (PEM); with it, no certificate is generated and the other file flags are required.
-    #[arg(long)]
-    tls_cert_file: Option<PathBuf>,
-    /// Private key of --tls-cert-file (PEM).
-    #[arg(long)]
-    tls_private_key_file: Option<PathBuf>,
-    /// CA that verifies users' client certificates (PEM).
-    #[arg(long)]
-    client_ca_file: Option<PathBuf>,
-    /// CA the proxy trusts when it calls shards (PEM).
-    #[arg(long)]
-    server_ca_file: Option<PathBuf>,
+    #[command(flatten)]
+    serving: pki::ServingFlags,
     /// Client certificate the proxy presents to shards, signed by their front-proxy CA (PEM).
     #[arg(long)]
     proxy_client_cert_file: Option<PathBuf>,
@@ -101,15 +91,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         leaf_dir: args.data_dir.join("certs"),
         process_name: args.name.clone(),
         hosts,
-        files: pki::CertFiles {
-            tls_cert_file: args.tls_cert_file.clone(),
-            tls_private_key_file: args.tls_private_key_file.clone(),
-            client_ca_file: args.client_ca_file.clone(),
-            server_ca_file: args.server_ca_file.clone(),
-            peer_client_cert_file: args.proxy_client_cert_file.clone(),
-            peer_client_key_file: args.proxy_client_key_file.clone(),
-            front_proxy_ca_file: None,
-        },
+        files: args.serving.files(args.proxy_client_cert_file.clone(), args.proxy_client_key_file.clone(), None),
         role: pki::Role::FrontProxy,
     })
     .context("load or create the PKI")?;

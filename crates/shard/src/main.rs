@@ -45,18 +45,8 @@ struct Args {
     /// Draw logical-cluster names from this seed instead of at random (deterministic tests).
     #[arg(long, hide = true)]
     workspace_name_seed: Option<u64>,
-    /// Serving certificate (PEM); with it, no certificate is generated and the other file flags are required.
-    #[arg(long)]
-    tls_cert_file: Option<PathBuf>,
-    /// Private key of --tls-cert-file (PEM).
-    #[arg(long)]
-    tls_private_key_file: Option<PathBuf>,
-    /// CA that verifies client certificates (PEM).
-    #[arg(long)]
-    client_ca_file: Option<PathBuf>,
-    /// CA this shard trusts when it calls other shards (PEM).
-    #[arg(long)]
-    server_ca_file: Option<PathBuf>,
+    #[command(flatten)]
+    serving: pki::ServingFlags,
     /// Client certificate this shard presents to other shards (PEM).
     #[arg(long)]
     peer_client_cert_file: Option<PathBuf>,
@@ -131,15 +121,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
         leaf_dir: args.data_dir.join("certs"),
         process_name: args.name.clone(),
         hosts: hosts.clone(),
-        files: pki::CertFiles {
-            tls_cert_file: args.tls_cert_file.clone(),
-            tls_private_key_file: args.tls_private_key_file.clone(),
-            client_ca_file: args.client_ca_file.clone(),
-            server_ca_file: args.server_ca_file.clone(),
-            peer_client_cert_file: args.peer_client_cert_file.clone(),
-            peer_client_key_file: args.peer_client_key_file.clone(),
-            front_proxy_ca_file: args.front_proxy_ca_file.clone(),
-        },
+        files: args.serving.files(
+            args.peer_client_cert_file.clone(),
+            args.peer_client_key_file.clone(),
+            args.front_proxy_ca_file.clone(),
+        ),
         role: pki::Role::Shard,
     };
     let material = pki::load(&pki_options).context("load or create the PKI")?;

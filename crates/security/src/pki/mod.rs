@@ -84,6 +84,45 @@ pub enum Role {
     FrontProxy,
 }
 
+/// The serving and trust flags every server process takes (`#[command(flatten)]` them):
+/// with `--tls-cert-file`, nothing is generated.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct ServingFlags {
+    /// Serving certificate (PEM); with it, no certificate is generated and the other file flags are required.
+    #[arg(long)]
+    pub tls_cert_file: Option<PathBuf>,
+    /// Private key of --tls-cert-file (PEM).
+    #[arg(long)]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// CA that verifies users' client certificates (PEM).
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
+    /// CA this process trusts when it calls shards (PEM).
+    #[arg(long)]
+    pub server_ca_file: Option<PathBuf>,
+}
+
+impl ServingFlags {
+    /// The explicit files, with this process's client certificate towards shards and the
+    /// front-proxy CA it trusts (if any).
+    pub fn files(
+        &self,
+        peer_cert: Option<PathBuf>,
+        peer_key: Option<PathBuf>,
+        front_proxy_ca: Option<PathBuf>,
+    ) -> CertFiles {
+        CertFiles {
+            tls_cert_file: self.tls_cert_file.clone(),
+            tls_private_key_file: self.tls_private_key_file.clone(),
+            client_ca_file: self.client_ca_file.clone(),
+            server_ca_file: self.server_ca_file.clone(),
+            peer_client_cert_file: peer_cert,
+            peer_client_key_file: peer_key,
+            front_proxy_ca_file: front_proxy_ca,
+        }
+    }
+}
+
 /// Certificate files an operator issued elsewhere. Either `tls_cert_file` is set, and
 /// then every field but `front_proxy_ca_file` is required, or none is set and
 /// everything is generated from [`PkiOptions::pki_dir`].
