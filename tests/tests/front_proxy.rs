@@ -12,12 +12,17 @@ use tests::installation::{create_workspace, wait_workspace_ready, workspace_url,
 use tests::{HttpResponse, TlsHttp};
 
 const READY: Duration = Duration::from_secs(30);
-const TOKENS: &str = "t-alice,alice,u-alice\nt-bob,bob,u-bob,\"dev\"\n";
+const TOKENS: &str = "t-alice,alice,u-alice\nt-bob,bob,u-bob,\"dev\"\nt-victim,victim@example.com,u-victim\n";
+/// A user whose name is the home path segment `victim@example.com` gets (not a DNS label,
+/// so it is hashed): the squatter of the review finding.
+fn squatter() -> String {
+    protocol::ring::name_for_key("user:victim@example.com")
+}
 
 /// Root + 2 shards + a front-proxy that accepts the tokens of [`TOKENS`].
 async fn installation(dir: &tempfile::TempDir) -> Installation {
     let tokens = dir.path().join("tokens.csv");
-    std::fs::write(&tokens, TOKENS).unwrap();
+    std::fs::write(&tokens, format!("{TOKENS}t-squatter,{},u-squatter\n", squatter())).unwrap();
     let options = InstallationOptions {
         extra_shards: 2,
         front_proxy: true,
@@ -46,7 +51,7 @@ async fn authentication_and_authorization_through_the_proxy() {
     let dir = tempfile::tempdir().unwrap();
     let installation = installation(&dir).await;
     let proxy = installation.proxy();
-    workspace(&installation, "team-b").await;
+    let hosting = workspace(&installation, "team-b").await;
     let configmaps = "/clusters/root:team-b/api/v1/namespaces/default/configmaps";
 
     // No credentials: 401, as a Status.
@@ -86,10 +91,41 @@ async fn authentication_and_authorization_through_the_proxy() {
     let grpc = [("content-type", "application/grpc"), ("te", "trailers")];
     let feed = direct.send(Method::POST, "/atoll.index.v1.IndexFeed/Watch", &grpc, Bytes::new()).await.unwrap();
     assert_eq!(feed.headers.get("grpc-status").map(|v| v.to_str().unwrap()), Some("7"), "{feed:?}");
+    // Paths a shard does not serve, and names with an escaped slash, look the same for
+    // existing and missing workspaces; the shard keeps serving.
+    for (existing, missing) in [
+        ("/clusters/root:team-b/foo", "/clusters/root:nope/foo"),
+        (
+            "/clusters/root:team-b/api/v1/namespaces/default/configmaps/a%2Fb",
+            "/clusters/root:nope/api/v1/namespaces/default/configmaps/a%2Fb",
+        ),
+    ] {
+        let (existing, missing) = (get_as(&alice_http, existing, &[]).await, get_as(&alice_http, missing, &[]).await);
+        assert_eq!(existing.status, StatusCode::FORBIDDEN, "{}", existing.text());
+        assert_eq!(existing.text().replace("root:team-b", "<p>"), missing.text().replace("root:nope", "<p>"));
+    }
+    let slash = proxy.http().get("/clusters/root:team-b/api/v1/namespaces/default/configmaps/a%2Fb").await.unwrap();
+    assert_eq!(slash.status, StatusCode::NOT_FOUND, "{}", slash.text());
+    // gRPC is not relayed to shards, and a shard's /metrics is for masters only, with
+    // resource labels only for resources that exist.
+    let relayed = alice_http.send(Method::POST, "/atoll.index.v1.IndexFeed/Watch", &grpc, Bytes::new()).await.unwrap();
+    assert_eq!(relayed.status, StatusCode::FORBIDDEN, "{}", relayed.text());
+    assert_eq!(
+        installation.root.http_as(None).unwrap().get("/metrics").await.unwrap().status,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(direct.get("/metrics").await.unwrap().status, StatusCode::FORBIDDEN);
+    get_as(&alice_http, "/clusters/root:team-b/api/v1/made-up-resource", &[]).await;
+    for shard in installation.all() {
+        let metrics = shard.http().get("/metrics").await.unwrap().text();
+        assert!(metrics.contains("resource=\"unknown\"") || shard.name() != hosting, "{metrics}");
+        assert!(!metrics.contains("made-up-resource"), "label from a URL on {}", shard.name());
+    }
     // ...and an unknown workspace looks the same: 403, not 404.
     let unknown = get_as(&alice_http, "/clusters/root:nope/api/v1/namespaces/default/configmaps", &[]).await;
     assert_eq!(unknown.status, StatusCode::FORBIDDEN, "{}", unknown.text());
-    assert_eq!(unknown.json().unwrap()["reason"], denied.json().unwrap()["reason"]);
+    let message = |response: &HttpResponse, path: &str| response.text().replace(path, "<path>");
+    assert_eq!(message(&unknown, "root:nope"), message(&denied, "root:team-b"), "unknown and forbidden look alike");
     // Wildcards are shard-direct only, even for admin.
     let wildcard = proxy.http().get("/clusters/*/api/v1/configmaps").await.unwrap();
     assert_eq!(wildcard.status, StatusCode::FORBIDDEN, "{}", wildcard.text());
@@ -170,6 +206,31 @@ async fn home_workspaces_are_created_on_first_use() {
     assert_eq!(bobs.status, StatusCode::NOT_FOUND, "{}", bobs.text());
     let trespass = get_as(&anonymous, "/clusters/home:alice/api/v1/namespaces/default/configmaps", &bob).await;
     assert_eq!(trespass.status, StatusCode::FORBIDDEN, "{}", trespass.text());
+
+    // A user named like another's hashed home segment shares the path, never the cluster.
+    let home_of = |token: &'static str| {
+        let anonymous = anonymous.clone();
+        async move {
+            let headers = [("authorization", token)];
+            let cluster = get_as(&anonymous, "/clusters/~/apis/core.kcp.io/v1alpha1/logicalclusters/cluster", &headers)
+                .await
+                .json()
+                .unwrap();
+            (cluster["metadata"]["annotations"]["kcp.io/cluster"].as_str().unwrap().to_owned(), cluster)
+        }
+    };
+    let (squatters, squatter_cluster) = home_of("Bearer t-squatter").await;
+    let (victims, victim_cluster) = home_of("Bearer t-victim").await;
+    assert_ne!(squatters, victims, "{squatter_cluster}\n{victim_cluster}");
+    assert_eq!(
+        victim_cluster["metadata"]["annotations"]["kcp.io/path"],
+        squatter_cluster["metadata"]["annotations"]["kcp.io/path"]
+    );
+    let owner: serde_json::Value = serde_json::from_str(
+        victim_cluster["metadata"]["annotations"]["experimental.tenancy.kcp.io/owner"].as_str().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(owner["username"], "victim@example.com");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

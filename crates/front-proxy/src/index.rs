@@ -119,6 +119,14 @@ impl Index {
         None
     }
 
+    /// Logical cluster `name`, where it lives and who owns it (empty without an owner).
+    pub fn cluster(&self, name: &str) -> Option<(Target, &str)> {
+        let shard = self.by_name.get(name)?;
+        let entry = self.shards.get(shard)?.clusters.get(name)?;
+        let target = Target { cluster: name.to_owned(), shard: shard.clone(), canonical: false };
+        Some((target, entry.owner.as_str()))
+    }
+
     /// How many logical clusters are indexed.
     pub fn cluster_count(&self) -> usize {
         self.by_name.len()

@@ -112,6 +112,11 @@ impl Proxy {
         if let Some(endpoint) = local_endpoint(&path) {
             return self.local(endpoint);
         }
+        let grpc =
+            request.headers().get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+        if grpc {
+            return status::forbidden("gRPC is not served through the front-proxy");
+        }
         let caller = match self.authenticate(connection, &request) {
             Ok(caller) => caller,
             Err(message) => return status::unauthorized(&message),

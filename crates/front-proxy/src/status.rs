@@ -35,9 +35,7 @@ pub fn forbidden(message: &str) -> http::Response<Body> {
 /// 403 for a path the caller may not use: the same answer whether or not the workspace
 /// exists, so it reveals nothing.
 pub fn no_access(user: &str, path: &str) -> http::Response<Body> {
-    forbidden(&format!(
-        "forbidden: User \"{user}\" cannot access workspace \"{path}\": it does not exist or access is denied"
-    ))
+    forbidden(&protocol::path::workspace_access_denied(user, path))
 }
 
 /// 400 with `message`.

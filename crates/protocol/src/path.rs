@@ -41,6 +41,15 @@ pub enum PathError {
     InvalidName(String),
 }
 
+/// The 403 message for a workspace a user may not enter, or that does not exist: one
+/// wording for both, used by shards and the front-proxy alike, so that the answer does not
+/// tell whether `requested` exists.
+pub fn workspace_access_denied(user: &str, requested: &str) -> String {
+    format!(
+        "forbidden: User {user:?} cannot access workspace {requested:?}: it does not exist, or access needs verb \"access\" on \"/\" bound in the workspace, or ownership of it"
+    )
+}
+
 /// Percent-decodes URL text (a path segment, a query component, a header-name key), as
 /// kube-apiserver does: kubectl sends `/clusters/%2A/…` for the wildcard. Malformed
 /// escapes stay as they are; `+` is left alone (query strings replace it first).

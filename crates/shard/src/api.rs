@@ -35,7 +35,7 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
     let (labels, response) = async {
         let query = parse_query(request.uri().query());
         let info = request_info::parse(&method, &path, &query);
-        let labels = labels_of(&info);
+        let labels = labels_of(&shard, &info);
         let response = match route(&shard, &peer, info, query, request).await {
             Ok(response) => response,
             Err(error) => {
@@ -62,9 +62,14 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
     response
 }
 
-fn labels_of(info: &RequestInfo) -> (String, String) {
+/// Metric labels. The resource comes from the URL, so only resources some logical cluster
+/// serves are named: anyone could otherwise add a label series per request.
+fn labels_of(shard: &Shard, info: &RequestInfo) -> (String, String) {
     match info {
-        RequestInfo::Cluster(_, Target::Resource(r)) => (r.verb.as_str().to_string(), r.resource.clone()),
+        RequestInfo::Cluster(_, Target::Resource(r)) => {
+            let known = shard.registry.lookup(None, &r.group, &r.version, &r.resource).is_some();
+            (r.verb.as_str().to_string(), if known { r.resource.clone() } else { "unknown".into() })
+        }
         RequestInfo::Cluster(..) => ("discovery".into(), String::new()),
         RequestInfo::Process(endpoint) => (endpoint.clone(), String::new()),
         RequestInfo::Unknown => ("unknown".into(), String::new()),
@@ -97,13 +102,8 @@ async fn route(
     request: ::http::Request<Incoming>,
 ) -> ApiResult<Response> {
     let (cluster, target) = match info {
-        RequestInfo::Process(endpoint) => return process_endpoint(shard, &endpoint),
-        RequestInfo::Unknown => {
-            return Err(ApiError::not_found_message(format!(
-                "the server could not find the requested resource: Atoll serves the Kubernetes API per logical cluster under /clusters/<name>/ (got {})",
-                request.uri().path()
-            )))
-        }
+        RequestInfo::Process(endpoint) => return process_endpoint(shard, peer, &endpoint, &request),
+        RequestInfo::Unknown => return Err(unknown_path(shard, peer, &request)),
         RequestInfo::Cluster(cluster, target) => (cluster, target),
     };
     let identity = authenticate(shard, peer, &request)?;
@@ -112,6 +112,8 @@ async fn route(
         .map_err(|error| authz::conceal_missing_cluster(&identity, &question, error))?;
     if let Scope::Cluster(name) = &scope {
         authz::authorize(shard, &identity, name, &question)?;
+        // Only after authorization: the answer tells that the cluster is being deleted.
+        refuse_writes_while_deleting(shard, name, &target)?;
     }
     let accept = request.headers().get(::http::header::ACCEPT).and_then(|v| v.to_str().ok()).map(str::to_string);
     let cluster = match &scope {
@@ -204,12 +206,42 @@ fn resolve_scope(shard: &Shard, identity: &Identity, cluster: &ClusterRef, targe
         None if !creates_logical_cluster(target) => Err(ApiError::not_found_message(format!(
             "logical cluster \"{name}\" does not exist on this shard: create it by creating its LogicalCluster object named \"{LOGICAL_CLUSTER_OBJECT}\""
         ))),
-        Some(lc) if writes_content(target) && crate::objects::is_marked_for_deletion(&lc.value).unwrap_or(false) => {
-            Err(ApiError::forbidden(format!(
-                "unable to create or change content in logical cluster {name} because it is being deleted"
-            )))
-        }
         _ => Ok(Scope::Cluster(name)),
+    }
+}
+
+/// Content of a logical cluster that is being deleted is read-only.
+fn refuse_writes_while_deleting(shard: &Shard, name: &str, target: &Target) -> ApiResult<()> {
+    let deleting = writes_content(target)
+        && shard
+            .logical_cluster_record(name)
+            .is_some_and(|lc| crate::objects::is_marked_for_deletion(&lc.value).unwrap_or(false));
+    if deleting {
+        return Err(ApiError::forbidden(format!(
+            "unable to create or change content in logical cluster {name} because it is being deleted"
+        )));
+    }
+    Ok(())
+}
+
+/// A path this server does not serve. Under `/clusters/<x>/` only `system:masters` learn
+/// that (404): anyone else gets the answer for a workspace they may not enter, so that
+/// unknown sub-paths do not tell existing workspaces from missing ones.
+fn unknown_path(shard: &Shard, peer: &PeerInfo, request: &::http::Request<Incoming>) -> ApiError {
+    let path = request.uri().path();
+    let not_found = || {
+        ApiError::not_found_message(format!(
+            "the server could not find the requested resource: Atoll serves the Kubernetes API per logical cluster under /clusters/<name>/ (got {path})"
+        ))
+    };
+    let Some(rest) = path.strip_prefix("/clusters/") else { return not_found() };
+    match authenticate(shard, peer, request) {
+        Err(error) => error,
+        Ok(identity) if identity.is_master() => not_found(),
+        Ok(identity) => {
+            let segment = protocol::path::percent_decode(rest.split('/').next().unwrap_or_default()).into_owned();
+            ApiError::forbidden(protocol::path::workspace_access_denied(&identity.user, &segment))
+        }
     }
 }
 
@@ -226,15 +258,30 @@ fn creates_logical_cluster(target: &Target) -> bool {
         if r.group == "core.kcp.io" && r.resource == "logicalclusters" && r.verb == request_info::Verb::Create)
 }
 
-fn process_endpoint(shard: &Shard, endpoint: &str) -> ApiResult<Response> {
+fn process_endpoint(
+    shard: &Shard,
+    peer: &PeerInfo,
+    endpoint: &str,
+    request: &::http::Request<Incoming>,
+) -> ApiResult<Response> {
     match endpoint {
         "healthz" | "livez" | "readyz" => Ok(http::bytes_response(200, "text/plain", "ok", &[])),
-        "metrics" => Ok(http::bytes_response(
-            200,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            shard.metrics.render(&shard.store),
-            &[],
-        )),
+        // Request counts per resource and authorization decisions are for operators.
+        "metrics" => {
+            let identity = authenticate(shard, peer, request)?;
+            if !identity.is_master() {
+                return Err(ApiError::forbidden(format!(
+                    "forbidden: User {:?} cannot get path \"/metrics\"",
+                    identity.user
+                )));
+            }
+            Ok(http::bytes_response(
+                200,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                shard.metrics.render(&shard.store),
+                &[],
+            ))
+        }
         "version" => Ok(http::json_response(200, &discovery::version_info(), &[])),
         other => Err(ApiError::not_found_message(format!("unknown endpoint /{other}"))),
     }

@@ -53,7 +53,13 @@ pub fn is_grpc<B>(request: &http::Request<B>) -> bool {
 /// Serves one gRPC call: the feed, to front-proxies and `system:masters` only.
 pub async fn serve(shard: Arc<Shard>, peer: &PeerInfo, request: http::Request<Incoming>) -> HttpResponse {
     let allowed = match &peer.certificate {
-        Some(Ok(CertificateCaller::FrontProxy { .. })) => true,
+        // The proxy's own call carries no user; a user's request relayed by the proxy
+        // must not reach the feed (unless the user is a master).
+        Some(Ok(CertificateCaller::FrontProxy { .. })) => match security::identity_headers::decode(request.headers()) {
+            Ok(None) => true,
+            Ok(Some(identity)) => identity.is_master(),
+            Err(_) => false,
+        },
         Some(Ok(CertificateCaller::User(identity))) => identity.is_master(),
         _ => false,
     };

@@ -129,6 +129,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
         role: pki::Role::Shard,
     };
     let material = pki::load(&pki_options).context("load or create the PKI")?;
+    // With one CA for both, every user certificate would count as a front-proxy's and
+    // could name any user in identity headers.
+    anyhow::ensure!(
+        material.front_proxy_ca_cert_pem.as_deref() != Some(material.client_ca_cert_pem.as_str()),
+        "--front-proxy-ca-file must not be the client CA: user certificates would be trusted to send identity headers"
+    );
     let tls_config = tls::server_config(&material).context("build the TLS configuration")?;
     let tokens = match &args.token_auth_file {
         Some(path) => Some(TokenFile::load(path).with_context(|| format!("load token file {}", path.display()))?),

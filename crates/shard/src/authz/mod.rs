@@ -108,16 +108,13 @@ pub fn conceal_missing_cluster(identity: &Identity, request: &Request<'_>, error
 }
 
 /// kube's 403: `<resource> "<name>" is forbidden: <why>`, with the resource in details.
+/// Without workspace access the answer names only the workspace as the URL did, worded
+/// as the front-proxy words unknown workspaces, so it cannot tell them apart.
 fn forbidden(identity: &Identity, requested: &ClusterRef, attributes: &Attributes, denial: Denial) -> ApiError {
-    let why = match denial {
-        Denial::NoRule => attributes.forbidden_message(&identity.user),
-        Denial::NoWorkspaceAccess => format!(
-            "User {:?} cannot access workspace \"{requested}\": access needs verb \"access\" on \"/\" (ClusterRole {}) \
-             bound in the workspace, or ownership of it",
-            identity.user,
-            bootstrap::WORKSPACE_ACCESS_ROLE
-        ),
-    };
+    if let Denial::NoWorkspaceAccess = denial {
+        return ApiError::forbidden(protocol::path::workspace_access_denied(&identity.user, &requested.to_string()));
+    }
+    let why = attributes.forbidden_message(&identity.user);
     match attributes {
         Attributes::Resource(r) => {
             ApiError::forbidden_on(&GroupResource::new(r.group.as_str(), r.resource.as_str()), &r.name, &why)

@@ -101,6 +101,11 @@ pub enum RequestInfo {
 pub fn parse(method: &http::Method, path: &str, query: &HashMap<String, String>) -> RequestInfo {
     let decoded: Vec<std::borrow::Cow<'_, str>> =
         path.trim_matches('/').split('/').filter(|s| !s.is_empty()).map(protocol::path::percent_decode).collect();
+    // A `/` that was `%2F` cannot be part of a name, a namespace or a cluster: no such
+    // object can exist, and keys must not contain it.
+    if decoded.iter().any(|segment| segment.contains('/')) {
+        return RequestInfo::Unknown;
+    }
     let parts: Vec<&str> = decoded.iter().map(|s| s.as_ref()).collect();
     match parts.as_slice() {
         [endpoint @ ("healthz" | "livez" | "readyz" | "metrics" | "version")] => {
@@ -211,6 +216,10 @@ mod tests {
 
     #[test]
     fn path_segments_are_percent_decoded() {
+        assert!(matches!(
+            parse(&Method::GET, "/clusters/c/api/v1/namespaces/default/configmaps/a%2Fb", &HashMap::new()),
+            RequestInfo::Unknown
+        ));
         let info = parse(&Method::GET, "/clusters/%2A/api/v1/configmaps", &HashMap::new());
         assert!(matches!(info, RequestInfo::Cluster(ClusterRef::Wildcard, _)), "{info:?}");
     }
