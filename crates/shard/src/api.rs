@@ -66,8 +66,11 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
 /// serves are named: anyone could otherwise add a label series per request.
 fn labels_of(shard: &Shard, info: &RequestInfo) -> (String, String) {
     match info {
-        RequestInfo::Cluster(_, Target::Resource(r)) => {
-            let known = shard.registry.lookup(None, &r.group, &r.version, &r.resource).is_some();
+        RequestInfo::Cluster(cluster, Target::Resource(r)) => {
+            // Built-ins, or the addressed cluster's own CRDs: never a scan of every cluster.
+            let known = shard.registry.get(&r.group, &r.version, &r.resource).is_some()
+                || matches!(cluster, ClusterRef::Name(name)
+                    if shard.registry.custom().get(name, &r.group, &r.version, &r.resource).is_some());
             (r.verb.as_str().to_string(), if known { r.resource.clone() } else { "unknown".into() })
         }
         RequestInfo::Cluster(..) => ("discovery".into(), String::new()),
