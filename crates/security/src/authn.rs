@@ -255,38 +255,43 @@ pub enum CertificateCaller {
 #[derive(Debug)]
 pub struct Authenticator {
     tokens: Option<TokenFile>,
-    /// The front-proxy CA's certificate (DER); `None` trusts no front-proxy.
-    front_proxy_ca: Option<Vec<u8>>,
+    /// The front-proxy CA bundle (DER, every certificate, so that a rotated CA keeps
+    /// working); empty trusts no front-proxy.
+    front_proxy_cas: Vec<Vec<u8>>,
 }
 
 impl Authenticator {
     /// Bearer tokens are accepted only when a token file is given, identity headers only
-    /// from certificates signed by `front_proxy_ca_pem`.
+    /// from certificates signed by a CA of the `front_proxy_ca_pem` bundle.
     pub fn new(tokens: Option<TokenFile>, front_proxy_ca_pem: Option<&str>) -> anyhow::Result<Self> {
-        let front_proxy_ca = match front_proxy_ca_pem {
-            Some(pem) => {
-                let (_, block) = x509_parser::pem::parse_x509_pem(pem.as_bytes())
-                    .map_err(|err| anyhow::anyhow!("parse the front-proxy CA: {err}"))?;
+        let mut front_proxy_cas = Vec::new();
+        if let Some(pem) = front_proxy_ca_pem {
+            for block in x509_parser::pem::Pem::iter_from_buffer(pem.as_bytes()) {
+                let block = block.map_err(|err| anyhow::anyhow!("parse the front-proxy CA bundle: {err}"))?;
                 x509_parser::parse_x509_certificate(&block.contents)
-                    .map_err(|err| anyhow::anyhow!("parse the front-proxy CA: {err}"))?;
-                Some(block.contents)
+                    .map_err(|err| anyhow::anyhow!("parse the front-proxy CA bundle: {err}"))?;
+                front_proxy_cas.push(block.contents);
             }
-            None => None,
-        };
-        Ok(Self { tokens, front_proxy_ca })
+            anyhow::ensure!(!front_proxy_cas.is_empty(), "the front-proxy CA bundle holds no certificate");
+        }
+        Ok(Self { tokens, front_proxy_cas })
     }
 
     /// Classifies a client certificate rustls has already verified against the client CA
-    /// or the front-proxy CA: a signature by the front-proxy CA makes it a front-proxy,
+    /// or the front-proxy CA: a signature by a front-proxy CA makes it a front-proxy,
     /// anything else is a user certificate.
     pub fn certificate_caller(&self, der: &[u8]) -> Result<CertificateCaller, AuthnError> {
         let invalid = |reason: String| AuthnError::InvalidClientCertificate { reason };
-        if let Some(ca_der) = &self.front_proxy_ca {
+        if !self.front_proxy_cas.is_empty() {
             let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|err| invalid(format!("parse: {err}")))?;
-            let (_, ca) = x509_parser::parse_x509_certificate(ca_der).map_err(|err| invalid(format!("{err}")))?;
-            if cert.issuer().as_raw() == ca.subject().as_raw() && cert.verify_signature(Some(ca.public_key())).is_ok() {
-                let user = identity_from_certificate(der).map_err(|err| invalid(format!("{err:#}")))?.user;
-                return Ok(CertificateCaller::FrontProxy { user });
+            for ca_der in &self.front_proxy_cas {
+                let (_, ca) = x509_parser::parse_x509_certificate(ca_der).map_err(|err| invalid(format!("{err}")))?;
+                if cert.issuer().as_raw() == ca.subject().as_raw()
+                    && cert.verify_signature(Some(ca.public_key())).is_ok()
+                {
+                    let user = identity_from_certificate(der).map_err(|err| invalid(format!("{err:#}")))?.user;
+                    return Ok(CertificateCaller::FrontProxy { user });
+                }
             }
         }
         identity_from_certificate(der).map(CertificateCaller::User).map_err(|err| invalid(format!("{err:#}")))
@@ -482,6 +487,38 @@ mod tests {
     fn pem_der(pem: &str) -> Vec<u8> {
         let (_, block) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).expect("pem");
         block.contents
+    }
+
+    #[test]
+    fn front_proxy_certificates_are_recognised_by_any_ca_of_the_bundle() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let other = tempfile::tempdir().expect("tempdir");
+        let shard = pki::load_or_create(dir.path(), &[]).expect("pki");
+        let foreign = pki::load_or_create(other.path(), &[]).expect("pki");
+        let options = pki::PkiOptions {
+            pki_dir: dir.path().join("pki"),
+            leaf_dir: dir.path().join("proxy"),
+            process_name: "fp".into(),
+            hosts: Vec::new(),
+            files: pki::CertFiles::default(),
+            role: pki::Role::FrontProxy,
+        };
+        let proxy = pki::load(&options).expect("front-proxy pki");
+        let bundle = format!(
+            "{}{}",
+            foreign.front_proxy_ca_cert_pem.as_deref().expect("ca"),
+            shard.front_proxy_ca_cert_pem.as_deref().expect("ca")
+        );
+        let authenticator = Authenticator::new(None, Some(&bundle)).expect("authenticator");
+        let caller = authenticator.certificate_caller(&pem_der(&proxy.peer_client_cert_pem)).expect("caller");
+        assert_eq!(caller, CertificateCaller::FrontProxy { user: pki::front_proxy_user("fp") });
+        let user = authenticator.certificate_caller(&pem_der(&shard.admin_cert_pem)).expect("caller");
+        assert!(matches!(user, CertificateCaller::User(identity) if identity.user == "admin"));
+        // Without the bundle, the proxy's certificate is nobody special.
+        let plain = Authenticator::new(None, None).expect("authenticator");
+        let caller = plain.certificate_caller(&pem_der(&proxy.peer_client_cert_pem)).expect("caller");
+        assert!(matches!(caller, CertificateCaller::User(_)));
+        assert!(Authenticator::new(None, Some("not pem")).is_err());
     }
 
     #[test]
