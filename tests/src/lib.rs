@@ -41,3 +41,15 @@ pub use kubeconfig::AdminKubeconfig;
 pub use kubectl::{Kubectl, Output};
 pub use shard::{ShardOptions, ShardProcess};
 pub use tls_http::{ClientIdentity, HttpResponse, TlsConnection, TlsHttp};
+
+/// The runtime of a benchmark's load generator: two workers and few blocking threads,
+/// because the machine has two cores and the servers under test need them more.
+pub fn load_generator_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    use anyhow::Context;
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(4)
+        .enable_all()
+        .build()
+        .context("start the tokio runtime")
+}

@@ -62,11 +62,7 @@ struct Args {
 }
 
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    security::process::init_logging();
     let args = Args::parse();
     // The main runtime runs the index feeds and waits for the signal; requests are served
     // by the workers' own runtimes.
@@ -140,7 +136,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     tracing::info!(%url, kubeconfig = %kubeconfig.display(), "front-proxy serving");
 
-    security::https::shutdown_signal().await?;
+    security::process::shutdown_signal().await?;
     tracing::info!("shutting down");
     let _ = shutdown_tx.send(true);
     let _ = tokio::task::spawn_blocking(move || threads.into_iter().for_each(|thread| drop(thread.join()))).await;

@@ -96,17 +96,6 @@ pub async fn serve<M, S, B>(
     }
 }
 
-/// Resolves when the process is asked to stop: SIGTERM or Ctrl-C.
-pub async fn shutdown_signal() -> anyhow::Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).map_err(|e| anyhow::anyhow!("install the SIGTERM handler: {e}"))?;
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
-    Ok(())
-}
-
 async fn serve_connection<S, B>(
     tls: tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
     service: S,

@@ -2,7 +2,8 @@
 //! the installation's PKI ([`pki`]), the rustls configurations built from it ([`tls`]),
 //! and request authentication ([`authn`]): client certificates, bearer tokens and the
 //! identity headers the front-proxy forwards ([`identity_headers`]); and the HTTPS
-//! listener they all run ([`https`]).
+//! listener they all run ([`https`]), with their log set-up and stop signal
+//! ([`process`]).
 //!
 //! Pure apart from reading and writing certificate and token files, and [`https`].
 
@@ -10,4 +11,5 @@ pub mod authn;
 pub mod https;
 pub mod identity_headers;
 pub mod pki;
+pub mod process;
 pub mod tls;

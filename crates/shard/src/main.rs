@@ -80,11 +80,7 @@ struct Args {
 }
 
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    security::process::init_logging();
     let args = Args::parse();
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("start the tokio runtime")?;
@@ -194,7 +190,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     tracing::info!(shard = %args.name, url = %shard.base_url, kubeconfig = %kubeconfig.display(), "serving");
 
-    security::https::shutdown_signal().await?;
+    security::process::shutdown_signal().await?;
     tracing::info!("shutting down");
     let _ = shutdown_tx.send(true);
     let _ = serving.await;

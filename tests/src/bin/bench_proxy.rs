@@ -162,14 +162,7 @@ impl Plan {
 
 fn main() -> anyhow::Result<()> {
     let plan = Plan::from_args(Args::parse())?;
-    // Two workers and few blocking threads: the machine has two cores, and the servers
-    // under test need them more than the load generator does.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .max_blocking_threads(4)
-        .enable_all()
-        .build()
-        .context("start the tokio runtime")?;
+    let runtime = ::tests::load_generator_runtime()?;
     // Dropping `run` on a signal drops every process handle, which kills the shard,
     // the front-proxy and nginx's whole process group.
     runtime.block_on(async {

@@ -150,14 +150,7 @@ struct Parent {
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let plan = Plan::from_args(&args)?;
-    // Two workers and few blocking threads: the machine has two cores, and the shards
-    // under test need them more than the load generator does.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .max_blocking_threads(4)
-        .enable_all()
-        .build()
-        .context("start the tokio runtime")?;
+    let runtime = ::tests::load_generator_runtime()?;
     // Dropping `run` on Ctrl-C drops the installation, which kills the shards.
     runtime.block_on(async {
         tokio::select! {
