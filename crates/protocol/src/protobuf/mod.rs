@@ -26,6 +26,7 @@
 //! size. Recursion follows the static tables, which are acyclic (a test checks), so a hostile
 //! body cannot nest deeper than the schema.
 
+mod authorization;
 mod error;
 mod tables;
 #[cfg(test)]

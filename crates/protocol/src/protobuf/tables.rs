@@ -8,17 +8,17 @@ use super::FieldKind::{self, Bool, Bytes, BytesMap, Int32, Int64, Json, MicroTim
 use super::{Field, Message, Presence};
 
 /// A pointer field, or a value field without `omitempty`.
-const fn on_wire(tag: u32, json_name: &'static str, kind: FieldKind) -> Field {
+pub(super) const fn on_wire(tag: u32, json_name: &'static str, kind: FieldKind) -> Field {
     Field { tag, json_name, kind, repeated: false, presence: Presence::OnWire }
 }
 
 /// A value field with `omitempty`.
-const fn non_zero(tag: u32, json_name: &'static str, kind: FieldKind) -> Field {
+pub(super) const fn non_zero(tag: u32, json_name: &'static str, kind: FieldKind) -> Field {
     Field { tag, json_name, kind, repeated: false, presence: Presence::NonZero }
 }
 
 /// A list field. Presence does not matter: an empty list never reaches the wire.
-const fn list(tag: u32, json_name: &'static str, kind: FieldKind) -> Field {
+pub(super) const fn list(tag: u32, json_name: &'static str, kind: FieldKind) -> Field {
     Field { tag, json_name, kind, repeated: true, presence: Presence::OnWire }
 }
 
@@ -320,7 +320,11 @@ pub(super) static KINDS: &[(&str, &str, &Message)] = &[
 
 /// The schema of a top-level kind, or `None` when protobuf bodies of that kind are not supported.
 pub fn message_for(api_version: &str, kind: &str) -> Option<&'static Message> {
-    KINDS.iter().find(|(v, k, _)| *v == api_version && *k == kind).map(|(_, _, message)| *message)
+    KINDS
+        .iter()
+        .chain(super::authorization::KINDS)
+        .find(|(v, k, _)| *v == api_version && *k == kind)
+        .map(|(_, _, message)| *message)
 }
 
 #[cfg(test)]

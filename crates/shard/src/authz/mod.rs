@@ -13,8 +13,8 @@
 //!   [`subjects`] and [`rules`] are the matching, [`policy`] the objects.
 //! - [`store_policy`]: reads those objects and the owner from the store, per request.
 //! - [`review`]: `authorization.k8s.io/v1` access and rules reviews, which ask the same
-//!   questions through the API (`kubectl auth can-i`, whose protobuf bodies [`protobuf`]
-//!   decodes).
+//!   questions through the API (`kubectl auth can-i`, whose protobuf bodies
+//!   `protocol::protobuf` decodes like any other).
 //!
 //! Denials are 403 `Status`es worded as kube words them. A non-master asking for a
 //! logical cluster that does not exist here gets the same 403 as for one it may not
@@ -24,7 +24,6 @@ pub mod attributes;
 pub mod bootstrap;
 pub mod decision;
 pub mod policy;
-pub mod protobuf;
 pub mod resolver;
 pub mod review;
 pub mod rules;

@@ -12,8 +12,8 @@ use super::policy::{null_as_default, PolicyRule};
 use super::store_policy::StorePolicy;
 use crate::http::request_info::Verb;
 use crate::http::status::{ApiError, ApiResult};
-use crate::http::{self, negotiate, Response};
-use crate::verbs::{check_type_meta, read_object, Ctx};
+use crate::http::Response;
+use crate::verbs::{read_object, Ctx};
 use security::authn::Identity;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -66,7 +66,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
             ctx.rt.resource
         )));
     }
-    let (mut review, warnings) = read_review(ctx, body).await?;
+    let (mut review, warnings) = read_object(ctx, body).await?;
     let spec: Spec = match review.get("spec") {
         Some(spec) => serde_json::from_value(spec.clone())
             .map_err(|e| ApiError::bad_request(format!("{} in body: spec: {e}", ctx.rt.kind)))?,
@@ -84,18 +84,6 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
     };
     review["status"] = status;
     ctx.respond_object(201, &review, &warnings)
-}
-
-/// The review in the body: JSON or YAML as any object, or protobuf as kubectl sends it
-/// (see [`super::protobuf`]).
-async fn read_review(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<(Value, Vec<String>)> {
-    if negotiate::essence(ctx.header("content-type")) != negotiate::PROTOBUF {
-        return read_object(ctx, body).await;
-    }
-    let length = ctx.header("content-length").and_then(|l| l.parse().ok());
-    let review = super::protobuf::decode_review(&http::read_body(body, length).await?)?;
-    check_type_meta(&ctx.rt, &review)?;
-    Ok((review, Vec::new()))
 }
 
 fn invalid(kind: &str, field: &str, message: &str) -> ApiError {
