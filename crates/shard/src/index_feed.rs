@@ -14,6 +14,7 @@ use crate::objects;
 use crate::paths::PATH_ANNOTATION;
 use crate::registry::ResourceType;
 use crate::state::Shard;
+use crate::tenancy::owner;
 use futures::Stream;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -31,8 +32,6 @@ use tonic::codegen::Service;
 use tonic::{Request, Response, Status};
 use tracing::Instrument;
 
-/// Annotation naming the user who created a workspace (kcp's), JSON `{"username": …}`.
-pub const OWNER_ANNOTATION: &str = "experimental.tenancy.kcp.io/owner";
 /// Events buffered per subscriber before the shard waits for the proxy to read.
 const SUBSCRIBER_BUFFER: usize = 1024;
 
@@ -165,9 +164,9 @@ fn entry_of(rt: &ResourceType, object: &Value) -> Option<Entry> {
     let phase = object.pointer("/status/phase").and_then(Value::as_str).unwrap_or_default().to_string();
     if rt.resource == "logicalclusters" {
         let owner = annotations
-            .get(OWNER_ANNOTATION)
-            .and_then(|text| serde_json::from_str::<Value>(text).ok())
-            .and_then(|owner| owner.get("username").and_then(Value::as_str).map(str::to_owned))
+            .get(owner::OWNER_ANNOTATION)
+            .and_then(|text| owner::Owner::parse(text))
+            .map(|owner| owner.username)
             .unwrap_or_default();
         let path = annotations.get(PATH_ANNOTATION).cloned().unwrap_or_default();
         return Some(Entry::LogicalCluster(LogicalClusterEntry { name: cluster, path, phase, owner }));
