@@ -5,6 +5,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protoc = protoc_bin_vendored::protoc_bin_path()?;
     std::env::set_var("PROTOC", protoc);
     println!("cargo:rerun-if-changed=proto");
-    tonic_prost_build::configure().build_transport(false).compile_protos(&["proto/index.proto"], &["proto"])?;
+    tonic_prost_build::configure()
+        .build_transport(false)
+        .compile_protos(&["proto/index.proto", "proto/cache.proto"], &["proto"])?;
     Ok(())
 }

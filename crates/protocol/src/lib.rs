@@ -22,7 +22,11 @@
 //!   and `kubectl explain` read).
 //! - [`types`]: typed structs of Atoll's own API groups (LogicalCluster, …).
 //! - [`index`]: the gRPC index feed from shards to front-proxies.
+//! - [`cache`]: the gRPC replication and list/watch services of the cache server.
+//! - [`replication`]: which objects shards replicate to cache servers, and how replicas
+//!   are keyed there.
 
+pub mod cache;
 pub mod crd;
 pub mod events;
 pub mod gvr;
@@ -34,6 +38,7 @@ pub mod names;
 pub mod openapi;
 pub mod path;
 pub mod protobuf;
+pub mod replication;
 pub mod ring;
 pub mod schema;
 pub mod selector;

@@ -8,7 +8,7 @@ use anyhow::ensure;
 use super::files::{CertDir, LeafRequirement};
 use super::issue::{issue_client_cert_with, issue_serving_cert, served_hosts, CertifiedKey};
 use super::{
-    front_proxy_user, peer_client_user, PkiOptions, Role, ServingMaterial, ADMIN_USER, CLIENT_CA_NAME,
+    cache_user, front_proxy_user, peer_client_user, PkiOptions, Role, ServingMaterial, ADMIN_USER, CLIENT_CA_NAME,
     FRONT_PROXY_CA_NAME, MASTERS_GROUP, SERVING_CA_NAME,
 };
 
@@ -45,6 +45,10 @@ pub(super) fn load(options: &PkiOptions) -> anyhow::Result<ServingMaterial> {
         Role::FrontProxy => {
             let user = front_proxy_user(&options.process_name);
             load_or_issue_client(&leaves, PEER_CLIENT_LEAF_NAME, &cas.front_proxy, &user, &[])?
+        }
+        Role::Cache => {
+            let user = cache_user(&options.process_name);
+            load_or_issue_client(&leaves, PEER_CLIENT_LEAF_NAME, &cas.client, &user, &[])?
         }
     };
 
@@ -164,6 +168,27 @@ mod tests {
         assert!(signed_by(&material.peer_client_cert_pem, &material.client_ca_cert_pem));
         assert!(!signed_by(&material.peer_client_cert_pem, &material.ca_cert_pem));
         assert!(!format!("{material:?}").contains("PRIVATE KEY"));
+    }
+
+    #[test]
+    fn cache_peer_certificate_names_the_cache_without_groups() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pki_dir = dir.path().join("pki");
+        let mut cache = options(&pki_dir, &dir.path().join("cache-certs"), "regional-1", &[]);
+        cache.role = Role::Cache;
+        let material = load(&cache).expect("load");
+
+        let der = pem_to_der(&material.peer_client_cert_pem).expect("pem");
+        let (common_names, organizations) = subject_names(&parse_der(&der).expect("parse"));
+        assert_eq!(common_names, [crate::pki::cache_user("regional-1")]);
+        assert!(organizations.is_empty(), "{organizations:?}");
+        assert!(signed_by(&material.peer_client_cert_pem, &material.client_ca_cert_pem));
+        // The serving certificate comes from the serving CA, as a shard's does.
+        assert!(signed_by(&material.serving_cert_pem, &material.ca_cert_pem));
+
+        // A reload keeps the certificate: it already names what a cache's must.
+        let again = load(&cache).expect("reload");
+        assert_eq!(again.peer_client_cert_pem, material.peer_client_cert_pem);
     }
 
     #[test]

@@ -43,6 +43,7 @@ const ADMIN_USER: &str = "admin";
 const MASTERS_GROUP: &str = "system:masters";
 const PEER_CLIENT_USER_PREFIX: &str = "system:atoll:shard:";
 const FRONT_PROXY_USER_PREFIX: &str = "system:atoll:front-proxy:";
+const CACHE_USER_PREFIX: &str = "system:atoll:cache:";
 /// File stems of the shared CAs in the PKI directory.
 const SERVING_CA_NAME: &str = "ca";
 const CLIENT_CA_NAME: &str = "client-ca";
@@ -59,7 +60,8 @@ pub struct PkiOptions {
     /// shared with another process.
     pub leaf_dir: PathBuf,
     /// The process's name; the peer client certificate gets CN
-    /// `system:atoll:shard:<name>` and O `system:masters`.
+    /// `system:atoll:shard:<name>` and O `system:masters` for a shard (see [`Role`] for
+    /// the other kinds of process).
     pub process_name: String,
     /// Host names and IPs the serving certificate must cover, besides `localhost`,
     /// `127.0.0.1` and `::1`, which it always covers.
@@ -82,6 +84,11 @@ pub enum Role {
     /// `system:atoll:front-proxy:<name>` without groups. Shards take identity headers
     /// from that certificate and nothing else from it.
     FrontProxy,
+    /// A cache server: its peer client certificate comes from the client CA, as user
+    /// `system:atoll:cache:<name>` without groups. A parent cache server lets it relay
+    /// replicas of any origin under its own sender name, and nothing more: unlike a
+    /// shard's, it is no `system:masters` identity, so it cannot call shards' APIs.
+    Cache,
 }
 
 /// The serving and trust flags every server process takes (`#[command(flatten)]` them):
@@ -172,8 +179,9 @@ pub struct ServingMaterial {
     /// Private key of the admin client certificate; empty when `admin_cert_pem` is.
     pub admin_key_pem: String,
     /// Client certificate this process presents when calling shards; generated ones name
-    /// user `system:atoll:shard:<name>` in group `system:masters` for a shard, and
-    /// `system:atoll:front-proxy:<name>` (signed by the front-proxy CA) for a front-proxy.
+    /// user `system:atoll:shard:<name>` in group `system:masters` for a shard,
+    /// `system:atoll:front-proxy:<name>` (signed by the front-proxy CA) for a front-proxy,
+    /// and `system:atoll:cache:<name>` without groups for a cache server.
     pub peer_client_cert_pem: String,
     /// Private key of the peer client certificate.
     pub peer_client_key_pem: String,
@@ -253,6 +261,11 @@ pub fn peer_client_user(process_name: &str) -> String {
 /// The user name a front-proxy's client certificate carries.
 pub fn front_proxy_user(process_name: &str) -> String {
     format!("{FRONT_PROXY_USER_PREFIX}{process_name}")
+}
+
+/// The user name a cache server's peer client certificate carries.
+pub fn cache_user(process_name: &str) -> String {
+    format!("{CACHE_USER_PREFIX}{process_name}")
 }
 
 /// Mints a client certificate (CN = `user`, one O per group) signed by the client CA in

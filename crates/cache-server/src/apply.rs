@@ -1,0 +1,278 @@
+//! The replication rules, without I/O: which incoming changes are acceptable, and what
+//! each does to the replica the cache holds.
+//!
+//! - An upsert is written when the cache holds nothing for its key, holds an older
+//!   `source_rv`, or the change is forced (a repair); a replay of what is already held
+//!   (same `source_rv`, same bytes) writes nothing, so resending after a reconnect is
+//!   free and emits no watch event.
+//! - A tombstone deletes the replica when there is one.
+//! - Deleting the replica of a Shard (`core.kcp.io/shards`) also purges every replica
+//!   whose origin is that shard ([`Validated::purges_origin`]).
+
+use crate::authz::{self, Origins};
+use bytes::Bytes;
+use prost::Message;
+use protocol::cache::{change, Change, Replica, ReplicaKey};
+use protocol::replication;
+
+/// API group of the Shard resource.
+pub const SHARD_GROUP: &str = "core.kcp.io";
+/// Plural resource of Shards.
+pub const SHARD_RESOURCE: &str = "shards";
+
+/// What to do with one change given what the cache holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Store the incoming replica.
+    Write,
+    /// Remove the held replica.
+    Delete,
+    /// Leave the cache as it is.
+    Skip(Skip),
+}
+
+/// Why a change writes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skip {
+    /// The cache already holds exactly this replica.
+    Unchanged,
+    /// The cache holds a later (or the same, with other bytes) version of the object.
+    Stale {
+        /// `source_rv` of the held replica.
+        held: u64,
+        /// `source_rv` of the change.
+        incoming: u64,
+    },
+    /// A tombstone for a replica the cache does not hold.
+    Absent,
+}
+
+/// The replica the cache holds for a key, as far as the rules need it.
+#[derive(Debug, Clone, Copy)]
+pub struct Held<'a> {
+    /// Its `source_rv`.
+    pub source_rv: u64,
+    /// Its stored bytes.
+    pub bytes: &'a [u8],
+}
+
+/// Decides an upsert of `incoming` (the encoded replica, with `incoming_rv`).
+pub fn decide_upsert(held: Option<Held<'_>>, incoming_rv: u64, incoming: &[u8], force: bool) -> Decision {
+    let Some(held) = held else { return Decision::Write };
+    if held.bytes == incoming {
+        return Decision::Skip(Skip::Unchanged);
+    }
+    if force || held.source_rv < incoming_rv {
+        return Decision::Write;
+    }
+    Decision::Skip(Skip::Stale { held: held.source_rv, incoming: incoming_rv })
+}
+
+/// Decides a tombstone.
+pub fn decide_tombstone(held: bool) -> Decision {
+    if held {
+        Decision::Delete
+    } else {
+        Decision::Skip(Skip::Absent)
+    }
+}
+
+/// A change that passed validation and authorization, with its store key.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Validated {
+    /// Store `replica` (its `sender` already set to the authenticated sender).
+    Upsert {
+        /// `replication::replica_key` of the replica.
+        store_key: String,
+        /// The replica as it will be stored.
+        replica: Replica,
+        /// Its prost encoding, the stored value.
+        encoded: Bytes,
+        /// Apply even over a later version.
+        force: bool,
+    },
+    /// Remove the replica of `key`.
+    Tombstone {
+        /// `replication::replica_key` of `key`.
+        store_key: String,
+        /// The replica's key.
+        key: ReplicaKey,
+    },
+}
+
+impl Validated {
+    /// The store key the change is about.
+    pub fn store_key(&self) -> &str {
+        match self {
+            Validated::Upsert { store_key, .. } | Validated::Tombstone { store_key, .. } => store_key,
+        }
+    }
+
+    /// The shard whose replicas go when this change deletes its Shard replica.
+    pub fn purges_origin(&self) -> Option<&str> {
+        match self {
+            Validated::Tombstone { key, .. } if is_shard_replica(key) => Some(&key.name),
+            _ => None,
+        }
+    }
+}
+
+/// Whether `key` is the replica of a Shard object.
+pub fn is_shard_replica(key: &ReplicaKey) -> bool {
+    key.group == SHARD_GROUP && key.resource == SHARD_RESOURCE
+}
+
+/// Why a change was refused; each ends the replication stream with the matching status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rejected {
+    /// Malformed: gRPC INVALID_ARGUMENT.
+    Invalid(String),
+    /// Not this sender's to write: gRPC PERMISSION_DENIED.
+    Denied(String),
+}
+
+/// Checks one incoming change and prepares it for the store: the key is well formed, the
+/// object is JSON, the sender may write its origin; `sender` is stamped on upserts.
+pub fn validate(change: Change, sender: &str, origins: &Origins) -> Result<Validated, Rejected> {
+    let force = change.force;
+    match change.change {
+        None => Err(Rejected::Invalid("a change must be an upsert or a tombstone; this one is neither".to_owned())),
+        Some(change::Change::Upsert(mut replica)) => {
+            let key = replica
+                .key
+                .clone()
+                .ok_or_else(|| Rejected::Invalid(format!("an upsert (uid {:?}) has no replica key", replica.uid)))?;
+            let store_key = checked_key(&key, sender, origins)?;
+            if serde_json::from_slice::<serde::de::IgnoredAny>(&replica.object).is_err() {
+                return Err(Rejected::Invalid(format!("replica {}: object is not JSON", describe(&key))));
+            }
+            replica.sender = sender.to_owned();
+            let encoded = Bytes::from(replica.encode_to_vec());
+            Ok(Validated::Upsert { store_key, replica, encoded, force })
+        }
+        Some(change::Change::Tombstone(key)) => {
+            let store_key = checked_key(&key, sender, origins)?;
+            Ok(Validated::Tombstone { store_key, key })
+        }
+    }
+}
+
+fn checked_key(key: &ReplicaKey, sender: &str, origins: &Origins) -> Result<String, Rejected> {
+    replication::check_key(key).map_err(|why| Rejected::Invalid(format!("replica {}: {why}", describe(key))))?;
+    authz::authorize_origin(origins, sender, &key.origin)
+        .map_err(|why| Rejected::Denied(format!("replica {}: {why}", describe(key))))?;
+    Ok(replication::replica_key(key))
+}
+
+/// A replica key as people read it: `group/resource origin/cluster/namespace/name`.
+pub fn describe(key: &ReplicaKey) -> String {
+    let group = if key.group.is_empty() { "core" } else { &key.group };
+    let namespace = if key.namespace.is_empty() { "-" } else { &key.namespace };
+    format!("{group}/{} {}/{}/{namespace}/{}", key.resource, key.origin, key.cluster, key.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(origin: &str, group: &str, resource: &str, name: &str) -> ReplicaKey {
+        ReplicaKey {
+            origin: origin.into(),
+            cluster: "c1".into(),
+            group: group.into(),
+            resource: resource.into(),
+            namespace: String::new(),
+            name: name.into(),
+        }
+    }
+
+    fn upsert(key: ReplicaKey, object: &str) -> Change {
+        let replica =
+            Replica { key: Some(key), uid: "u".into(), source_rv: 3, object: object.into(), sender: "forged".into() };
+        Change { change: Some(change::Change::Upsert(replica)), force: false }
+    }
+
+    #[test]
+    fn upserts_follow_the_source_resource_version() {
+        let held = |source_rv, bytes: &'static [u8]| Some(Held { source_rv, bytes });
+        let cases = [
+            ("absent", None, 5, &b"a"[..], false, Decision::Write),
+            ("newer", held(4, b"a"), 5, b"b", false, Decision::Write),
+            ("replay", held(5, b"b"), 5, b"b", false, Decision::Skip(Skip::Unchanged)),
+            (
+                "same rv, other bytes",
+                held(5, b"a"),
+                5,
+                b"b",
+                false,
+                Decision::Skip(Skip::Stale { held: 5, incoming: 5 }),
+            ),
+            ("older", held(6, b"a"), 5, b"b", false, Decision::Skip(Skip::Stale { held: 6, incoming: 5 })),
+            ("forced older", held(6, b"a"), 5, b"b", true, Decision::Write),
+            ("forced replay", held(5, b"b"), 5, b"b", true, Decision::Skip(Skip::Unchanged)),
+        ];
+        for (name, held, incoming_rv, incoming, force, expected) in cases {
+            assert_eq!(decide_upsert(held, incoming_rv, incoming, force), expected, "{name}");
+        }
+        assert_eq!(decide_tombstone(true), Decision::Delete);
+        assert_eq!(decide_tombstone(false), Decision::Skip(Skip::Absent));
+    }
+
+    #[test]
+    fn validation_stamps_the_sender_and_refuses_bad_changes() {
+        let own = Origins::Only("s1".into());
+        let valid = validate(upsert(key("s1", "apis.kcp.io", "apiexports", "e"), "{}"), "s1", &own).expect("valid");
+        let Validated::Upsert { store_key, replica, encoded, force } = &valid else { panic!("{valid:?}") };
+        assert_eq!(store_key, "r/apis.kcp.io/apiexports/s1/c1//e");
+        assert_eq!(replica.sender, "s1");
+        assert_eq!(Replica::decode(encoded.as_ref()).expect("decode"), *replica);
+        assert!(!force);
+        assert_eq!(valid.purges_origin(), None);
+
+        let cases: Vec<(Change, Rejected)> = vec![
+            (
+                upsert(key("s2", "apis.kcp.io", "apiexports", "e"), "{}"),
+                Rejected::Denied(
+                    r#"replica apis.kcp.io/apiexports s2/c1/-/e: sender "s1" may only replicate objects of its own shard "s1", not of origin "s2""#
+                        .into(),
+                ),
+            ),
+            (
+                upsert(key("s1", "", "configmaps", "x"), "not json"),
+                Rejected::Invalid("replica core/configmaps s1/c1/-/x: object is not JSON".into()),
+            ),
+            (
+                upsert(key("s1", "", "configmaps", "a/b"), "{}"),
+                Rejected::Invalid(format!(
+                    "replica core/configmaps s1/c1/-/a/b: {}",
+                    replication::check_key(&key("s1", "", "configmaps", "a/b")).expect_err("slash")
+                )),
+            ),
+            (
+                Change { change: None, force: true },
+                Rejected::Invalid("a change must be an upsert or a tombstone; this one is neither".into()),
+            ),
+            (
+                Change {
+                    change: Some(change::Change::Upsert(Replica { uid: "u9".into(), ..Replica::default() })),
+                    force: false,
+                },
+                Rejected::Invalid(r#"an upsert (uid "u9") has no replica key"#.into()),
+            ),
+        ];
+        for (change, expected) in cases {
+            assert_eq!(validate(change, "s1", &own), Err(expected));
+        }
+    }
+
+    #[test]
+    fn deleting_a_shard_replica_purges_its_origin() {
+        let shard = key("root", SHARD_GROUP, SHARD_RESOURCE, "s7");
+        let tombstone = Change { change: Some(change::Change::Tombstone(shard.clone())), force: false };
+        let validated = validate(tombstone, "root", &Origins::Any).expect("valid");
+        assert_eq!(validated.purges_origin(), Some("s7"));
+        assert_eq!(validated.store_key(), "r/core.kcp.io/shards/root/c1//s7");
+        let update = validate(upsert(shard, "{}"), "root", &Origins::Any).expect("valid");
+        assert_eq!(update.purges_origin(), None);
+    }
+}

@@ -1,0 +1,549 @@
+//! In-process tests of the cache server: real TLS, real gRPC, real RocksDB, on
+//! 127.0.0.1:0 with a PKI in a temporary directory.
+
+use cache_server::{start, Config, Running};
+use protocol::cache::cache_client::CacheClient;
+use protocol::cache::watch_event::Kind;
+use protocol::cache::{
+    change, replicate_request, Batch, Change, Hello, ListRequest, Replica, ReplicaKey, ReplicateRequest,
+    ReplicateResponse, WatchEvent, WatchRequest,
+};
+use security::grpc::GrpcClient;
+use security::pki;
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tonic::{Code, Status, Streaming};
+
+/// Anything that should happen within this long in tests does.
+const EVENTUALLY: Duration = Duration::from_secs(15);
+
+/// One installation: a shared PKI directory, and cache servers under one temp dir.
+struct Installation {
+    dir: tempfile::TempDir,
+}
+
+impl Installation {
+    fn new() -> Self {
+        Installation { dir: tempfile::tempdir().expect("tempdir") }
+    }
+
+    fn pki_dir(&self) -> PathBuf {
+        self.dir.path().join("pki")
+    }
+
+    fn config(&self, name: &str, parents: Vec<String>) -> Config {
+        let material = pki::load(&pki::PkiOptions {
+            pki_dir: self.pki_dir(),
+            leaf_dir: self.dir.path().join(name).join("certs"),
+            process_name: name.to_owned(),
+            hosts: Vec::new(),
+            files: pki::CertFiles::default(),
+            role: pki::Role::Cache,
+        })
+        .expect("load the PKI");
+        Config {
+            name: name.to_owned(),
+            store_dir: self.dir.path().join(name).join("store"),
+            store_options: store::StoreOptions::default(),
+            material,
+            parents,
+            resync_interval: Duration::from_secs(1),
+        }
+    }
+
+    async fn start(&self, name: &str, parents: Vec<String>) -> Running {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        start(self.config(name, parents), listener).await.expect("start the cache server")
+    }
+
+    /// A gRPC client presenting a fresh client certificate for `user` in `groups`.
+    fn client(&self, user: &str, groups: &[&str]) -> GrpcClient {
+        let groups: Vec<String> = groups.iter().map(|g| (*g).to_owned()).collect();
+        let (cert, key) = pki::issue_client_cert(&self.pki_dir(), user, &groups).expect("issue a client cert");
+        security::grpc::client(&self.ca(), &cert, &key).expect("gRPC client")
+    }
+
+    fn ca(&self) -> String {
+        std::fs::read_to_string(self.pki_dir().join("ca.crt")).expect("read the serving CA")
+    }
+
+    fn shard(&self, name: &str) -> GrpcClient {
+        self.client(&pki::peer_client_user(name), &["system:masters"])
+    }
+
+    fn admin(&self) -> GrpcClient {
+        self.client("admin", &["system:masters"])
+    }
+}
+
+fn url(server: &Running) -> String {
+    format!("https://{}", server.local_addr())
+}
+
+fn connect(client: &GrpcClient, server: &Running) -> CacheClient<GrpcClient> {
+    CacheClient::with_origin(client.clone(), url(server).parse().expect("uri"))
+}
+
+fn key(origin: &str, group: &str, resource: &str, name: &str) -> ReplicaKey {
+    ReplicaKey {
+        origin: origin.into(),
+        cluster: "c1".into(),
+        group: group.into(),
+        resource: resource.into(),
+        namespace: String::new(),
+        name: name.into(),
+    }
+}
+
+fn export(origin: &str, name: &str) -> ReplicaKey {
+    key(origin, "apis.kcp.io", "apiexports", name)
+}
+
+fn shard_key(name: &str) -> ReplicaKey {
+    key("root", "core.kcp.io", "shards", name)
+}
+
+fn replica(key: &ReplicaKey, source_rv: u64) -> Replica {
+    let object = serde_json::json!({"metadata": {"name": key.name, "resourceVersion": source_rv.to_string()}});
+    Replica {
+        key: Some(key.clone()),
+        uid: format!("uid-{}", key.name),
+        source_rv,
+        object: serde_json::to_vec(&object).expect("json"),
+        sender: "whoever".into(),
+    }
+}
+
+fn upsert(key: &ReplicaKey, source_rv: u64) -> Change {
+    Change { change: Some(change::Change::Upsert(replica(key, source_rv))), force: false }
+}
+
+fn forced(key: &ReplicaKey, source_rv: u64) -> Change {
+    Change { force: true, ..upsert(key, source_rv) }
+}
+
+fn tombstone(key: &ReplicaKey) -> Change {
+    Change { change: Some(change::Change::Tombstone(key.clone())), force: false }
+}
+
+/// A replication stream, as a shard drives it.
+struct Stream {
+    requests: mpsc::Sender<ReplicateRequest>,
+    acks: Streaming<ReplicateResponse>,
+    /// The position the cache answered the Hello with.
+    position: u64,
+}
+
+impl Stream {
+    async fn open(cache: &mut CacheClient<GrpcClient>, sender: &str) -> Result<Stream, Status> {
+        let (requests, rx) = mpsc::channel(64);
+        let hello = Hello { sender: sender.into() };
+        requests.send(ReplicateRequest { request: Some(replicate_request::Request::Hello(hello)) }).await.unwrap();
+        let mut acks = cache.replicate(tokio_stream::wrappers::ReceiverStream::new(rx)).await?.into_inner();
+        let answer = acks.message().await?.expect("an answer to the Hello");
+        assert_eq!(answer.batches, 0);
+        Ok(Stream { requests, acks, position: answer.position })
+    }
+
+    async fn send(&self, changes: Vec<Change>, position: u64) {
+        let batch = Batch { changes, position };
+        self.requests.send(ReplicateRequest { request: Some(replicate_request::Request::Batch(batch)) }).await.unwrap();
+    }
+
+    async fn ack(&mut self) -> Result<ReplicateResponse, Status> {
+        match tokio::time::timeout(EVENTUALLY, self.acks.message()).await.expect("an ack in time")? {
+            Some(ack) => Ok(ack),
+            None => Err(Status::unknown("the stream ended without an ack")),
+        }
+    }
+
+    async fn apply(&mut self, changes: Vec<Change>, position: u64) -> Result<ReplicateResponse, Status> {
+        self.send(changes, position).await;
+        self.ack().await
+    }
+}
+
+async fn list(cache: &mut CacheClient<GrpcClient>, request: ListRequest) -> (Vec<Replica>, u64) {
+    let listed = cache.list(request).await.expect("list").into_inner();
+    (listed.items, listed.rv)
+}
+
+async fn list_origin(cache: &mut CacheClient<GrpcClient>, origin: &str) -> Vec<String> {
+    let (items, _) = list(cache, ListRequest { origin: origin.into(), ..ListRequest::default() }).await;
+    items.iter().map(|r| r.key.as_ref().unwrap().name.clone()).collect()
+}
+
+async fn watch(cache: &mut CacheClient<GrpcClient>, from_rv: u64) -> Result<Streaming<WatchEvent>, Status> {
+    let request = WatchRequest { group: "apis.kcp.io".into(), resource: "apiexports".into(), from_rv };
+    Ok(cache.watch(request).await?.into_inner())
+}
+
+/// The next event other than a bookmark.
+async fn next_change(events: &mut Streaming<WatchEvent>) -> WatchEvent {
+    loop {
+        let event = tokio::time::timeout(EVENTUALLY, events.message())
+            .await
+            .expect("an event in time")
+            .expect("watch")
+            .expect("open watch");
+        if event.kind != Kind::Bookmark as i32 {
+            return event;
+        }
+    }
+}
+
+fn summary(event: &WatchEvent) -> (i32, String, u64) {
+    let replica = event.replica.as_ref().expect("replica");
+    (event.kind, replica.key.as_ref().unwrap().name.clone(), replica.source_rv)
+}
+
+/// The status of a call that must fail.
+fn refusal<T>(result: Result<T, Status>, what: &str) -> Status {
+    match result {
+        Ok(_) => panic!("expected a refusal: {what}"),
+        Err(status) => status,
+    }
+}
+
+/// Polls `check` until it holds.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + EVENTUALLY;
+    while !check().await {
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn replicate_acknowledge_list_and_watch() {
+    let installation = Installation::new();
+    let server = installation.start("cache", Vec::new()).await;
+    let mut cache = connect(&installation.shard("s1"), &server);
+
+    let mut stream = Stream::open(&mut cache, "s1").await.expect("open");
+    assert_eq!(stream.position, 0, "a new sender starts with a full sync");
+    let ack = stream.apply(vec![upsert(&export("s1", "a"), 5)], 10).await.expect("ack");
+    assert_eq!((ack.position, ack.batches), (10, 1));
+
+    let (items, rv) = list(&mut cache, ListRequest::default()).await;
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].sender, "s1", "the cache stamps the authenticated sender");
+    assert_eq!(items[0].source_rv, 5);
+
+    // Pipelined: two batches before reading any ack; acks come in order.
+    let mut events = watch(&mut cache, rv).await.expect("watch");
+    stream.send(vec![upsert(&export("s1", "b"), 6)], 11).await;
+    stream.send(vec![upsert(&export("s1", "a"), 7)], 12).await;
+    let acks = [stream.ack().await.expect("ack"), stream.ack().await.expect("ack")];
+    assert_eq!(acks.map(|a| (a.position, a.batches)), [(11, 2), (12, 3)]);
+    assert_eq!(summary(&next_change(&mut events).await), (Kind::Added as i32, "b".into(), 6));
+    assert_eq!(summary(&next_change(&mut events).await), (Kind::Modified as i32, "a".into(), 7));
+
+    // Replays and stale versions write nothing; a batch without position keeps it.
+    let ack = stream.apply(vec![upsert(&export("s1", "a"), 7), upsert(&export("s1", "b"), 4)], 0).await.expect("ack");
+    assert_eq!((ack.position, ack.batches), (12, 4));
+    let ack = stream.apply(vec![tombstone(&export("s1", "b"))], 13).await.expect("ack");
+    assert_eq!(ack.position, 13);
+    let deleted = next_change(&mut events).await;
+    assert_eq!(summary(&deleted), (Kind::Deleted as i32, "b".into(), 6), "DELETED carries the previous replica");
+
+    // Idle watchers get bookmarks.
+    let bookmark =
+        tokio::time::timeout(EVENTUALLY, events.message()).await.expect("in time").expect("ok").expect("open");
+    assert_eq!(bookmark.kind, Kind::Bookmark as i32);
+    assert!(bookmark.rv >= deleted.rv);
+
+    let (items, _) = list(
+        &mut cache,
+        ListRequest {
+            resource: "apiexports".into(),
+            group: "apis.kcp.io".into(),
+            origin: "s1".into(),
+            ..ListRequest::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        items.iter().map(|r| (r.key.as_ref().unwrap().name.as_str(), r.source_rv)).collect::<Vec<_>>(),
+        [("a", 7)]
+    );
+    let (items, _) = list(&mut cache, ListRequest { sender: "other".into(), ..ListRequest::default() }).await;
+    assert!(items.is_empty());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn positions_survive_a_restart() {
+    let installation = Installation::new();
+    let server = installation.start("cache", Vec::new()).await;
+    let shard = installation.shard("s1");
+    let mut stream = Stream::open(&mut connect(&shard, &server), "s1").await.expect("open");
+    stream.apply(vec![upsert(&export("s1", "a"), 5)], 42).await.expect("ack");
+    drop(stream);
+    server.stop().await;
+
+    let server = installation.start("cache", Vec::new()).await;
+    let mut cache = connect(&shard, &server);
+    let stream = Stream::open(&mut cache, "s1").await.expect("open");
+    assert_eq!(stream.position, 42, "the sender resumes where its last ack left it");
+    assert_eq!(list_origin(&mut cache, "s1").await, ["a"]);
+    let other = Stream::open(&mut connect(&installation.shard("s2"), &server), "s2").await.expect("open");
+    assert_eq!(other.position, 0);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn callers_are_held_to_their_certificates() {
+    let installation = Installation::new();
+    let server = installation.start("cache", Vec::new()).await;
+    let mut s1 = connect(&installation.shard("s1"), &server);
+
+    let denied = refusal(Stream::open(&mut s1, "s2").await, "a shard cannot send as another");
+    assert_eq!(denied.code(), Code::PermissionDenied);
+    assert!(denied.message().contains("\"s1\"") && denied.message().contains("\"s2\""), "{}", denied.message());
+
+    let mut stream = Stream::open(&mut s1, "s1").await.expect("open");
+    let refused = stream.apply(vec![upsert(&export("s1", "mine"), 1), upsert(&export("s2", "theirs"), 1)], 5).await;
+    let refused = refusal(refused, "another origin is refused");
+    assert_eq!(refused.code(), Code::PermissionDenied);
+    assert!(
+        refused.message().contains("origin \"s2\"") && refused.message().contains("\"s1\""),
+        "{}",
+        refused.message()
+    );
+    assert!(list_origin(&mut s1, "s1").await.is_empty(), "a refused batch writes nothing");
+
+    let mut stream = Stream::open(&mut s1, "s1").await.expect("open");
+    assert_eq!(stream.position, 0);
+    let invalid = refusal(stream.apply(vec![Change { change: None, force: false }], 1).await, "invalid");
+    assert_eq!(invalid.code(), Code::InvalidArgument);
+    let mut stream = Stream::open(&mut s1, "s1").await.expect("open");
+    let mut not_json = upsert(&export("s1", "x"), 1);
+    if let Some(change::Change::Upsert(r)) = &mut not_json.change {
+        r.object = b"<xml/>".to_vec();
+    }
+    let invalid = refusal(stream.apply(vec![not_json], 1).await, "invalid");
+    assert_eq!(invalid.code(), Code::InvalidArgument);
+    assert!(invalid.message().contains("apiexports s1/c1/-/x"), "{}", invalid.message());
+
+    // A child cache relays any origin, under its own name only.
+    let mut child = connect(&installation.client(&pki::cache_user("eu"), &[]), &server);
+    assert_eq!(refusal(Stream::open(&mut child, "us").await, "not its name").code(), Code::PermissionDenied);
+    let mut relay = Stream::open(&mut child, "eu").await.expect("open");
+    relay.apply(vec![upsert(&export("s7", "relayed"), 1)], 3).await.expect("any origin");
+
+    // Users outside system:masters may neither write nor read.
+    let mut alice = connect(&installation.client("alice", &["dev"]), &server);
+    assert_eq!(refusal(Stream::open(&mut alice, "alice").await, "denied").code(), Code::PermissionDenied);
+    assert_eq!(refusal(alice.list(ListRequest::default()).await, "denied").code(), Code::PermissionDenied);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn calls_without_a_certificate_are_unauthenticated_but_health_is_open() {
+    let installation = Installation::new();
+    let server = installation.start("cache", Vec::new()).await;
+    let tls = security::tls::client_config(&installation.ca(), None, &[]).expect("tls");
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config((*tls).clone())
+        .https_only()
+        .enable_all_versions()
+        .build();
+    let http = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build::<_, http_body_util::Empty<bytes::Bytes>>(connector.clone());
+    let health = http.get(format!("{}/healthz", url(&server)).parse().unwrap()).await.expect("healthz");
+    assert_eq!(health.status(), 200);
+    let other = http.get(format!("{}/api", url(&server)).parse().unwrap()).await.expect("404");
+    assert_eq!(other.status(), 404);
+
+    let grpc = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .http2_only(true)
+        .build::<_, tonic::body::Body>(connector);
+    let mut anonymous = CacheClient::with_origin(grpc, url(&server).parse().unwrap());
+    let refused = refusal(anonymous.list(ListRequest::default()).await, "no certificate");
+    assert_eq!(refused.code(), Code::Unauthenticated);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn operators_repair_replicas_by_force() {
+    let installation = Installation::new();
+    let server = installation.start("cache", Vec::new()).await;
+    let mut shard = Stream::open(&mut connect(&installation.shard("s1"), &server), "s1").await.expect("open");
+    shard.apply(vec![upsert(&export("s1", "a"), 9)], 1).await.expect("ack");
+
+    let mut admin = connect(&installation.admin(), &server);
+    let mut repair = Stream::open(&mut admin, "s1").await.expect("the operator may send as anyone");
+    assert_eq!(repair.position, 1);
+    repair.apply(vec![upsert(&export("s1", "a"), 3)], 0).await.expect("ack");
+    let source_rv = |items: Vec<Replica>| items.iter().map(|r| r.source_rv).collect::<Vec<_>>();
+    assert_eq!(source_rv(list(&mut admin, ListRequest::default()).await.0), [9], "unforced: older loses");
+    let ack = repair.apply(vec![forced(&export("s1", "a"), 3), upsert(&export("s2", "b"), 1)], 0).await.expect("ack");
+    assert_eq!(ack.position, 1, "a repair without a position keeps the sender's");
+    assert_eq!(source_rv(list(&mut admin, ListRequest { origin: "s1".into(), ..Default::default() }).await.0), [3]);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_compacted_watch_is_gone() {
+    let installation = Installation::new();
+    let server = installation.start("cache", Vec::new()).await;
+    let mut cache = connect(&installation.shard("s1"), &server);
+    let mut stream = Stream::open(&mut cache, "s1").await.expect("open");
+    for rv in 1..=5 {
+        stream.apply(vec![upsert(&export("s1", "a"), rv)], rv).await.expect("ack");
+    }
+    let (_, rv) = list(&mut cache, ListRequest::default()).await;
+    server.store().compact_keeping(1).expect("compact");
+    let gone = refusal(watch(&mut cache, 1).await, "410");
+    assert_eq!(gone.code(), Code::OutOfRange);
+    assert!(gone.message().contains("too old") && gone.message().contains("list again"), "{}", gone.message());
+    let future = refusal(watch(&mut cache, rv + 1000).await, "from another life");
+    assert_eq!(future.code(), Code::OutOfRange);
+    watch(&mut cache, rv).await.expect("the current rv still watches");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn deleting_a_shard_replica_purges_its_replicas() {
+    let installation = Installation::new();
+    let server = installation.start("cache", Vec::new()).await;
+    let mut s1 = Stream::open(&mut connect(&installation.shard("s1"), &server), "s1").await.expect("open");
+    let schema = key("s1", "apis.kcp.io", "apiresourceschemas", "schema");
+    s1.apply(vec![upsert(&export("s1", "a"), 1), upsert(&schema, 2)], 7).await.expect("ack");
+    let mut root_cache = connect(&installation.shard("root"), &server);
+    let mut root = Stream::open(&mut root_cache, "root").await.expect("open");
+    root.apply(vec![upsert(&shard_key("s1"), 3), upsert(&shard_key("s2"), 4), upsert(&export("root", "r"), 5)], 9)
+        .await
+        .expect("ack");
+
+    root.apply(vec![tombstone(&shard_key("s1"))], 10).await.expect("ack");
+    assert!(list_origin(&mut root_cache, "s1").await.is_empty(), "every replica of s1 is purged");
+    assert_eq!(list_origin(&mut root_cache, "root").await, ["r", "s2"]);
+    let again = Stream::open(&mut connect(&installation.shard("s1"), &server), "s1").await.expect("open");
+    assert_eq!(again.position, 0, "the deleted shard's position is purged too");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_child_cache_relays_to_its_parent_and_follows_its_shard_deletions() {
+    let installation = Installation::new();
+    // The child starts first, with data, while its parent is still down: it connects once
+    // the parent is up, and starts with a full sync.
+    let parent_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let parent_url = format!("https://{}", parent_listener.local_addr().expect("addr"));
+    let child = installation.start("child", vec![parent_url]).await;
+    let mut s1 = Stream::open(&mut connect(&installation.shard("s1"), &child), "s1").await.expect("open");
+    s1.apply(vec![upsert(&export("s1", "early"), 1)], 1).await.expect("ack");
+    let parent = start(installation.config("parent", Vec::new()), parent_listener).await.expect("start parent");
+    let admin = installation.admin();
+    let mut at_parent = connect(&admin, &parent);
+    eventually("the parent holds the child's early replica", || {
+        let mut at_parent = at_parent.clone();
+        async move { list_origin(&mut at_parent, "s1").await == ["early"] }
+    })
+    .await;
+    let (items, _) = list(&mut at_parent, ListRequest::default()).await;
+    assert_eq!(items[0].sender, "child", "the parent records the child as sender");
+
+    // Live changes follow.
+    s1.apply(vec![upsert(&export("s1", "late"), 2), tombstone(&export("s1", "early"))], 2).await.expect("ack");
+    eventually("the parent follows the child's changes", || {
+        let mut at_parent = at_parent.clone();
+        async move { list_origin(&mut at_parent, "s1").await == ["late"] }
+    })
+    .await;
+
+    // Drift at the parent is repaired by the child's periodic comparison.
+    let mut tamper = Stream::open(&mut at_parent, "child").await.expect("operator");
+    tamper.apply(vec![tombstone(&export("s1", "late"))], 0).await.expect("ack");
+    assert!(list_origin(&mut at_parent, "s1").await.is_empty());
+    eventually("the child repairs the parent", || {
+        let mut at_parent = at_parent.clone();
+        async move { list_origin(&mut at_parent, "s1").await == ["late"] }
+    })
+    .await;
+
+    // The root shard replicates its Shard objects straight to the parent; when it deletes
+    // Shard s1 there, the child purges s1's replicas although it never saw the tombstone.
+    let mut root = Stream::open(&mut connect(&installation.shard("root"), &parent), "root").await.expect("open");
+    root.apply(vec![upsert(&shard_key("s1"), 1)], 1).await.expect("ack");
+    // Let the child's watch of the parent's Shard replicas see s1 first.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    root.apply(vec![tombstone(&shard_key("s1"))], 2).await.expect("ack");
+    let mut at_child = connect(&admin, &child);
+    eventually("the child purges the deleted shard's replicas", || {
+        let mut at_child = at_child.clone();
+        async move { list_origin(&mut at_child, "s1").await.is_empty() }
+    })
+    .await;
+    // The child's repairs may have raced the purge; its tombstones settle the parent.
+    eventually("the parent holds nothing of s1", || {
+        let mut at_parent = at_parent.clone();
+        async move { list_origin(&mut at_parent, "s1").await.is_empty() }
+    })
+    .await;
+    let mut unrelated = Stream::open(&mut at_child, "s9").await.expect("open");
+    unrelated.apply(vec![upsert(&export("s9", "kept"), 1)], 0).await.expect("ack");
+    assert_eq!(list_origin(&mut at_child, "s9").await, ["kept"]);
+
+    child.stop().await;
+    parent.stop().await;
+}
+
+/// Write→visible latency through two levels (shard → child → parent) at 1,000 writes/s,
+/// each write its own batch, pipelined as a shard sends them. A measurement rather than
+/// a check (timings depend on the machine's fsync): run with `--ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement; run explicitly"]
+async fn latency_through_two_levels() {
+    const WRITES: u64 = 3000;
+    let installation = Installation::new();
+    let parent = installation.start("parent", Vec::new()).await;
+    let child = installation.start("child", vec![url(&parent)]).await;
+    let admin = installation.admin();
+    let mut at_parent = connect(&admin, &parent);
+    let (_, rv) = list(&mut at_parent, ListRequest::default()).await;
+    let mut events = watch(&mut at_parent, rv).await.expect("watch");
+    let mut shard = Stream::open(&mut connect(&installation.shard("s1"), &child), "s1").await.expect("open");
+
+    let started = tokio::time::Instant::now();
+    let sender = tokio::spawn(async move {
+        let mut sent_at = Vec::new();
+        let mut tick = tokio::time::interval(Duration::from_millis(1));
+        for i in 1..=WRITES {
+            tick.tick().await;
+            sent_at.push(tokio::time::Instant::now());
+            shard.send(vec![upsert(&export("s1", &format!("e{}", i % 100)), i)], i).await;
+        }
+        for _ in 1..=WRITES {
+            shard.ack().await.expect("ack");
+        }
+        sent_at
+    });
+    let mut seen_at = std::collections::HashMap::new();
+    while seen_at.len() < WRITES as usize {
+        let event = next_change(&mut events).await;
+        seen_at.insert(event.replica.expect("replica").source_rv, tokio::time::Instant::now());
+    }
+    let sent_at = sender.await.expect("sender");
+    let mut latencies: Vec<Duration> =
+        (1..=WRITES).map(|i| seen_at[&i].saturating_duration_since(sent_at[(i - 1) as usize])).collect();
+    latencies.sort();
+    let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
+    println!(
+        "{WRITES} writes in {:?}: p50 {:?} p99 {:?} max {:?}",
+        started.elapsed(),
+        at(0.5),
+        at(0.99),
+        latencies[latencies.len() - 1]
+    );
+    child.stop().await;
+    parent.stop().await;
+}
