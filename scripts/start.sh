@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts a local Atoll installation in the background: a root shard and two more shards
-# (shard-1, shard-2) sharing one PKI, a front-proxy in front of them (the one endpoint
-# users talk to), and says how to use it with kubectl and `kubectl ws`.
+# (shard-1, shard-2) sharing one PKI, a cache server every shard replicates to (exports,
+# schemas, workspace types, shards and marked RBAC), a front-proxy in front of the shards
+# (the one endpoint users talk to), and says how to use it with kubectl and `kubectl ws`.
 # `scripts/start.sh stop` stops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,10 +11,11 @@ host="${ATOLL_HOST:-127.0.0.1}"
 base_port="${ATOLL_PORT:-6443}"
 shards=(root shard-1 shard-2)
 proxy_port="${ATOLL_PROXY_PORT:-6440}"
+cache_port="${ATOLL_CACHE_PORT:-6450}"
 bin_dir="${ATOLL_BIN_DIR:-$HOME/.local/bin}"
 
 stop() {
-  for name in front-proxy "${shards[@]}"; do
+  for name in front-proxy "${shards[@]}" cache; do
     pidfile="$state/$name.pid"
     if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
       kill "$(cat "$pidfile")"
@@ -35,6 +37,7 @@ mkdir -p "$bin_dir"
 install -m 0755 "$CARGO_TARGET_DIR/debug/kubectl-ws" "$bin_dir/kubectl-ws"
 
 root_url="https://$host:$base_port"
+cache_url="https://$host:$cache_port"
 i=0
 for name in "${shards[@]}"; do
   port=$((base_port + i))
@@ -43,11 +46,16 @@ for name in "${shards[@]}"; do
   # Users reach every shard through the front-proxy, so Workspace URLs name the proxy.
   nohup "$CARGO_TARGET_DIR/debug/atoll-shard" "${role[@]}" --name "$name" --pki-dir "$state/pki" \
     --data-dir "$state/$name" --listen "$host:$port" --external-url "https://$host:$proxy_port" \
-    >"$state/$name.log" 2>&1 &
+    --cache-server "$cache_url" >"$state/$name.log" 2>&1 &
   echo $! >"$state/$name.pid"
-  # The root shard creates the shared CAs; the others wait for it to be up.
+  # The root shard creates the shared CAs; the cache server and the other shards wait for
+  # it to be up.
   if [ "$name" = root ]; then
     for _ in $(seq 1 100); do [ -s "$state/root/admin.kubeconfig" ] && break; sleep 0.2; done
+    mkdir -p "$state/cache"
+    nohup "$CARGO_TARGET_DIR/debug/atoll-cache-server" --name cache --pki-dir "$state/pki" \
+      --data-dir "$state/cache" --listen "$host:$cache_port" >"$state/cache.log" 2>&1 &
+    echo $! >"$state/cache.pid"
   fi
   i=$((i + 1))
 done
@@ -64,7 +72,7 @@ for _ in $(seq 1 150); do
   if [ "$up" = "${#shards[@]}" ]; then
     break
   fi
-  for name in "${shards[@]}"; do
+  for name in "${shards[@]}" cache; do
     if ! kill -0 "$(cat "$state/$name.pid")" 2>/dev/null; then
       echo "$name exited; its log:" >&2; tail -n 30 "$state/$name.log" >&2; exit 1
     fi
@@ -92,7 +100,7 @@ for _ in $(seq 1 150); do
     cat <<MSG
 Atoll is running. Talk to the front-proxy, https://$host:$proxy_port: it routes every
 workspace to its shard (root on $root_url, shard-1 and shard-2 on ports $((base_port + 1))
-and $((base_port + 2)); logs: $state/*.log).
+and $((base_port + 2)); the cache server on $cache_url; logs: $state/*.log).
 
   export KUBECONFIG=$kubeconfig
 ${path_hint}  kubectl ws create team-a --enter   # a workspace on whichever shard the ring picks

@@ -70,7 +70,7 @@ fn labels_of(shard: &Shard, info: &RequestInfo) -> (String, String) {
             // Built-ins, or the addressed cluster's own CRDs: never a scan of every cluster.
             let known = shard.registry.get(&r.group, &r.version, &r.resource).is_some()
                 || matches!(cluster, ClusterRef::Name(name)
-                    if shard.registry.custom().get(name, &r.group, &r.version, &r.resource).is_some());
+                    if shard.registry.lookup(Some(name), &r.group, &r.version, &r.resource).is_some());
             (r.verb.as_str().to_string(), if known { r.resource.clone() } else { "unknown".into() })
         }
         RequestInfo::Cluster(..) => ("discovery".into(), String::new()),

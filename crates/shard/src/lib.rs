@@ -25,12 +25,20 @@
 //!   [`peer`] makes the mutual-TLS calls to other shards; [`paths`] resolves canonical
 //!   paths of the clusters hosted here.
 //! - [`bootstrap`]: the root logical cluster and the admin kubeconfig.
+//! - [`apis`]: the `apis.kcp.io` group's admission (schemas, references, export identities).
+//! - [`binding`]: APIBindings — resolving exports through the fallback lister, the `bind`
+//!   check, and serving bound resources from bound CRDs.
+//! - [`replication`]: pushes the objects every shard must see to cache servers;
+//!   [`cache`] reads other shards' back (cache informers, the fallback lister).
 //! - [`index_feed`]: the gRPC stream of this shard's logical clusters and workspaces that
 //!   front-proxies route by.
 
 pub mod api;
+pub mod apis;
 pub mod authz;
+pub mod binding;
 pub mod bootstrap;
+pub mod cache;
 pub mod controllers;
 pub mod conversion;
 pub mod crd;
@@ -46,6 +54,7 @@ pub mod patch;
 pub mod paths;
 pub mod peer;
 pub mod registry;
+pub mod replication;
 pub mod server;
 pub mod state;
 pub mod storage;

@@ -11,7 +11,7 @@ use shard::paths::PathIndex;
 use shard::peer::{PeerCredentials, Peers};
 use shard::registry::Registry;
 use shard::state::{Shard, ROOT_CLUSTER};
-use shard::{bootstrap, controllers, server};
+use shard::{bootstrap, controllers, replication, server};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -77,6 +77,43 @@ struct Args {
     /// Seconds between change-log compactions.
     #[arg(long, default_value_t = 5)]
     compaction_interval_seconds: u64,
+    /// Cache servers this shard replicates to (`https://host:port`, comma separated), tried in order: when one
+    /// fails the next takes over.
+    #[arg(long, value_delimiter = ',')]
+    cache_server: Vec<String>,
+    /// Cache servers this shard's cache informers read other shards' objects from, in failover order (the top of
+    /// a cache hierarchy) [default: --cache-server].
+    #[arg(long, value_delimiter = ',')]
+    cache_watch_server: Vec<String>,
+    /// Seconds between full comparisons of this shard's replicas with its cache, which repair drift there.
+    #[arg(long, default_value_t = 30)]
+    cache_resync_interval_seconds: u64,
+}
+
+/// Starts replication to the cache servers and the cache informer, when caches are configured.
+fn start_replication(shard: &Arc<Shard>, args: &Args, material: &pki::ServingMaterial) -> anyhow::Result<()> {
+    let trim = |urls: &[String]| -> Vec<String> {
+        urls.iter().map(|u| u.trim().trim_end_matches('/').to_string()).filter(|u| !u.is_empty()).collect()
+    };
+    let writes = trim(&args.cache_server);
+    let mut reads = trim(&args.cache_watch_server);
+    if reads.is_empty() {
+        reads = writes.clone();
+    }
+    if writes.is_empty() && reads.is_empty() {
+        return Ok(());
+    }
+    let client =
+        security::grpc::client(&material.ca_cert_pem, &material.peer_client_cert_pem, &material.peer_client_key_pem)
+            .context("build the cache server client")?;
+    let replication = replication::Replication {
+        urls: writes,
+        client: client.clone(),
+        resync: Duration::from_secs(args.cache_resync_interval_seconds.max(1)),
+    };
+    tokio::spawn(replication::run(shard.clone(), replication));
+    tokio::spawn(shard::cache::run(shard.cache.clone(), reads, client));
+    Ok(())
 }
 
 fn main() -> anyhow::Result<()> {
@@ -167,6 +204,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             Some(seed) => ClusterNames::seeded(seed),
             None => ClusterNames::random(),
         },
+        cache: Arc::default(),
     });
     shard.paths.load(&shard).context("index the canonical paths of the hosted logical clusters")?;
     shard
@@ -174,10 +212,16 @@ async fn run(args: Args) -> anyhow::Result<()> {
         .custom()
         .load(&shard)
         .context("index the CustomResourceDefinitions of the hosted logical clusters")?;
+    shard.registry.bound().load(&shard).context("index the APIBindings of the hosted logical clusters")?;
     if args.root {
         bootstrap::ensure_root_cluster(&shard).await?;
+        shard::binding::system::ensure_on_root(&shard).await.context("create root's system APIExports")?;
+    } else if let Some(root_url) = shard.root_shard_url.clone() {
+        let file = shard::binding::system::identities_file(&args.data_dir);
+        tokio::spawn(shard::binding::system::load_or_fetch(shard.clone(), root_url, file));
     }
     controllers::start(shard.clone());
+    start_replication(&shard, &args, &material)?;
 
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
     let serving = tokio::spawn(server::serve(listener, tls_config, shard.clone(), shutdown_rx));

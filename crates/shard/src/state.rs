@@ -1,5 +1,6 @@
 //! The shard's shared state, handed to every request and controller.
 
+use crate::cache::CacheIndex;
 use crate::membership::Membership;
 use crate::metrics::Metrics;
 use crate::paths::PathIndex;
@@ -7,6 +8,7 @@ use crate::peer::Peers;
 use crate::registry::Registry;
 use protocol::ring::ClusterNames;
 use security::authn::Authenticator;
+use std::sync::Arc;
 use store::Store;
 
 /// The name of the object that makes a logical cluster exist.
@@ -40,6 +42,8 @@ pub struct Shard {
     pub peers: Peers,
     /// Where new logical-cluster names come from.
     pub cluster_names: ClusterNames,
+    /// Other shards' replicated objects, from the cache informer.
+    pub cache: Arc<CacheIndex>,
 }
 
 impl Shard {

@@ -143,6 +143,10 @@ async fn create_once(
         check_namespace_accepts_content(shard, cluster, ns)?;
     }
     let at = ObjectRef { cluster, namespace: namespace.as_deref(), name: &name };
+    if rt.strategy == Strategy::ApiExport {
+        // The identity is stored before the export, so an export never exists without one.
+        crate::apis::identity::admit_export(shard, cluster, &mut object, options.dry_run).await?;
+    }
     if options.dry_run {
         // A dry run answers what the write would: 409 when the name is taken.
         if shard.store.get(at.key(rt).as_bytes()).map_err(ApiError::from)?.is_some() {
@@ -171,7 +175,9 @@ async fn create_once(
 /// kube refuses creates of a terminating CRD) so that it cannot outlive its definition.
 async fn withdraw_if_definition_went(shard: &Shard, rt: &ResourceType, at: &ObjectRef<'_>, rv: u64) -> ApiResult<()> {
     let Some(custom) = &rt.custom else { return Ok(()) };
-    let current = shard.registry.custom().storage_row(at.cluster, &custom.crd_name);
+    // Bound resources are defined by the shard's bound CRDs, not by the cluster's own.
+    let defined_in = if custom.identity.is_some() { crate::binding::BOUND_CRDS_CLUSTER } else { at.cluster };
+    let current = shard.registry.custom().storage_row(defined_in, &custom.crd_name);
     if current.as_ref().and_then(|row| row.custom.as_ref()).is_some_and(|c| !c.terminating) {
         return Ok(());
     }

@@ -77,6 +77,9 @@ pub fn prepare_create(rt: &ResourceType, object: &mut Value, cluster: &str, now:
         }
         Strategy::CustomResourceDefinition => crate::crd::status::prepare_create(object, now),
         Strategy::CustomResource | Strategy::EventsV1 => crate::conversion::to_storage(rt, object),
+        Strategy::ApiExport | Strategy::ApiResourceSchema | Strategy::ApiBinding | Strategy::ApiExportEndpointSlice => {
+            crate::apis::prepare_create(rt, object)
+        }
         Strategy::Generic | Strategy::AccessReview => {}
     }
     Ok(())
@@ -126,6 +129,7 @@ pub fn prepare_update(rt: &ResourceType, old: &Value, new: &mut Value, subresour
         }
     }
     copy_system_metadata(old, new);
+    crate::apis::prepare_update(rt, old, new, subresource);
     if rt.strategy == Strategy::LogicalCluster {
         keep_annotation(old, new, crate::paths::PATH_ANNOTATION);
         // The owner is a grant (see `tenancy::owner`): nobody edits themselves into it.
@@ -321,6 +325,9 @@ pub fn validate(rt: &ResourceType, old: Option<&Value>, object: &Value) -> Vec<(
         )),
         Strategy::CustomResourceDefinition => causes.extend(crate::crd::status::validate(old, object)),
         Strategy::CustomResource => causes.extend(crate::crd::objects::validate(rt, object)),
+        Strategy::ApiExport | Strategy::ApiResourceSchema | Strategy::ApiBinding | Strategy::ApiExportEndpointSlice => {
+            causes.extend(crate::apis::validate(rt, old, object))
+        }
         _ => {}
     }
     causes

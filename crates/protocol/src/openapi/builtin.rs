@@ -19,7 +19,9 @@ use super::components::{
     gvk_value, list_schema, with_gvk, DELETE_OPTIONS_SCHEMA, OBJECT_META_SCHEMA, PATCH_SCHEMA, PRESERVE_UNKNOWN_FIELDS,
     STATUS_SCHEMA,
 };
-use crate::types::{LogicalCluster, Shard, Workspace, WorkspaceType};
+use crate::types::{
+    ApiBinding, ApiExport, ApiExportEndpointSlice, ApiResourceSchema, LogicalCluster, Shard, Workspace, WorkspaceType,
+};
 
 /// A built-in kind: its identity, its schema's components key and how to generate it.
 struct BuiltinKind {
@@ -62,6 +64,10 @@ const BUILTIN_KINDS: &[BuiltinKind] = &[
     builtin_kind!(Shard),
     builtin_kind!(Workspace),
     builtin_kind!(WorkspaceType),
+    builtin_kind!(ApiExport),
+    builtin_kind!(ApiResourceSchema),
+    builtin_kind!(ApiExportEndpointSlice),
+    builtin_kind!(ApiBinding),
 ];
 
 /// Schemas every document may need besides the kinds: operation bodies and replies, list
@@ -88,7 +94,8 @@ const META_KINDS: &[(&str, &str)] = &[(DELETE_OPTIONS_SCHEMA, "DeleteOptions"), 
 /// Event; coordination.k8s.io/v1 Lease; rbac.authorization.k8s.io/v1 Role, RoleBinding,
 /// ClusterRole, ClusterRoleBinding; apiextensions.k8s.io/v1 CustomResourceDefinition;
 /// core.kcp.io/v1alpha1 LogicalCluster, Shard; tenancy.kcp.io/v1alpha1 Workspace,
-/// WorkspaceType — each with its List — plus everything they
+/// WorkspaceType; apis.kcp.io/v1alpha1 APIExport, APIResourceSchema,
+/// APIExportEndpointSlice, APIBinding — each with its List — plus everything they
 /// reference and the schemas operations name (DeleteOptions, Status, Patch).
 ///
 /// Generated from k8s-openapi with schemars' OpenAPI 3 settings, then reshaped where
@@ -522,6 +529,36 @@ mod tests {
         for spec in ["tenancy.v1alpha1.WorkspaceSpec", "tenancy.v1alpha1.WorkspaceTypeSpec"] {
             assert_refs_resolve(&components[&format!("io.kcp.{spec}")], components);
         }
+    }
+
+    #[test]
+    fn apis_schemas_use_kcp_field_names() {
+        let components = builtin_components();
+        for kind in ["APIExport", "APIResourceSchema", "APIExportEndpointSlice", "APIBinding"] {
+            let schema = &components[&format!("io.kcp.apis.v1alpha1.{kind}")];
+            assert_eq!(schema[GVK_EXTENSION], json!([{"group": "apis.kcp.io", "kind": kind, "version": "v1alpha1"}]));
+            assert_refs_resolve(schema, components);
+            assert_refs_resolve(&components[&format!("io.kcp.apis.v1alpha1.{kind}List")], components);
+        }
+        let spec = &["latestResourceSchemas", "identity", "maximalPermissionPolicy", "permissionClaims"];
+        kcp_properties(components, "apis.v1alpha1.APIExportSpec", spec);
+        let status = &["identityHash", "conditions", "virtualWorkspaces"];
+        kcp_properties(components, "apis.v1alpha1.APIExportStatus", status);
+        kcp_properties(components, "apis.v1alpha1.APIResourceSchemaSpec", &["group", "names", "scope", "versions"]);
+        let version = kcp_properties(
+            components,
+            "apis.v1alpha1.APIResourceVersion",
+            &["name", "served", "storage", "schema", "subresources", "additionalPrinterColumns"],
+        );
+        // The schema is kept whole: pruning must never reach into it.
+        assert_eq!(version["schema"][PRESERVE_UNKNOWN_FIELDS], json!(true));
+        kcp_properties(components, "apis.v1alpha1.BindingReference", &["export"]);
+        kcp_properties(components, "apis.v1alpha1.ExportBindingReference", &["path", "name"]);
+        assert_eq!(components["io.kcp.apis.v1alpha1.ExportBindingReference"]["required"], json!(["name"]));
+        let binding_status = &["phase", "apiExportClusterName", "boundResources", "conditions"];
+        kcp_properties(components, "apis.v1alpha1.APIBindingStatus", binding_status);
+        kcp_properties(components, "apis.v1alpha1.BoundAPIResourceSchema", &["name", "UID", "identityHash"]);
+        kcp_properties(components, "apis.v1alpha1.APIExportEndpointSliceStatus", &["endpoints"]);
     }
 
     /// Calls `check` on `schema` and every subschema position below it (not on maps of

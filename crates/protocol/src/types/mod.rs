@@ -11,6 +11,8 @@
 //! - `workspace`: [`Workspace`] and [`WorkspaceType`], how users create logical clusters
 //!   in a tree and what kinds of workspace they may create where.
 //! - `shard`: [`Shard`], one Atoll server process logical clusters are placed on.
+//! - `apis`: [`ApiExport`], [`ApiResourceSchema`], [`ApiExportEndpointSlice`] and
+//!   [`ApiBinding`] (`apis.kcp.io/v1alpha1`), how workspaces publish and bind APIs.
 //!
 //! Every kind has a `<Kind>List` without a schema of its own: [`crate::openapi`] derives
 //! all list schemas from their item kind.
@@ -19,10 +21,12 @@
 // bare URLs; angle brackets would show up in `kubectl explain`.
 #![allow(rustdoc::bare_urls)]
 
+mod apis;
 mod logical_cluster;
 mod shard;
 mod workspace;
 
+pub use apis::*;
 pub use logical_cluster::*;
 pub use shard::*;
 pub use workspace::*;

@@ -365,7 +365,8 @@ fn resource_of(shard: &Shard, cluster: &str, key: &str) -> Option<Arc<ResourceTy
     if let Some(rt) = shard.registry.all().iter().find(|rt| stores(rt)) {
         return Some(rt.clone());
     }
-    shard.registry.custom().of_cluster(cluster).into_iter().find(stores)
+    let custom = shard.registry.custom().of_cluster(cluster).into_iter();
+    custom.chain(shard.registry.bound_rows(cluster)).find(stores)
 }
 
 /// Takes the worker's items until the runtime stops.

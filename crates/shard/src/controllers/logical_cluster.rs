@@ -104,6 +104,7 @@ async fn empty_cluster(shard: &Shard, cluster: &str) -> Pass {
     match storage::remove_finalizer(shard, &lc_rt, &at, FINALIZER).await {
         Ok(_) | Err(ApiError { code: 404, .. }) => {
             shard.registry.custom().forget_cluster(cluster);
+            shard.registry.bound().forget_cluster(cluster);
             Pass::Done
         }
         Err(_) => Pass::Failed,

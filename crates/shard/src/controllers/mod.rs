@@ -106,5 +106,6 @@ pub fn start(shard: Arc<Shard>) {
     tokio::spawn(logical_cluster::run(shard.clone()));
     tokio::spawn(gc::run(shard.clone()));
     tokio::spawn(workspace::run(shard.clone()));
+    tokio::spawn(crate::binding::run(shard.clone()));
     tokio::spawn(crate::membership::run(shard));
 }

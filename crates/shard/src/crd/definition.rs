@@ -83,6 +83,7 @@ pub fn resource_types(crd: &Value) -> Vec<ResourceType> {
                     storage_version: storage_version.clone(),
                     scale,
                     terminating,
+                    identity: None,
                 })),
             })
         })

@@ -74,6 +74,10 @@ pub struct CustomVersion {
     pub scale: Option<ScalePaths>,
     /// The CRD is being deleted: its objects can be read and deleted, not created.
     pub terminating: bool,
+    /// The identity hash of the APIExport this resource is bound from (bound CRDs only):
+    /// objects are stored under `<resource>:<identity>`, apart from every other export's
+    /// and from CRDs of the same name.
+    pub identity: Option<String>,
 }
 
 /// JSON paths of the scale subresource (`.spec.replicas`), as the CRD gives them.
@@ -114,7 +118,17 @@ impl CustomResources {
     pub fn observe(&self, cluster: &str, crd: &Value) {
         let Some(name) = meta::name(crd) else { return };
         let rv = meta::meta_str(crd, "resourceVersion").and_then(|rv| rv.parse().ok()).unwrap_or(0);
-        let versions = definition::resource_types(crd).into_iter().map(Arc::new).collect();
+        let mut versions = definition::resource_types(crd);
+        // Only the shard's own bound CRDs say which export identity they store under.
+        if cluster == crate::binding::BOUND_CRDS_CLUSTER {
+            let identity = meta::annotations(crd).get(crate::binding::IDENTITY_ANNOTATION).cloned();
+            for row in &mut versions {
+                if let Some(custom) = row.custom.as_mut() {
+                    Arc::make_mut(custom).identity = identity.clone();
+                }
+            }
+        }
+        let versions = versions.into_iter().map(Arc::new).collect();
         let mut by_cluster = self.by_cluster.write();
         let definitions = by_cluster.entry(cluster.into()).or_default();
         if definitions.get(name).is_some_and(|d| d.rv > rv) {
@@ -152,7 +166,8 @@ impl CustomResources {
     pub fn get_any(&self, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceType>> {
         let by_cluster = self.by_cluster.read();
         let mut found: Option<Arc<ResourceType>> = None;
-        for definition in by_cluster.values().flat_map(|d| d.values()) {
+        let definitions = by_cluster.iter().filter(|(cluster, _)| &***cluster != crate::binding::BOUND_CRDS_CLUSTER);
+        for definition in definitions.flat_map(|(_, d)| d.values()) {
             if !definition.versions.iter().any(|r| r.group == group && r.resource == resource) {
                 continue;
             }
@@ -186,6 +201,36 @@ impl CustomResources {
             .flat_map(|d| d.values())
             .filter_map(|d| d.versions.first().cloned())
             .collect()
+    }
+
+    /// The served row of version `version` of CRD `crd_name` in `cluster`.
+    pub fn version_of(&self, cluster: &str, crd_name: &str, version: &str) -> Option<Arc<ResourceType>> {
+        let by_cluster = self.by_cluster.read();
+        let found = by_cluster.get(cluster)?.get(crd_name)?.served().find(|r| r.version == version).cloned();
+        found
+    }
+
+    /// Every served row of CRD `crd_name` in `cluster`.
+    pub fn versions_of(&self, cluster: &str, crd_name: &str) -> Vec<Arc<ResourceType>> {
+        let by_cluster = self.by_cluster.read();
+        let definition = by_cluster.get(cluster).and_then(|d| d.get(crd_name));
+        definition.into_iter().flat_map(Definition::served).cloned().collect()
+    }
+
+    /// The served row of `group/version/resource` stored under export identity `identity`,
+    /// in any of `cluster`'s CRDs (the wildcard endpoint `<resource>:<identity>`).
+    pub fn with_identity(
+        &self,
+        cluster: &str,
+        group: &str,
+        version: &str,
+        resource: &str,
+        identity: &str,
+    ) -> Option<Arc<ResourceType>> {
+        let by_cluster = self.by_cluster.read();
+        let rows = by_cluster.get(cluster)?.values().flat_map(Definition::served);
+        let mut rows = rows.filter(|r| r.is(group, version, resource));
+        rows.find(|r| r.custom.as_ref().and_then(|c| c.identity.as_deref()) == Some(identity)).cloned()
     }
 
     /// The row of `crd_name` in `cluster` that reads its stored objects, if indexed.

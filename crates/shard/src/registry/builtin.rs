@@ -81,6 +81,12 @@ fn binding_columns() -> Vec<Column> {
     ]
 }
 
+/// kcp's READY column of its `apis.kcp.io` kinds: the status of one condition.
+fn ready_column(condition: &str) -> Column {
+    let path = format!(".status.conditions[?(@.type==\"{condition}\")].status");
+    col("Ready", "string", &format!("Status of the {condition} condition."), Cell::JsonPath(path))
+}
+
 /// A built-in resource row with the common defaults filled in.
 fn builtin(
     group: &str,
@@ -128,6 +134,7 @@ fn strings(items: &[&str]) -> Vec<String> {
 /// The built-in resources every logical cluster serves.
 pub fn builtin_resources() -> Vec<ResourceType> {
     const RBAC: &str = "rbac.authorization.k8s.io";
+    const APIS: &str = "apis.kcp.io";
     vec![
         ResourceType {
             short_names: strings(&["ns"]),
@@ -309,6 +316,65 @@ pub fn builtin_resources() -> Vec<ResourceType> {
                 age_column(),
             ],
             ..builtin("core.kcp.io", "v1alpha1", "shards", "shard", "Shard", false, "io.kcp.core.v1alpha1.Shard")
+        },
+        ResourceType {
+            categories: strings(&["kcp"]),
+            subresources: strings(&["status"]),
+            strategy: Strategy::ApiExport,
+            columns: vec![age_column(), ready_column("VirtualWorkspaceURLsReady")],
+            ..builtin(APIS, "v1alpha1", "apiexports", "apiexport", "APIExport", false, "io.kcp.apis.v1alpha1.APIExport")
+        },
+        ResourceType {
+            categories: strings(&["kcp"]),
+            strategy: Strategy::ApiResourceSchema,
+            ..builtin(
+                APIS,
+                "v1alpha1",
+                "apiresourceschemas",
+                "apiresourceschema",
+                "APIResourceSchema",
+                false,
+                "io.kcp.apis.v1alpha1.APIResourceSchema",
+            )
+        },
+        ResourceType {
+            categories: strings(&["kcp"]),
+            subresources: strings(&["status"]),
+            strategy: Strategy::ApiExportEndpointSlice,
+            columns: vec![
+                col(
+                    "Export",
+                    "string",
+                    "The APIExport whose endpoints are listed.",
+                    Cell::Pointer("/spec/export/name"),
+                ),
+                col("Partition", "string", "The partition filtering the endpoints.", Cell::Pointer("/spec/partition")),
+                age_column(),
+            ],
+            ..builtin(
+                APIS,
+                "v1alpha1",
+                "apiexportendpointslices",
+                "apiexportendpointslice",
+                "APIExportEndpointSlice",
+                false,
+                "io.kcp.apis.v1alpha1.APIExportEndpointSlice",
+            )
+        },
+        ResourceType {
+            categories: strings(&["kcp"]),
+            subresources: strings(&["status"]),
+            strategy: Strategy::ApiBinding,
+            columns: vec![age_column(), ready_column("Ready")],
+            ..builtin(
+                APIS,
+                "v1alpha1",
+                "apibindings",
+                "apibinding",
+                "APIBinding",
+                false,
+                "io.kcp.apis.v1alpha1.APIBinding",
+            )
         },
         review("localsubjectaccessreviews", "LocalSubjectAccessReview", true),
         review("selfsubjectaccessreviews", "SelfSubjectAccessReview", false),

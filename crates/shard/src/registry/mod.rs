@@ -7,6 +7,9 @@ mod builtin;
 
 pub use builtin::{age_column, builtin_resources};
 
+use crate::binding::bound::BoundResources;
+use crate::binding::system::SystemIdentities;
+use crate::binding::BOUND_CRDS_CLUSTER;
 use crate::crd::CustomResources;
 use protocol::gvr::{GroupResource, GroupVersion};
 use std::sync::Arc;
@@ -78,6 +81,15 @@ pub enum Strategy {
     /// authorization.k8s.io/v1 access and rules reviews: create-only questions answered by
     /// [`crate::authz::review`], never stored.
     AccessReview,
+    /// apis.kcp.io APIExports: an identity generated on create, whose hash never changes
+    /// ([`crate::apis`]).
+    ApiExport,
+    /// apis.kcp.io APIResourceSchemas: CRD-like validation, immutable spec.
+    ApiResourceSchema,
+    /// apis.kcp.io APIBindings: an export reference, fixed once Bound.
+    ApiBinding,
+    /// apis.kcp.io APIExportEndpointSlices: a fixed export reference.
+    ApiExportEndpointSlice,
 }
 
 /// How object names of a resource are validated.
@@ -157,10 +169,19 @@ impl ResourceType {
     /// when `cluster` is `None`); see [`crate::objects`] for the full layout.
     pub fn key_prefix(&self, cluster: Option<&str>) -> String {
         let group = if self.storage_group.is_empty() { "core" } else { self.storage_group.as_str() };
+        let resource = match self.identity() {
+            Some(identity) => std::borrow::Cow::Owned(format!("{}:{identity}", self.resource)),
+            None => std::borrow::Cow::Borrowed(self.resource.as_str()),
+        };
         match cluster {
-            Some(cluster) => format!("{group}/{}/{cluster}/", self.resource),
-            None => format!("{group}/{}/", self.resource),
+            Some(cluster) => format!("{group}/{resource}/{cluster}/"),
+            None => format!("{group}/{resource}/"),
         }
+    }
+
+    /// The APIExport identity hash a bound resource is stored under.
+    pub fn identity(&self) -> Option<&str> {
+        self.custom.as_ref().and_then(|c| c.identity.as_deref())
     }
 
     /// The verbs the resource serves, in discovery order: namespaces cannot be deleted as
@@ -207,6 +228,8 @@ impl ResourceType {
 pub struct Registry {
     all: Vec<Arc<ResourceType>>,
     custom: CustomResources,
+    bound: BoundResources,
+    system: SystemIdentities,
 }
 
 impl Registry {
@@ -217,7 +240,12 @@ impl Registry {
 
     /// A registry of the given rows.
     pub fn from_resources(resources: Vec<ResourceType>) -> Self {
-        Registry { all: resources.into_iter().map(Arc::new).collect(), custom: CustomResources::default() }
+        Registry {
+            all: resources.into_iter().map(Arc::new).collect(),
+            custom: CustomResources::default(),
+            bound: BoundResources::default(),
+            system: SystemIdentities::default(),
+        }
     }
 
     /// The built-in resource at `group/version/resource`. Several lookups happen per
@@ -228,8 +256,11 @@ impl Registry {
     }
 
     /// The resource at `group/version/resource` in `cluster` (`None`: across all
-    /// clusters): a built-in one, else one a CRD of the cluster defines. Built-ins win, as
-    /// in kube, and CRDs that would shadow one are refused.
+    /// clusters): a built-in one, else one a CRD of the cluster defines, else one an
+    /// APIBinding of the cluster binds. Built-ins win, as in kube, and CRDs that would
+    /// shadow one are refused. Across all clusters, a bound resource is addressed as
+    /// `<resource>:<identityHash>` (kcp's wildcard naming), since bindings of different
+    /// exports may serve the same group and resource.
     pub fn lookup(
         &self,
         cluster: Option<&str>,
@@ -238,9 +269,40 @@ impl Registry {
         resource: &str,
     ) -> Option<Arc<ResourceType>> {
         self.get(group, version, resource).or_else(|| match cluster {
-            Some(cluster) => self.custom.get(cluster, group, version, resource),
-            None => self.custom.get_any(group, version, resource),
+            Some(cluster) => self
+                .custom
+                .get(cluster, group, version, resource)
+                .or_else(|| self.bound_row(cluster, group, version, resource)),
+            None => match resource.split_once(':') {
+                Some((resource, identity)) => match self.system.of_group(group) {
+                    Some(system) if system == identity => self.get(group, version, resource),
+                    _ => self.custom.with_identity(BOUND_CRDS_CLUSTER, group, version, resource, identity),
+                },
+                None => self.custom.get_any(group, version, resource),
+            },
         })
+    }
+
+    /// The row of a resource an APIBinding of `cluster` binds.
+    fn bound_row(&self, cluster: &str, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceType>> {
+        let crd_name = self.bound.crd_of(cluster, group, resource)?;
+        self.custom.version_of(BOUND_CRDS_CLUSTER, &crd_name, version)
+    }
+
+    /// Every served row of the resources APIBindings of `cluster` bind.
+    pub fn bound_rows(&self, cluster: &str) -> Vec<Arc<ResourceType>> {
+        let crds = self.bound.crds_of(cluster);
+        crds.iter().flat_map(|crd| self.custom.versions_of(BOUND_CRDS_CLUSTER, crd)).collect()
+    }
+
+    /// The identities of root's system APIExports.
+    pub fn system_identities(&self) -> &SystemIdentities {
+        &self.system
+    }
+
+    /// The resources bound into each logical cluster by its APIBindings.
+    pub fn bound(&self) -> &BoundResources {
+        &self.bound
     }
 
     /// Whether a built-in resource of any version is `group/resource`.
@@ -257,6 +319,7 @@ impl Registry {
     pub fn served(&self, cluster: &str) -> Vec<Arc<ResourceType>> {
         let mut rows = self.all.clone();
         rows.extend(self.custom.of_cluster(cluster));
+        rows.extend(self.bound_rows(cluster));
         rows
     }
 
@@ -271,7 +334,10 @@ impl Registry {
         let matches = |r: &&Arc<ResourceType>| r.group == group && r.kind == kind;
         match self.all.iter().find(matches) {
             Some(rt) => Some(rt.clone()),
-            None => self.custom.of_cluster(cluster).iter().find(matches).cloned(),
+            None => {
+                let custom = self.custom.of_cluster(cluster).into_iter();
+                custom.chain(self.bound_rows(cluster)).find(|r| matches(&r))
+            }
         }
     }
 
@@ -282,7 +348,9 @@ impl Registry {
         // Rows sharing a key prefix (both Event APIs) hold the same objects: keep the first.
         let mut prefixes = std::collections::HashSet::new();
         let builtin = self.all.iter().filter(|rt| rt.strategy != Strategy::AccessReview).cloned();
-        let rows = builtin.chain(self.custom.storage_rows(cluster));
+        let bound = self.bound.crds_of(cluster).into_iter();
+        let bound = bound.filter_map(|crd| self.custom.storage_row(BOUND_CRDS_CLUSTER, &crd));
+        let rows = builtin.chain(self.custom.storage_rows(cluster)).chain(bound);
         rows.filter(|rt| prefixes.insert(rt.key_prefix(None))).collect()
     }
 

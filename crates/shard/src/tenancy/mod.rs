@@ -53,14 +53,19 @@ pub fn parent(shard: &Shard, cluster: &str) -> ApiResult<Parent> {
     })
 }
 
-/// Finds a WorkspaceType object: in the parent cluster, in a cluster of this shard (by
-/// canonical path), or — for `root` on other shards — in the copy of root's types every
-/// shard keeps (see [`crate::membership`]). Other shards' types are not visible yet.
+/// Finds a WorkspaceType object: in a cluster of this shard (by canonical path), else in
+/// the replicas of other shards' types from the cache (WorkspaceTypes are replicated), else
+/// — for `root` — in the copy of root's types every shard keeps (see
+/// [`crate::membership`]), which also works before the cache informer has synced.
 pub fn find_type(shard: &Shard, reference: TypeRef<'_>) -> Option<Value> {
     let rt = shard.registry.workspace_types();
     if let Some(cluster) = shard.paths.resolve(reference.path).or_else(|| local_root(shard, reference.path)) {
         let at = ObjectRef { cluster: &cluster, namespace: None, name: reference.name };
         return storage::get(shard, &rt, &at).ok().map(|(object, _)| object);
+    }
+    let cached = crate::cache::lister::get(shard, &rt.group, &rt.resource, reference.path, "", reference.name);
+    if let Some(found) = cached {
+        return Some(found.object);
     }
     if reference.path == ROOT_CLUSTER {
         return shard.membership.current().root_workspace_type(reference.name);

@@ -10,7 +10,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
     let options = ctx.write_options()?;
     let (mut object, warnings) = read_object(ctx, body).await?;
     reconcile_name_and_namespace(ctx, &mut object)?;
-    admit_caller(ctx, &mut object);
+    admit_caller(ctx, &mut object)?;
     crate::managed_fields::track_update(ctx, None, &mut object)?;
     let created = storage::create(&ctx.shard, &ctx.rt, ctx.cluster()?, object, options).await?;
     ctx.respond_object(201, &created, &warnings)

@@ -223,11 +223,30 @@ pub async fn dispatch(ctx: Ctx, body: Incoming) -> ApiResult<Response> {
 }
 
 /// Admission that needs the caller, for an object about to be created (storage's own
-/// admission does not know who asks): a Workspace records its creator as owner.
-pub(crate) fn admit_caller(ctx: &Ctx, object: &mut Value) {
+/// admission does not know who asks): a Workspace records its creator as owner, and an
+/// APIBinding needs `bind` permission on its export.
+pub(crate) fn admit_caller(ctx: &Ctx, object: &mut Value) -> ApiResult<()> {
     if ctx.rt.strategy == crate::registry::Strategy::Workspace {
         crate::tenancy::owner::record_creator(&ctx.identity, object);
     }
+    if is_api_binding(ctx) {
+        crate::binding::admission::check_bind(&ctx.shard, &ctx.identity, ctx.cluster()?, object)?;
+    }
+    Ok(())
+}
+
+/// Admission that needs the caller, for an update of `old` to `new`: an APIBinding that
+/// points at another export needs `bind` permission on it.
+pub(crate) fn admit_caller_update(ctx: &Ctx, old: &Value, new: &Value) -> ApiResult<()> {
+    let reference = |object: &Value| object.pointer("/spec/reference").cloned();
+    if is_api_binding(ctx) && ctx.req.subresource.is_none() && reference(old) != reference(new) {
+        crate::binding::admission::check_bind(&ctx.shard, &ctx.identity, ctx.cluster()?, new)?;
+    }
+    Ok(())
+}
+
+fn is_api_binding(ctx: &Ctx) -> bool {
+    ctx.rt.group == crate::binding::APIS_GROUP && ctx.rt.resource == "apibindings"
 }
 
 /// Reads and decodes an object body, checks its kind and apiVersion, and prunes unknown

@@ -44,6 +44,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
             };
             applied.map_err(|why| ApiError::invalid(&ctx.rt.kind, &ctx.rt.group, at.name, &[(String::new(), why)]))?;
             check_identity_unchanged(ctx, current, &patched)?;
+            super::admit_caller_update(ctx, current, &patched)?;
             warnings = crate::validation::prune_unknown(ctx, &mut patched)?;
             crate::validation::check_types(ctx, &patched)?;
             managed_fields::track_update(ctx, Some(current), &mut patched)?;
@@ -72,7 +73,7 @@ async fn server_side_apply(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<
     match storage::get(&ctx.shard, &ctx.rt, &at) {
         Err(e) if e.code == 404 && ctx.req.subresource.is_none() => {
             let mut object = managed_fields::apply(ctx, None, &config)?;
-            super::admit_caller(ctx, &mut object);
+            super::admit_caller(ctx, &mut object)?;
             let created = storage::create(&ctx.shard, &ctx.rt, at.cluster, object, options).await?;
             return ctx.respond_object(201, &created, &warnings);
         }
@@ -85,6 +86,7 @@ async fn server_side_apply(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<
             let current: &Value = &presented;
             let applied = managed_fields::apply(ctx, Some(current), &config)?;
             check_identity_unchanged(ctx, current, &applied)?;
+            super::admit_caller_update(ctx, current, &applied)?;
             Ok(applied)
         })
         .await?;

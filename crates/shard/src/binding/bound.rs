@@ -1,0 +1,120 @@
+//! Which resources each logical cluster's APIBindings bind: group and resource → the
+//! bound CRD (in [`super::BOUND_CRDS_CLUSTER`]) that defines and stores them.
+//!
+//! Filled from the store at start and kept current by the binding controller, from the
+//! bindings' `status.boundResources`: a binding serves once it is Bound.
+
+use super::schema;
+use crate::objects;
+use crate::state::Shard;
+use parking_lot::RwLock;
+use protocol::meta;
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// One bound resource: group, plural resource, bound CRD name.
+type Entry = (String, String, String);
+/// Per APIBinding name, what it binds.
+type Bindings = HashMap<String, Vec<Entry>>;
+
+/// Per logical cluster, per APIBinding, the resources it binds.
+#[derive(Debug, Default)]
+pub struct BoundResources {
+    by_cluster: RwLock<HashMap<Box<str>, Bindings>>,
+}
+
+impl BoundResources {
+    /// Records an APIBinding object of `cluster` as stored now.
+    pub fn observe(&self, cluster: &str, binding: &Value) {
+        let Some(name) = meta::name(binding) else { return };
+        let bound = binding.pointer("/status/phase").and_then(Value::as_str) == Some("Bound");
+        let entries = if bound { schema::bound_crds_of(binding) } else { Vec::new() };
+        let mut by_cluster = self.by_cluster.write();
+        let bindings = by_cluster.entry(cluster.into()).or_default();
+        if entries.is_empty() {
+            bindings.remove(name);
+        } else {
+            bindings.insert(name.to_string(), entries);
+        }
+    }
+
+    /// Forgets a removed APIBinding.
+    pub fn forget(&self, cluster: &str, name: &str) {
+        if let Some(bindings) = self.by_cluster.write().get_mut(cluster) {
+            bindings.remove(name);
+        }
+    }
+
+    /// The bound CRD serving `group/resource` in `cluster`, if a binding binds it.
+    pub fn crd_of(&self, cluster: &str, group: &str, resource: &str) -> Option<String> {
+        let by_cluster = self.by_cluster.read();
+        let mut entries = by_cluster.get(cluster)?.values().flatten();
+        entries.find(|(g, r, _)| g == group && r == resource).map(|(_, _, crd)| crd.clone())
+    }
+
+    /// The binding of `cluster` other than `except` that binds `group/resource`, with the
+    /// bound CRD it uses.
+    pub fn bound_by_other(&self, cluster: &str, except: &str, group: &str, resource: &str) -> Option<(String, String)> {
+        let by_cluster = self.by_cluster.read();
+        let bindings = by_cluster.get(cluster)?.iter().filter(|(name, _)| name.as_str() != except);
+        for (name, entries) in bindings {
+            if let Some((_, _, crd)) = entries.iter().find(|(g, r, _)| g == group && r == resource) {
+                return Some((name.clone(), crd.clone()));
+            }
+        }
+        None
+    }
+
+    /// Every bound CRD `cluster` uses.
+    pub fn crds_of(&self, cluster: &str) -> Vec<String> {
+        let by_cluster = self.by_cluster.read();
+        let entries = by_cluster.get(cluster).into_iter().flat_map(|b| b.values()).flatten();
+        entries.map(|(_, _, crd)| crd.clone()).collect()
+    }
+
+    /// Forgets every binding of a logical cluster that is gone.
+    pub fn forget_cluster(&self, cluster: &str) {
+        self.by_cluster.write().remove(cluster);
+    }
+
+    /// Rebuilds the index from every APIBinding in the store.
+    pub fn load(&self, shard: &Shard) -> anyhow::Result<()> {
+        let Some(rt) = super::bindings_row(shard) else { return Ok(()) };
+        let prefix = objects::collection_prefix(&rt, None, None);
+        let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };
+        let page = shard.store.list(&options, |_, _| true)?;
+        for (key, stored) in &page.items {
+            let Some((cluster, _, _)) = objects::split_key(key) else { continue };
+            if let Ok(binding) = objects::decode(stored) {
+                self.observe(cluster, &binding);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn binding(name: &str, phase: &str, identity: &str) -> Value {
+        json!({"metadata": {"name": name}, "status": {"phase": phase, "boundResources": [
+            {"group": "example.io", "resource": "widgets", "schema": {"name": "v1.widgets.example.io", "UID": "u1", "identityHash": identity}}
+        ]}})
+    }
+
+    #[test]
+    fn bound_bindings_serve_their_resources() {
+        let index = BoundResources::default();
+        index.observe("c", &binding("a", "Binding", "x"));
+        assert!(index.crd_of("c", "example.io", "widgets").is_none(), "not bound yet");
+        index.observe("c", &binding("a", "Bound", "x"));
+        assert_eq!(index.crd_of("c", "example.io", "widgets"), Some(schema::bound_crd_name("x", "u1")));
+        assert!(index.crd_of("other", "example.io", "widgets").is_none());
+        assert!(index.bound_by_other("c", "a", "example.io", "widgets").is_none());
+        assert!(index.bound_by_other("c", "b", "example.io", "widgets").is_some());
+        index.forget("c", "a");
+        assert!(index.crds_of("c").is_empty());
+    }
+}

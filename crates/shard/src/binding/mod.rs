@@ -1,0 +1,354 @@
+//! API binding: APIBindings in a consumer's logical cluster serve the resources of an
+//! APIExport that may live in another workspace, on another shard.
+//!
+//! The controller resolves the export and its APIResourceSchemas through the fallback
+//! lister (local store, then the cache), so bindings keep working while the exporting
+//! shard is down. Each bound schema becomes a *bound CRD* in this shard's
+//! [`BOUND_CRDS_CLUSTER`] (a system logical cluster nobody addresses), named after the
+//! export identity and the schema's UID; the consumer cluster serves the resource from it
+//! (`crate::registry::Registry::lookup`), with objects stored under
+//! `<group>/<resource>:<identityHash>/…`, apart from every other export's. Bound CRDs are
+//! local, so a bound resource keeps serving with the exporter and every cache gone.
+//!
+//! - [`schema`]: the pure conversions (schema → bound CRD, status entries).
+//! - [`bound`]: which resources each cluster's bindings bind.
+//! - [`admission`]: the `bind` permission check on the export, at create and update.
+//! - [`system`]: root's system exports and their identities on every shard.
+
+pub mod admission;
+pub mod bound;
+pub mod schema;
+pub mod system;
+
+use crate::cache::lister;
+use crate::controllers::REQUEUE_DELAY;
+use crate::objects;
+use crate::registry::ResourceType;
+use crate::state::Shard;
+use crate::storage::{self, ObjectRef, WriteOptions};
+use parking_lot::Mutex;
+use protocol::meta;
+use serde_json::{json, Value};
+use std::collections::HashSet;
+use std::sync::Arc;
+use store::{ListOptions, Precondition, StoreError};
+
+/// The system logical cluster holding this shard's bound CRDs.
+pub const BOUND_CRDS_CLUSTER: &str = "system:bound-crds";
+/// Annotation of a bound CRD: the identity hash of the export it serves.
+pub const IDENTITY_ANNOTATION: &str = "apis.kcp.io/identity-hash";
+/// The API group of exports and bindings.
+pub const APIS_GROUP: &str = "apis.kcp.io";
+
+/// The `apibindings.apis.kcp.io` registry row.
+pub fn bindings_row(shard: &Shard) -> Option<Arc<ResourceType>> {
+    shard.registry.all().iter().find(|r| r.group == APIS_GROUP && r.resource == "apibindings").cloned()
+}
+
+/// Where a binding points: the export's workspace path (or cluster name) and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportRef {
+    /// Canonical path or logical-cluster name of the export's workspace.
+    pub path: String,
+    /// The APIExport's name.
+    pub name: String,
+}
+
+impl std::fmt::Display for ExportRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.path, self.name)
+    }
+}
+
+/// The export `binding` (in logical cluster `cluster`) references; an empty path means the
+/// binding's own workspace.
+pub fn export_ref(binding: &Value, cluster: &str) -> Option<ExportRef> {
+    let export = binding.pointer("/spec/reference/export")?;
+    let name = export.get("name").and_then(Value::as_str).filter(|n| !n.is_empty())?;
+    let path = export.get("path").and_then(Value::as_str).filter(|p| !p.is_empty()).unwrap_or(cluster);
+    Some(ExportRef { path: path.to_string(), name: name.to_string() })
+}
+
+/// Watches every APIBinding of this shard and binds it, retrying while its export or
+/// schemas cannot be read yet.
+pub async fn run(shard: Arc<Shard>) {
+    let Some(rt) = bindings_row(&shard) else { return };
+    let busy: Arc<Mutex<HashSet<(String, String)>>> = Arc::default();
+    let prefix = objects::collection_prefix(&rt, None, None);
+    loop {
+        let options = ListOptions { prefix: prefix.clone().into_bytes(), ..ListOptions::default() };
+        let Ok(page) = shard.store.list(&options, |_, _| true) else {
+            tokio::time::sleep(REQUEUE_DELAY).await;
+            continue;
+        };
+        for (key, _) in &page.items {
+            offer(&shard, &busy, key);
+        }
+        let Ok(mut watch) = shard.store.watch(prefix.clone().into_bytes(), page.rv) else { continue };
+        loop {
+            match watch.next().await {
+                Ok(event) => match &event.value {
+                    Some(_) => offer(&shard, &busy, &event.key),
+                    None => {
+                        if let Some((cluster, _, name)) = objects::split_key(&event.key) {
+                            shard.registry.bound().forget(cluster, name);
+                        }
+                    }
+                },
+                Err(StoreError::Closed) => return,
+                Err(error) => {
+                    tracing::info!(%error, "binding controller watch ended; relisting");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Starts a reconcile loop for the binding at `key` unless one runs.
+fn offer(shard: &Arc<Shard>, busy: &Arc<Mutex<HashSet<(String, String)>>>, key: &[u8]) {
+    let Some((cluster, _, name)) = objects::split_key(key) else { return };
+    let id = (cluster.to_string(), name.to_string());
+    if !busy.lock().insert(id.clone()) {
+        return;
+    }
+    let (shard, busy) = (shard.clone(), busy.clone());
+    tokio::spawn(async move {
+        let span = tracing::info_span!("bind", cluster = %id.0, binding = %id.1);
+        loop {
+            let done = tracing::Instrument::instrument(reconcile(&shard, &id.0, &id.1), span.clone()).await;
+            if done {
+                break;
+            }
+            tokio::time::sleep(REQUEUE_DELAY).await;
+        }
+        busy.lock().remove(&id);
+    });
+}
+
+/// What binding found: the status to write, and whether the work is finished.
+struct Outcome {
+    status: Value,
+    done: bool,
+}
+
+/// One pass over one binding; true when nothing is left to do until it changes.
+async fn reconcile(shard: &Shard, cluster: &str, name: &str) -> bool {
+    let Some(rt) = bindings_row(shard) else { return true };
+    let at = ObjectRef { cluster, namespace: None, name };
+    let Ok((binding, _)) = storage::get(shard, &rt, &at) else { return true };
+    if meta::is_deleting(&binding) {
+        return true;
+    }
+    let outcome = match bind(shard, cluster, name, &binding).await {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            tracing::warn!(%error, "binding failed; retrying");
+            return false;
+        }
+    };
+    let unchanged = binding.get("status").is_some_and(|status| same_status(status, &outcome.status));
+    let written = if unchanged {
+        binding
+    } else {
+        let status = outcome.status.clone();
+        let update = storage::guaranteed_update(shard, &rt, &at, Some("status"), WriteOptions::default(), |old| {
+            let mut new = old.clone();
+            new["status"] = with_transition_times(old.get("status"), &status);
+            Ok(new)
+        });
+        match update.await {
+            Ok(written) => written,
+            Err(error) => {
+                tracing::warn!(error = %error.message, "binding status update failed; retrying");
+                return false;
+            }
+        }
+    };
+    shard.registry.bound().observe(cluster, &written);
+    outcome.done
+}
+
+/// Resolves the export and schemas, makes the bound CRDs, and says what the status is.
+async fn bind(shard: &Shard, cluster: &str, name: &str, binding: &Value) -> anyhow::Result<Outcome> {
+    let Some(reference) = export_ref(binding, cluster) else {
+        return Ok(waiting(
+            "APIExportValid",
+            "APIExportInvalid",
+            "spec.reference.export.name is required".into(),
+            true,
+        ));
+    };
+    let Some(export) = lister::get(shard, APIS_GROUP, "apiexports", &reference.path, "", &reference.name) else {
+        let message = format!("APIExport {reference} not found (or not replicated to this shard yet)");
+        return Ok(waiting("APIExportValid", "APIExportNotFound", message, false));
+    };
+    let identity = export.object.pointer("/status/identityHash").and_then(Value::as_str).unwrap_or_default();
+    if identity.is_empty() {
+        let message = format!("APIExport {reference} has no identity yet");
+        return Ok(waiting("APIExportValid", "APIExportNotReady", message, false));
+    }
+    let schema_names: Vec<&str> = export
+        .object
+        .pointer("/spec/latestResourceSchemas")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut bound_resources = Vec::new();
+    for schema_name in schema_names {
+        let Some(found) = lister::get(shard, APIS_GROUP, "apiresourceschemas", &export.cluster, "", schema_name) else {
+            let message = format!("APIResourceSchema {schema_name} of APIExport {reference} not found");
+            return Ok(waiting("APIExportValid", "APIResourceSchemaNotFound", message, false));
+        };
+        let schema = found.object;
+        let (Some(crd), Some(entry)) =
+            (schema::bound_crd(&schema, identity), schema::bound_resource(&schema, identity))
+        else {
+            let message = format!("APIResourceSchema {schema_name} of APIExport {reference} is invalid");
+            return Ok(waiting("APIExportValid", "APIResourceSchemaInvalid", message, true));
+        };
+        if let Some(conflict) = conflict(shard, cluster, name, &schema, identity) {
+            return Ok(waiting("BindingUpToDate", "NamingConflicts", conflict, true));
+        }
+        ensure_bound_crd(shard, &crd).await?;
+        bound_resources.push(entry);
+    }
+    let status = json!({
+        "phase": "Bound",
+        "apiExportClusterName": export.cluster,
+        "boundResources": bound_resources,
+        "conditions": [
+            condition("APIExportValid", "True", "", ""),
+            condition("BindingUpToDate", "True", "", ""),
+            condition("InitialBindingCompleted", "True", "", ""),
+            condition("Ready", "True", "", ""),
+        ],
+    });
+    Ok(Outcome { status, done: true })
+}
+
+/// Why binding `schema` into `cluster` would clash with what the cluster already serves.
+fn conflict(shard: &Shard, cluster: &str, binding: &str, schema: &Value, identity: &str) -> Option<String> {
+    let (group, resource) = schema::group_resource(schema)?;
+    if shard.registry.is_builtin(&group, &resource) {
+        return Some(format!("{resource}.{group} is a built-in resource"));
+    }
+    if shard.registry.custom().of_cluster(cluster).iter().any(|r| r.group == group && r.resource == resource) {
+        return Some(format!("a CustomResourceDefinition of this workspace already serves {resource}.{group}"));
+    }
+    let uid = meta::meta_str(schema, "uid").unwrap_or_default();
+    match shard.registry.bound().bound_by_other(cluster, binding, &group, &resource) {
+        Some((other, crd)) if crd != schema::bound_crd_name(identity, uid) => {
+            Some(format!("APIBinding {other:?} already binds {resource}.{group} from another APIExport"))
+        }
+        _ => None,
+    }
+}
+
+/// Stores the bound CRD (once: its name fixes its content) and indexes it.
+async fn ensure_bound_crd(shard: &Shard, crd: &Value) -> anyhow::Result<()> {
+    let rt = shard.registry.custom_resource_definitions();
+    let name = meta::name(crd).unwrap_or_default();
+    let key = objects::key(&rt, BOUND_CRDS_CLUSTER, None, name);
+    let stored = match shard.store.get(key.as_bytes())? {
+        Some(stored) => stored,
+        None => {
+            let mut crd = crd.clone();
+            meta::set_meta_str(&mut crd, "uid", Some(&uuid::Uuid::new_v4().to_string()));
+            meta::set_meta_str(&mut crd, "creationTimestamp", Some(&storage::now()));
+            let value = objects::encode(&crd).map_err(|e| anyhow::anyhow!("{}", e.message))?;
+            match shard.store.put(key.clone(), value, Precondition::MustNotExist).await {
+                Ok(_) | Err(StoreError::AlreadyExists) => {}
+                Err(error) => return Err(error.into()),
+            }
+            shard.store.get(key.as_bytes())?.ok_or_else(|| anyhow::anyhow!("bound CRD {name} vanished"))?
+        }
+    };
+    let crd = objects::decode(&stored).map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    shard.registry.custom().observe(BOUND_CRDS_CLUSTER, &crd);
+    Ok(())
+}
+
+/// A status that is not Bound (yet): `done` when retrying cannot help until the binding
+/// or its export changes.
+fn waiting(condition_type: &str, reason: &str, message: String, done: bool) -> Outcome {
+    let status = json!({
+        "phase": "Binding",
+        "conditions": [
+            condition(condition_type, "False", reason, &message),
+            condition("Ready", "False", reason, &message),
+        ],
+    });
+    Outcome { status, done }
+}
+
+fn condition(kind: &str, status: &str, reason: &str, message: &str) -> Value {
+    let mut condition = json!({"type": kind, "status": status});
+    if !reason.is_empty() {
+        condition["reason"] = json!(reason);
+    }
+    if !message.is_empty() {
+        condition["message"] = json!(message);
+    }
+    condition
+}
+
+/// Whether `current` already says what `wanted` does (ignoring transition times).
+fn same_status(current: &Value, wanted: &Value) -> bool {
+    let strip = |status: &Value| -> Value {
+        let mut status = status.clone();
+        if let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) {
+            for c in conditions {
+                if let Some(c) = c.as_object_mut() {
+                    c.remove("lastTransitionTime");
+                }
+            }
+        }
+        status
+    };
+    strip(current) == strip(wanted)
+}
+
+/// `wanted` with each condition's lastTransitionTime kept from `old` when its status did
+/// not change, else now.
+fn with_transition_times(old: Option<&Value>, wanted: &Value) -> Value {
+    let mut status = wanted.clone();
+    let old_conditions = old.and_then(|s| s.get("conditions")).and_then(Value::as_array).cloned().unwrap_or_default();
+    if let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) {
+        for c in conditions {
+            let previous = old_conditions.iter().find(|o| o.get("type") == c.get("type"));
+            let time = match previous {
+                Some(p) if p.get("status") == c.get("status") => p.get("lastTransitionTime").cloned(),
+                _ => None,
+            };
+            c["lastTransitionTime"] = time.unwrap_or_else(|| json!(storage::now()));
+        }
+    }
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_default_to_the_own_workspace() {
+        let binding = json!({"spec": {"reference": {"export": {"name": "widgets"}}}});
+        assert_eq!(export_ref(&binding, "abc"), Some(ExportRef { path: "abc".into(), name: "widgets".into() }));
+        let binding = json!({"spec": {"reference": {"export": {"path": "root:org", "name": "widgets"}}}});
+        assert_eq!(export_ref(&binding, "abc").unwrap().to_string(), "root:org:widgets");
+        assert!(export_ref(&json!({"spec": {}}), "abc").is_none());
+    }
+
+    #[test]
+    fn transition_times_survive_unchanged_conditions() {
+        let old = json!({"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "t0"}]});
+        let wanted = json!({"conditions": [{"type": "Ready", "status": "True"}]});
+        assert_eq!(with_transition_times(Some(&old), &wanted)["conditions"][0]["lastTransitionTime"], "t0");
+        assert!(same_status(&old, &wanted));
+        let flipped = json!({"conditions": [{"type": "Ready", "status": "False"}]});
+        assert_ne!(with_transition_times(Some(&old), &flipped)["conditions"][0]["lastTransitionTime"], "t0");
+    }
+}
