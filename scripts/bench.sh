@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Runs a benchmark program: `scripts/bench.sh store [flags]` runs bench-store,
-# `scripts/bench.sh workspaces [flags]` runs bench-workspaces, and
-# `scripts/bench.sh proxy [flags]` runs bench-proxy (shard direct vs front-proxy vs nginx).
+# `scripts/bench.sh workspaces [flags]` runs bench-workspaces,
+# `scripts/bench.sh proxy [flags]` runs bench-proxy (shard direct vs front-proxy vs nginx), and
+# `scripts/bench.sh replication [flags]` runs bench-replication (lag through one cache and
+# through a regional cache under a parent).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-name="${1:?usage: scripts/bench.sh store|workspaces|proxy [flags]}"
+name="${1:?usage: scripts/bench.sh store|workspaces|proxy|replication [flags]}"
 shift
 # Checked before building, so a typo does not cost a build.
 case "$name" in
-    store | workspaces | proxy) ;;
+    store | workspaces | proxy | replication) ;;
     *)
-        echo "unknown benchmark: $name (known: store, workspaces, proxy)" >&2
+        echo "unknown benchmark: $name (known: store, workspaces, proxy, replication)" >&2
         exit 2
         ;;
 esac

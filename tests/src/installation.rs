@@ -3,10 +3,13 @@
 //! [`Installation::start`] starts the root shard (`--root`), then `shard-1..=N` with
 //! `--root-shard <root URL>`, all with the same `--pki-dir`, and waits until every shard's
 //! consistent-hash ring holds all of them (`atoll_ring_shards` in `/metrics`). Only then
-//! can a test expect workspaces to land on any shard. The helpers below speak the kcp
+//! can a test expect workspaces to land on any shard. With [`InstallationOptions::caches`],
+//! cache servers start first (parents before children, on the same PKI) and every shard is
+//! pointed at its caches as the [`CacheTopology`] says. The helpers below speak the kcp
 //! tenancy API the way a test reads it: create a Workspace, wait until it is Ready, find
 //! the process its `spec.URL` points at, and list the logical clusters a shard hosts.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -15,6 +18,7 @@ use http::{Method, StatusCode};
 use serde_json::Value;
 use tempfile::TempDir;
 
+use crate::cache::{CacheServerOptions, CacheServerProcess, CacheTopology};
 use crate::front_proxy::{FrontProxyOptions, FrontProxyProcess};
 use crate::shard::{ShardOptions, ShardProcess};
 use crate::tls_http::ClientIdentity;
@@ -60,6 +64,9 @@ pub struct InstallationOptions {
     pub proxy_token_file: Option<PathBuf>,
     /// The shards' `--token-auth-file` (every shard gets the same file).
     pub shard_token_file: Option<PathBuf>,
+    /// Cache servers to start before the shards, and which of them each shard replicates
+    /// to and watches; `None` (the default) starts none and gives shards no cache flags.
+    pub caches: Option<CacheTopology>,
 }
 
 /// A running installation; dropping it kills every shard.
@@ -70,6 +77,10 @@ pub struct Installation {
     pub root: ShardProcess,
     /// The other shards, `shard-1` first.
     pub shards: Vec<ShardProcess>,
+    /// The cache servers, in the topology's order (parents first); empty without one.
+    /// Declared after the shards: shards die first, so none replicates into a dead cache.
+    pub caches: Vec<CacheServerProcess>,
+    cache_topology: Option<CacheTopology>,
     // Declared after the processes so that they die before the CA directory is removed.
     pki_temp: Option<TempDir>,
     pki_dir: PathBuf,
@@ -80,6 +91,7 @@ impl std::fmt::Debug for Installation {
         f.debug_struct("Installation")
             .field("root", &self.root)
             .field("shards", &self.shards)
+            .field("caches", &self.caches)
             .field("pki_dir", &self.pki_dir)
             .finish()
     }
@@ -100,8 +112,19 @@ impl Installation {
             .context("create the installation's temporary dir")?;
         let pki_dir = pki_temp.path().join("pki");
         let pki_flag = pki_dir.to_string_lossy().into_owned();
+        let (caches, cache_urls) = match &options.caches {
+            Some(topology) => start_caches(topology, &pki_dir, &pki_temp.path().join("harness-certs")).await?,
+            None => (Vec::new(), BTreeMap::new()),
+        };
+        let cache_args = |shard: &str| -> anyhow::Result<Vec<String>> {
+            match &options.caches {
+                Some(topology) => topology.shard_args(shard, &cache_urls),
+                None => Ok(Vec::new()),
+            }
+        };
 
         let mut root_args = vec!["--pki-dir".to_string(), pki_flag.clone()];
+        root_args.extend(cache_args(ROOT_SHARD_NAME)?);
         root_args.extend(options.extra_args.iter().cloned());
         let root_options = ShardOptions {
             name: ROOT_SHARD_NAME.to_string(),
@@ -119,6 +142,7 @@ impl Installation {
             let name = format!("shard-{index}");
             let mut args = vec!["--pki-dir".to_string(), pki_flag.clone()];
             args.extend(["--root-shard".to_string(), root.base_url().to_string()]);
+            args.extend(cache_args(&name)?);
             args.extend(options.extra_args.iter().cloned());
             let shard_options = ShardOptions {
                 name: name.clone(),
@@ -129,7 +153,15 @@ impl Installation {
             };
             shards.push(ShardProcess::start(shard_options).await.with_context(|| format!("start shard {name}"))?);
         }
-        let mut installation = Installation { front_proxy: None, root, shards, pki_temp: Some(pki_temp), pki_dir };
+        let mut installation = Installation {
+            front_proxy: None,
+            root,
+            shards,
+            caches,
+            cache_topology: options.caches.clone(),
+            pki_temp: Some(pki_temp),
+            pki_dir,
+        };
         installation.wait_rings_complete(RING_TIMEOUT).await?;
         if options.front_proxy {
             let proxy_options = FrontProxyOptions {
@@ -189,6 +221,69 @@ impl Installation {
         })
     }
 
+    /// The shard named `name`, mutably (to kill or restart it).
+    pub fn shard_mut(&mut self, name: &str) -> anyhow::Result<&mut ShardProcess> {
+        let names: Vec<String> = self.all().map(|shard| shard.name().to_string()).collect();
+        std::iter::once(&mut self.root)
+            .chain(self.shards.iter_mut())
+            .find(|shard| shard.name() == name)
+            .with_context(|| format!("no shard named {name:?}; the installation has {names:?}"))
+    }
+
+    /// The cache server named `name` (see [`crate::cache::topology`] for the names).
+    pub fn cache(&self, name: &str) -> anyhow::Result<&CacheServerProcess> {
+        self.caches.iter().find(|cache| cache.name() == name).with_context(|| self.no_cache(name))
+    }
+
+    /// The cache server named `name`, mutably (to kill or restart it).
+    pub fn cache_mut(&mut self, name: &str) -> anyhow::Result<&mut CacheServerProcess> {
+        let missing = self.no_cache(name);
+        self.caches.iter_mut().find(|cache| cache.name() == name).context(missing)
+    }
+
+    fn no_cache(&self, name: &str) -> String {
+        let names: Vec<&str> = self.caches.iter().map(CacheServerProcess::name).collect();
+        format!("no cache server named {name:?}; the installation has {names:?}")
+    }
+
+    /// The cache topology the installation was started with, if any.
+    pub fn cache_topology(&self) -> Option<&CacheTopology> {
+        self.cache_topology.as_ref()
+    }
+
+    /// The shards that replicate to cache `cache` first (root first), per the topology.
+    pub fn writers_of(&self, cache: &str) -> Vec<&ShardProcess> {
+        let Some(topology) = &self.cache_topology else { return Vec::new() };
+        self.all().filter(|shard| topology.for_shard(shard.name()).write.first().is_some_and(|c| c == cache)).collect()
+    }
+
+    /// Creates workspaces `<prefix>-0`, `<prefix>-1`, … in root, one at a time and each
+    /// waited Ready, until `enough` accepts the placement so far, and returns it: the
+    /// names of the workspaces each shard hosts, by shard name. Fails after `max`
+    /// workspaces, since the ring spreads names evenly and `enough` should be met long
+    /// before.
+    pub async fn place_workspaces(
+        &self,
+        prefix: &str,
+        max: usize,
+        enough: impl Fn(&BTreeMap<String, Vec<String>>) -> bool,
+    ) -> anyhow::Result<BTreeMap<String, Vec<String>>> {
+        let mut placement: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for index in 0..max {
+            if enough(&placement) {
+                return Ok(placement);
+            }
+            let name = format!("{prefix}-{index}");
+            create_workspace(&self.root, ROOT_CLUSTER, &name).await?;
+            let ready = wait_workspace_ready(&self.root, ROOT_CLUSTER, &name, WORKSPACE_READY_TIMEOUT).await?;
+            let url = workspace_url(&ready).with_context(|| format!("Ready workspace {name} has no spec.URL"))?;
+            let shard = self.shard_for_url(url)?.name().to_string();
+            placement.entry(shard).or_default().push(name);
+        }
+        anyhow::ensure!(enough(&placement), "{max} workspaces did not make the placement wanted: {placement:?}");
+        Ok(placement)
+    }
+
     /// The CA directory every shard was given with `--pki-dir`.
     pub fn pki_dir(&self) -> &Path {
         &self.pki_dir
@@ -234,11 +329,15 @@ impl Installation {
     }
 
     /// Stops every shard with SIGTERM (others first, root last, so that nobody loses
-    /// root while shutting down); after trying them all, fails naming every shard that
-    /// did not exit cleanly, with the tail of its log.
+    /// root while shutting down), then the cache servers (children before parents); after
+    /// trying them all, fails naming every process that did not exit cleanly, with the
+    /// tail of its log. Processes already stopped or killed by the test are skipped.
     pub async fn stop(&mut self) -> anyhow::Result<()> {
         let mut failures = Vec::new();
         for shard in self.shards.iter_mut().rev().chain(std::iter::once(&mut self.root)) {
+            if shard.pid().is_none() {
+                continue;
+            }
             match shard.stop().await {
                 Ok(status) if status.success() => {}
                 // The log is the only record of why: the data dir goes with the process.
@@ -247,6 +346,18 @@ impl Installation {
                     shard.name(),
                     shard.log_path().display(),
                     shard.log_tail(LOG_TAIL_LINES)
+                )),
+                Err(error) => failures.push(format!("{error:#}")),
+            }
+        }
+        for cache in self.caches.iter_mut().rev().filter(|cache| cache.pid().is_some()) {
+            match cache.stop().await {
+                Ok(status) if status.success() => {}
+                Ok(status) => failures.push(format!(
+                    "cache server {} exited with {status} on SIGTERM\n--- tail of {} ---\n{}",
+                    cache.name(),
+                    cache.log_path().display(),
+                    cache.log_tail(LOG_TAIL_LINES)
                 )),
                 Err(error) => failures.push(format!("{error:#}")),
             }
@@ -265,6 +376,31 @@ impl Drop for Installation {
             }
         }
     }
+}
+
+/// Creates the CAs, then starts every cache of `topology` in order (parents first, each
+/// given its parents' URLs); returns them with their URLs by name.
+async fn start_caches(
+    topology: &CacheTopology,
+    pki_dir: &Path,
+    harness_leaf_dir: &Path,
+) -> anyhow::Result<(Vec<CacheServerProcess>, BTreeMap<String, String>)> {
+    topology.validate().context("check the cache topology")?;
+    crate::cache::ensure_pki(pki_dir, harness_leaf_dir)?;
+    let mut caches = Vec::with_capacity(topology.caches.len());
+    let mut urls = BTreeMap::new();
+    for spec in &topology.caches {
+        let options = CacheServerOptions {
+            parents: topology.parent_urls(spec, &urls)?,
+            resync_interval_seconds: Some(topology.resync_interval_seconds),
+            ..CacheServerOptions::new(&spec.name, pki_dir)
+        };
+        let cache =
+            CacheServerProcess::start(options).await.with_context(|| format!("start cache server {}", spec.name))?;
+        urls.insert(spec.name.clone(), cache.url());
+        caches.push(cache);
+    }
+    Ok((caches, urls))
 }
 
 /// `/clusters/{cluster}/apis/tenancy.kcp.io/v1alpha1/workspaces`, where `cluster` is a

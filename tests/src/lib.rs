@@ -9,7 +9,10 @@
 //!   until it is ready, and stops, kills or restarts it. Every wait is bounded and every
 //!   failure carries the tail of `shard.log`.
 //! - [`front_proxy`] starts an `atoll-front-proxy` in front of an installation.
-//! - [`installation`] starts a root shard, further shards and optionally a front-proxy.
+//! - [`installation`] starts a root shard, further shards and optionally a front-proxy
+//!   and a hierarchy of cache servers.
+//! - [`cache`] starts `atoll-cache-server` processes ([`CacheServerProcess`]), reads and
+//!   tampers with their replicas over gRPC, and compares a cache with the shards' sources.
 //! - [`kubeconfig`] reads the `admin.kubeconfig` the shard writes, and writes kubeconfigs
 //!   for other users.
 //! - [`certs`] mints client certificates for other users from the shard's client CA.
@@ -22,6 +25,7 @@
 //! - [`process`] owns child processes so that nothing outlives the test that started it.
 
 pub mod binary;
+pub mod cache;
 pub mod certs;
 pub mod etcd;
 pub mod front_proxy;
@@ -35,6 +39,7 @@ pub mod shard;
 pub mod tls_http;
 
 pub use binary::binary;
+pub use cache::{CacheClient, CacheServerOptions, CacheServerProcess, CacheTopology};
 pub use certs::mint_client_identity;
 pub use etcd::EtcdProcess;
 pub use kubeconfig::AdminKubeconfig;

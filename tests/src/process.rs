@@ -6,7 +6,7 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
@@ -103,6 +103,21 @@ impl Drop for OwnedChild {
     fn drop(&mut self) {
         self.kill9();
     }
+}
+
+/// The data directory of a process: `given` (created if missing), else a new temporary
+/// directory named after `prefix`, removed when the returned guard drops.
+pub fn data_dir(given: Option<&Path>, prefix: &str) -> anyhow::Result<(Option<tempfile::TempDir>, PathBuf)> {
+    let (temp_dir, data_dir) = match given {
+        Some(dir) => (None, dir.to_path_buf()),
+        None => {
+            let temp = tempfile::Builder::new().prefix(prefix).tempdir().context("create a temporary data dir")?;
+            let path = temp.path().to_path_buf();
+            (Some(temp), path)
+        }
+    };
+    std::fs::create_dir_all(&data_dir).with_context(|| format!("create data dir {}", data_dir.display()))?;
+    Ok((temp_dir, data_dir))
 }
 
 /// Returns the last `lines` lines of the log at `path`, or a note saying why it could

@@ -106,18 +106,8 @@ impl ShardProcess {
     /// Spawns a shard and waits (at most [`START_TIMEOUT`]) until it wrote its admin
     /// kubeconfig and `/readyz` answers 200.
     pub async fn start(options: ShardOptions) -> anyhow::Result<ShardProcess> {
-        let (temp_dir, data_dir) = match &options.data_dir {
-            Some(dir) => (None, dir.clone()),
-            None => {
-                let temp = tempfile::Builder::new()
-                    .prefix(&format!("atoll-{}-", options.name))
-                    .tempdir()
-                    .context("create a temporary data dir")?;
-                let path = temp.path().to_path_buf();
-                (Some(temp), path)
-            }
-        };
-        std::fs::create_dir_all(&data_dir).with_context(|| format!("create data dir {}", data_dir.display()))?;
+        let prefix = format!("atoll-{}-", options.name);
+        let (temp_dir, data_dir) = crate::process::data_dir(options.data_dir.as_deref(), &prefix)?;
         let listen = options.listen.clone().unwrap_or_else(|| "127.0.0.1:0".to_string());
         let listen_host = split_host(&listen)?.to_string();
         let (child, admin, http) = launch(&options, &data_dir, &listen).await?;

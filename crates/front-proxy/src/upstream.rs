@@ -1,5 +1,5 @@
-//! Connections to shards: one pooled HTTP/1.1 client for proxied requests and one HTTP/2
-//! client for the gRPC index feeds, both presenting the front-proxy's client certificate
+//! Connections to shards: one pooled HTTP/1.1 client for proxied requests and the shared
+//! HTTP/2 gRPC client (`security::grpc`) for the index feeds, both presenting the front-proxy's client certificate
 //! (signed by the front-proxy CA), the one certificate shards take identity headers from.
 
 use std::time::Duration;
@@ -36,7 +36,7 @@ pub struct Upstream {
     /// Proxied REST requests (HTTP/1.1, pooled).
     pub rest: Client<HttpsConnector<HttpConnector>, Body>,
     /// gRPC index feeds (HTTP/2).
-    pub grpc: Client<HttpsConnector<HttpConnector>, tonic::body::Body>,
+    pub grpc: security::grpc::GrpcClient,
     /// Who the proxy is on its own calls.
     pub identity: Identity,
 }
@@ -47,28 +47,20 @@ impl Upstream {
         // hyper-rustls sets the ALPN protocols itself (h2 or http/1.1, as enabled).
         let tls = security::tls::client_config(ca_pem, Some((cert_pem, key_pem)), &[])
             .context("build the TLS configuration towards shards")?;
-        let connector = |http2: bool| -> HttpsConnector<HttpConnector> {
-            let mut http = HttpConnector::new();
-            http.enforce_http(false);
-            http.set_nodelay(true);
-            http.set_connect_timeout(Some(CONNECT_TIMEOUT));
-            let builder = hyper_rustls::HttpsConnectorBuilder::new().with_tls_config((*tls).clone()).https_only();
-            if http2 {
-                builder.enable_http2().wrap_connector(http)
-            } else {
-                builder.enable_http1().wrap_connector(http)
-            }
-        };
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(CONNECT_TIMEOUT));
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config((*tls).clone())
+            .https_only()
+            .enable_http1()
+            .wrap_connector(http);
         let rest = Client::builder(TokioExecutor::new())
             .pool_max_idle_per_host(IDLE_PER_SHARD)
             .pool_timer(TokioTimer::new())
-            .build(connector(false));
-        let grpc = Client::builder(TokioExecutor::new())
-            .http2_only(true)
-            .timer(TokioTimer::new())
-            .http2_keep_alive_interval(Duration::from_secs(20))
-            .http2_keep_alive_timeout(Duration::from_secs(10))
-            .build(connector(true));
+            .build(connector);
+        let grpc = security::grpc::client(ca_pem, cert_pem, key_pem).context("build the gRPC client towards shards")?;
         Ok(Upstream { rest, grpc, identity: proxy_identity(process_name) })
     }
 

@@ -66,6 +66,10 @@ pub fn is_replicated(group: &str, resource: &str, object: &Value) -> bool {
     }
 }
 
+/// The largest gRPC message a cache client accepts: a List of every replica is one
+/// message (tonic's default limit is 4 MiB; replicas are few but objects can be large).
+pub const LIST_BYTES_MAX: usize = 1 << 30;
+
 /// Separates key segments; never part of a name, namespace, cluster, shard or resource.
 const SEP: char = '/';
 

@@ -48,8 +48,6 @@ const REQUESTS_BUFFER: usize = 8;
 /// After this long without a change, the uplink still moves its position forward when
 /// the store moved (a parent's resume point should not trail the change log forever).
 const IDLE_PROGRESS: Duration = Duration::from_secs(1);
-/// Largest List answer the uplink accepts from the parent: the whole replica set.
-pub const LIST_BYTES_MAX: usize = 1 << 30;
 
 /// What the uplink tasks share.
 pub struct Uplink {
@@ -81,7 +79,8 @@ impl Uplink {
 
     /// A client of `parent`'s Cache service.
     fn cache(&self, parent: &Uri) -> CacheClient<GrpcClient> {
-        CacheClient::with_origin(self.client.clone(), parent.clone()).max_decoding_message_size(LIST_BYTES_MAX)
+        CacheClient::with_origin(self.client.clone(), parent.clone())
+            .max_decoding_message_size(protocol::replication::LIST_BYTES_MAX)
     }
 
     /// Replicates to the parents until the server stops.

@@ -15,6 +15,7 @@ use protocol::cache::cache_client::CacheClient;
 use protocol::cache::watch_event::Kind;
 use protocol::cache::{ListRequest, Replica, WatchRequest};
 use protocol::meta;
+use protocol::replication::LIST_BYTES_MAX;
 use security::grpc::GrpcClient;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -163,7 +164,7 @@ struct Relist;
 /// One list and watch against one cache server.
 async fn inform(index: &CacheIndex, url: &str, client: &GrpcClient) -> anyhow::Result<Relist> {
     let uri: http::Uri = url.parse().map_err(|e| anyhow::anyhow!("cache server URL {url}: {e}"))?;
-    let mut cache = CacheClient::with_origin(client.clone(), uri);
+    let mut cache = CacheClient::with_origin(client.clone(), uri).max_decoding_message_size(LIST_BYTES_MAX);
     let listed = cache.list(ListRequest::default()).await?.into_inner();
     tracing::info!(replicas = listed.items.len(), rv = listed.rv, "cache listed");
     index.replace(listed.items);

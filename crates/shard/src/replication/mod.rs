@@ -21,7 +21,7 @@ use futures::FutureExt;
 use protocol::cache::cache_client::CacheClient;
 use protocol::cache::{replicate_request, Batch, Change, Hello, ListRequest, Replica, ReplicateRequest};
 use protocol::meta;
-use protocol::replication::REPLICATED;
+use protocol::replication::{LIST_BYTES_MAX, REPLICATED};
 use security::grpc::GrpcClient;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -83,7 +83,7 @@ pub async fn run(shard: Arc<Shard>, replication: Replication) {
 /// One stream to one cache server: hello, catch up, then tail until something fails.
 async fn session(shard: &Arc<Shard>, replication: &Replication, url: &str) -> anyhow::Result<()> {
     let uri: http::Uri = url.parse().map_err(|e| anyhow::anyhow!("cache server URL {url}: {e}"))?;
-    let mut cache = CacheClient::with_origin(replication.client.clone(), uri);
+    let mut cache = CacheClient::with_origin(replication.client.clone(), uri).max_decoding_message_size(LIST_BYTES_MAX);
     let (tx, rx) = mpsc::channel::<ReplicateRequest>(OUTBOUND_BATCHES);
     let hello =
         ReplicateRequest { request: Some(replicate_request::Request::Hello(Hello { sender: shard.name.clone() })) };
