@@ -36,6 +36,39 @@ pub struct Config {
     pub resync_interval: Duration,
 }
 
+impl Config {
+    /// A cache named `name` whose data lives in `DIR/<name>` and whose certificates are
+    /// issued from the installation's shared CAs in `pki_dir` (created on first use),
+    /// with default store tuning: what embedding a cache server in one process takes.
+    pub fn in_dir(
+        name: &str,
+        dir: &std::path::Path,
+        pki_dir: &std::path::Path,
+        parents: Vec<String>,
+    ) -> anyhow::Result<Config> {
+        let material = security::pki::load(&security::pki::PkiOptions {
+            pki_dir: pki_dir.to_path_buf(),
+            leaf_dir: dir.join(name).join("certs"),
+            process_name: name.to_owned(),
+            hosts: Vec::new(),
+            files: security::pki::CertFiles::default(),
+            role: security::pki::Role::Cache,
+        })
+        .context("load the PKI")?;
+        Ok(Config {
+            name: name.to_owned(),
+            store_dir: dir.join(name).join("store"),
+            store_options: StoreOptions::default(),
+            material,
+            parents,
+            resync_interval: DEFAULT_RESYNC_INTERVAL,
+        })
+    }
+}
+
+/// How often an uplink repairs drift in its parent unless told otherwise.
+pub const DEFAULT_RESYNC_INTERVAL: Duration = Duration::from_secs(30);
+
 /// What every request and task of one cache server shares.
 pub struct State {
     /// Replicas and positions.

@@ -34,23 +34,8 @@ impl Installation {
     }
 
     fn config(&self, name: &str, parents: Vec<String>) -> Config {
-        let material = pki::load(&pki::PkiOptions {
-            pki_dir: self.pki_dir(),
-            leaf_dir: self.dir.path().join(name).join("certs"),
-            process_name: name.to_owned(),
-            hosts: Vec::new(),
-            files: pki::CertFiles::default(),
-            role: pki::Role::Cache,
-        })
-        .expect("load the PKI");
-        Config {
-            name: name.to_owned(),
-            store_dir: self.dir.path().join(name).join("store"),
-            store_options: store::StoreOptions::default(),
-            material,
-            parents,
-            resync_interval: Duration::from_secs(1),
-        }
+        let config = Config::in_dir(name, self.dir.path(), &self.pki_dir(), parents).expect("load the PKI");
+        Config { resync_interval: Duration::from_secs(1), ..config }
     }
 
     async fn start(&self, name: &str, parents: Vec<String>) -> Running {

@@ -183,7 +183,7 @@ impl Uplink {
         let (local, rv) = tokio::task::spawn_blocking(move || replicas::list(&store, REPLICA_PREFIX, None, |_| true))
             .await
             .context("list the local store")??;
-        let repairs = plan::repairs(&parent, &local);
+        let repairs = plan::repairs(&parent, &local, &self.state.name);
         tracing::info!(parent = parent.len(), local = local.len(), repairs = repairs.len(), rv, "full sync");
         let batches = plan::into_batches(repairs);
         if batches.is_empty() {
@@ -223,7 +223,7 @@ impl Uplink {
             }
             Err(error) => return Err(error).context("list the local store"),
         };
-        let repairs = plan::repairs(&parent, &local);
+        let repairs = plan::repairs(&parent, &local, &self.state.name);
         if repairs.is_empty() {
             tracing::debug!(at, replicas = local.len(), "the parent holds what this cache holds");
             return Ok(());
@@ -235,10 +235,10 @@ impl Uplink {
         Ok(())
     }
 
-    /// What the parent holds from this cache.
+    /// Everything the parent holds (from every sender: whether a sibling relayed a later
+    /// version decides what this cache may repair).
     async fn list_parent(&self, cache: &mut CacheClient<GrpcClient>) -> anyhow::Result<Vec<Replica>> {
-        let request = ListRequest { sender: self.state.name.clone(), ..ListRequest::default() };
-        let listed = cache.list(request).await.context("list what the parent holds from this cache")?;
+        let listed = cache.list(ListRequest::default()).await.context("list what the parent holds")?;
         Ok(listed.into_inner().items)
     }
 }

@@ -31,13 +31,14 @@ pub fn start(parent_position: u64, local_rv: u64, local_compacted_rv: u64) -> St
     }
 }
 
-/// What makes the parent's replicas from this sender equal to the local ones, given
-/// `parent` (what the parent holds *from this sender*) and `local` (everything held here):
-/// a forced upsert of every local replica the parent does not hold from this sender as it
-/// is here (missing, different, or stamped with another sender by someone who tampered
-/// with it), and a tombstone of every parent replica from this sender that this cache
-/// does not hold. Senders are not compared: the parent stamps its own.
-pub fn repairs(parent: &[Replica], local: &[Replica]) -> Vec<Change> {
+/// What makes the parent equal to this cache, given `parent` (everything the parent holds,
+/// from every sender) and `local` (everything held here), for the sender `me`:
+/// - a local replica the parent lacks is upserted;
+/// - one the parent holds differently is forced back, unless another sender relayed a
+///   later source version of it (the origin moved to a sibling cache, so this copy is the
+///   stale one, and forcing it would make siblings overwrite each other every repair);
+/// - a parent replica from `me` that this cache does not hold gets a tombstone.
+pub fn repairs(parent: &[Replica], local: &[Replica], me: &str) -> Vec<Change> {
     let parent_by_key: HashMap<String, &Replica> =
         parent.iter().filter_map(|replica| Some((replica_key(replica.key.as_ref()?), replica))).collect();
     let mut changes = Vec::new();
@@ -45,12 +46,16 @@ pub fn repairs(parent: &[Replica], local: &[Replica]) -> Vec<Change> {
     for replica in local {
         let Some(key) = replica.key.as_ref() else { continue };
         let store_key = replica_key(key);
-        if !parent_by_key.get(&store_key).is_some_and(|held| same_content(held, replica)) {
-            changes.push(Change { change: Some(change::Change::Upsert(replica.clone())), force: true });
+        let upsert = |force: bool| Change { change: Some(change::Change::Upsert(replica.clone())), force };
+        match parent_by_key.get(&store_key) {
+            None => changes.push(upsert(false)),
+            Some(held) if same_content(held, replica) => {}
+            Some(held) if held.sender != me && held.source_rv > replica.source_rv => {}
+            Some(_) => changes.push(upsert(true)),
         }
         local_keys.insert(store_key);
     }
-    for replica in parent {
+    for replica in parent.iter().filter(|replica| replica.sender == me) {
         let Some(key) = replica.key.as_ref() else { continue };
         if !local_keys.contains(&replica_key(key)) {
             changes.push(Change { change: Some(change::Change::Tombstone(key.clone())), force: false });
@@ -202,16 +207,28 @@ mod tests {
     #[test]
     fn repairs_make_the_parent_equal_to_the_local_replicas() {
         // The parent stamped its own sender ("child"); locally the shard's is kept.
-        let parent = vec![replica("same", 1, "child"), replica("stale", 1, "child"), replica("extra", 1, "child")];
+        let parent = vec![
+            replica("same", 1, "child"),
+            replica("stale", 1, "child"),
+            replica("extra", 1, "child"),
+            replica("siblings", 1, "sibling"),
+        ];
         let local = vec![replica("same", 1, "s1"), replica("stale", 2, "s1"), replica("missing", 4, "s1")];
         assert_eq!(
-            summary(&repairs(&parent, &local)),
-            ["upsert stale @2 force=true", "upsert missing @4 force=true", "tombstone extra"]
+            summary(&repairs(&parent, &local, "child")),
+            ["upsert stale @2 force=true", "upsert missing @4 force=false", "tombstone extra"],
+            "what another sender relayed is not this cache's to delete"
         );
-        assert!(repairs(&local, &local).is_empty());
-        assert_eq!(summary(&repairs(&[], &local[..1])), ["upsert same @1 force=true"]);
+        assert!(repairs(&local, &local, "s1").is_empty());
+        assert_eq!(summary(&repairs(&[], &local[..1], "child")), ["upsert same @1 force=false"]);
         // Tampered with at the parent, under this sender: forced back, even to an older version.
-        assert_eq!(summary(&repairs(&[replica("same", 9, "child")], &local[..1])), ["upsert same @1 force=true"]);
+        let tampered = [replica("same", 9, "child")];
+        assert_eq!(summary(&repairs(&tampered, &local[..1], "child")), ["upsert same @1 force=true"]);
+        // Altered by someone else at the same version: forced back.
+        let altered = Replica { object: b"{}".to_vec(), ..replica("same", 1, "admin") };
+        assert_eq!(summary(&repairs(&[altered], &local[..1], "child")), ["upsert same @1 force=true"]);
+        // A sibling relayed a later version: this copy is stale and is left alone.
+        assert!(repairs(&[replica("same", 5, "sibling")], &local[..1], "child").is_empty());
     }
 
     #[test]
