@@ -17,7 +17,7 @@
 //! With `--parent`, the [`uplink`] forwards this cache's own changes to a parent cache
 //! and follows the parent's Shard deletions.
 //!
-//! The wire contract is `protocol::cache` (`crates/protocol/proto/cache.proto`); keys
+//! The wire contract is `protocol::cache` (`protocol/proto/cache.proto`); keys
 //! come from `protocol::replication`.
 
 pub mod apply;
