@@ -33,7 +33,7 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
     let path = request.uri().path().to_string();
     let span = tracing::info_span!("request", %method, path = %path, code = tracing::field::Empty);
     let (labels, response) = async {
-        let query = parse_query(request.uri().query());
+        let query = crate::http::request_info::parse_query(request.uri().query());
         let info = request_info::parse(&method, &path, &query);
         let labels = labels_of(&shard, &info);
         let response = match route(&shard, &peer, info, query, request).await {
@@ -77,24 +77,6 @@ fn labels_of(shard: &Shard, info: &RequestInfo) -> (String, String) {
         RequestInfo::Process(endpoint) => (endpoint.clone(), String::new()),
         RequestInfo::Unknown => ("unknown".into(), String::new()),
     }
-}
-
-/// A query-string key or value: `+` is a space, then percent escapes.
-fn decode_query_component(text: &str) -> String {
-    protocol::path::percent_decode(&text.replace('+', " ")).into_owned()
-}
-
-/// Splits and percent-decodes a query string.
-pub fn parse_query(query: Option<&str>) -> HashMap<String, String> {
-    query
-        .unwrap_or_default()
-        .split('&')
-        .filter(|pair| !pair.is_empty())
-        .map(|pair| {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            (decode_query_component(key), decode_query_component(value))
-        })
-        .collect()
 }
 
 async fn route(
@@ -292,11 +274,9 @@ fn process_endpoint(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
     fn queries_are_split_and_decoded() {
-        let q = parse_query(Some("labelSelector=a%3Db%2Cc+in+(x)&watch=true&flag&bad=%zz"));
+        let q = crate::http::request_info::parse_query(Some("labelSelector=a%3Db%2Cc+in+(x)&watch=true&flag&bad=%zz"));
         assert_eq!(q["labelSelector"], "a=b,c in (x)");
         assert_eq!(q["watch"], "true");
         assert_eq!(q["flag"], "");

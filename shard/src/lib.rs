@@ -1,6 +1,7 @@
 //! The shard: Kubernetes REST for many logical clusters over one RocksDB store.
 //!
-//! A request meets these modules in this order:
+//! [`start`] assembles and starts a shard from its [`start::Config`] (the binary's flags),
+//! in-process. A request meets these modules in this order:
 //! - [`server`]: TLS (rustls) and HTTP/1.1 + HTTP/2 connections; `security::tls` and `security::pki`
 //!   provide the certificates, generated on first start.
 //! - [`api`]: parses the path ([`http::request_info`]), authenticates (`security::authn`),
@@ -17,8 +18,9 @@
 //! - [`controllers`]: namespace and logical-cluster deletion, the garbage collector
 //!   (ownerReferences, cascading deletes) and the workspace scheduler,
 //!   driven by store watches; [`tenancy`] holds workspace admission and types.
-//! - [`conversion`]: objects stored in another shape than requested (CR versions,
-//!   events.k8s.io Events).
+//! - [`strategy`]: the per-resource hooks storage calls (kube's create/update strategies
+//!   plus after-commit hooks), and the plain Kubernetes kinds' strategies; each feature
+//!   implements the trait in its own module and [`assemble`] registers them at start-up.
 //! - [`crd`]: CustomResourceDefinitions — each cluster's custom resources in the registry,
 //!   their schemas, versions, published OpenAPI and cleanup.
 //! - [`membership`]: this shard's Shard object in root and the shard set (the ring);
@@ -35,12 +37,13 @@
 
 pub mod api;
 pub mod apis;
+pub mod assemble;
 pub mod authz;
 pub mod binding;
 pub mod bootstrap;
 pub mod cache;
 pub mod controllers;
-pub mod conversion;
+pub mod core;
 pub mod crd;
 pub mod discovery;
 pub mod http;
@@ -56,6 +59,7 @@ pub mod peer;
 pub mod registry;
 pub mod replication;
 pub mod server;
+pub mod start;
 pub mod state;
 pub mod storage;
 pub mod strategy;

@@ -7,7 +7,7 @@
 
 use crate::http::status::{ApiError, ApiResult};
 use crate::registry::ResourceType;
-use crate::verbs::Ctx;
+use crate::verbs::ctx::Ctx;
 use protocol::managed::{self, ApplyError, BuiltinShape, SchemaShape, WriteContext};
 use protocol::meta;
 use serde_json::{json, Value};

@@ -5,27 +5,18 @@
 //! every second. What it read becomes the consistent-hash ring the workspace scheduler
 //! uses, and is written to `DATA_DIR/membership.json`, so that a restarted shard can
 //! schedule workspaces while root is unreachable. The file is replaced atomically
-//! (write, fsync, rename) and only when the set changed.
+//! (write, fsync, rename) and only when the set changed. The loop that registers and
+//! reads is [`crate::controllers::membership`].
 
-use crate::objects;
-use crate::peer::PeerError;
-use crate::state::{Shard, ROOT_CLUSTER};
-use crate::storage::{self, ObjectRef, WriteOptions};
 use parking_lot::RwLock;
 use prometheus_client::metrics::gauge::Gauge;
 use protocol::meta;
 use protocol::ring::ShardRing;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
-
-/// How often the shard set is read again.
-const SYNC_INTERVAL: Duration = Duration::from_secs(1);
-/// How often registration is retried while root cannot be reached.
-const REGISTER_RETRY: Duration = Duration::from_millis(250);
 
 /// One shard of the installation, from its Shard object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,9 +47,17 @@ impl ShardInfo {
 /// What a shard knows of the installation, as persisted.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Persisted {
+pub struct Persisted {
     shards: Vec<ShardInfo>,
     root_workspace_types: Vec<Value>,
+}
+
+impl Persisted {
+    /// The set that root's Shard objects and WorkspaceTypes describe; Shard objects
+    /// without a name or base URL are left out.
+    pub fn from_objects(shards: &[Value], root_workspace_types: Vec<Value>) -> Persisted {
+        Persisted { shards: shards.iter().filter_map(ShardInfo::from_object).collect(), root_workspace_types }
+    }
 }
 
 /// The shard set at one moment, with its ring.
@@ -137,7 +136,7 @@ impl Membership {
     }
 
     /// Replaces the set when it changed, and persists it.
-    fn update(&self, mut next: Persisted) {
+    pub fn update(&self, mut next: Persisted) {
         next.shards.sort_by(|a, b| a.name.cmp(&b.name));
         next.root_workspace_types.sort_by(|a, b| meta::name(a).cmp(&meta::name(b)));
         if *self.persisted.read() == next {
@@ -166,95 +165,10 @@ fn write_atomically(file: &Path, value: &Persisted) -> std::io::Result<()> {
     Ok(())
 }
 
-/// This shard's Shard object.
-fn own_shard_object(shard: &Shard) -> Value {
-    json!({
-        "apiVersion": "core.kcp.io/v1alpha1",
-        "kind": "Shard",
-        "metadata": {"name": shard.name},
-        "spec": {"baseURL": shard.base_url, "externalURL": shard.external_url},
-    })
-}
-
-const SHARDS_PATH: &str = "/clusters/root/apis/core.kcp.io/v1alpha1/shards";
-const ROOT_TYPES_PATH: &str = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspacetypes";
-
-/// Registers this shard, then keeps the shard set current, forever.
-pub async fn run(shard: Arc<Shard>) {
-    let mut registered = false;
-    loop {
-        if !registered {
-            match register(&shard).await {
-                Ok(()) => registered = true,
-                Err(error) => tracing::debug!(%error, "registering with root failed; retrying"),
-            }
-        }
-        match read_set(&shard).await {
-            Ok(set) => shard.membership.update(set),
-            Err(error) => tracing::debug!(%error, "reading the shard set failed; keeping the last one"),
-        }
-        let known = !shard.membership.current().is_empty();
-        tokio::time::sleep(if registered && known { SYNC_INTERVAL } else { REGISTER_RETRY }).await;
-    }
-}
-
-#[tracing::instrument(name = "membership.register", skip(shard), fields(shard = %shard.name))]
-async fn register(shard: &Shard) -> anyhow::Result<()> {
-    let desired = own_shard_object(shard);
-    let Some(root_url) = &shard.root_shard_url else {
-        let rt = shard.registry.shards();
-        let at = ObjectRef { cluster: ROOT_CLUSTER, namespace: None, name: &shard.name };
-        match storage::create(shard, &rt, ROOT_CLUSTER, desired.clone(), WriteOptions::default()).await {
-            Ok(_) => return Ok(()),
-            Err(e) if e.code == 409 => {}
-            Err(e) => anyhow::bail!("{}", e.message),
-        }
-        storage::guaranteed_update(shard, &rt, &at, None, WriteOptions::default(), |old| {
-            let mut new = old.clone();
-            new["spec"] = desired["spec"].clone();
-            Ok(new)
-        })
-        .await
-        .map_err(|e| anyhow::anyhow!("{}", e.message))?;
-        return Ok(());
-    };
-    match shard.peers.create(root_url, SHARDS_PATH, &desired).await {
-        Ok(_) => return Ok(()),
-        Err(PeerError::Status { code: 409, .. }) => {}
-        Err(e) => return Err(e.into()),
-    }
-    let path = format!("{SHARDS_PATH}/{}", shard.name);
-    let mut current = shard.peers.get(root_url, &path).await?;
-    if current.get("spec") != desired.get("spec") {
-        current["spec"] = desired["spec"].clone();
-        shard.peers.replace(root_url, &path, &current).await?;
-    }
-    Ok(())
-}
-
-async fn read_set(shard: &Shard) -> anyhow::Result<Persisted> {
-    let (shards, types) = match &shard.root_shard_url {
-        None => (local_items(shard, &shard.registry.shards())?, local_items(shard, &shard.registry.workspace_types())?),
-        Some(root_url) => {
-            let items = |list: Value| list.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
-            let shards = items(shard.peers.get(root_url, SHARDS_PATH).await?);
-            let types = items(shard.peers.get(root_url, ROOT_TYPES_PATH).await?);
-            (shards, types)
-        }
-    };
-    Ok(Persisted { shards: shards.iter().filter_map(ShardInfo::from_object).collect(), root_workspace_types: types })
-}
-
-fn local_items(shard: &Shard, rt: &crate::registry::ResourceType) -> anyhow::Result<Vec<Value>> {
-    let prefix = objects::collection_prefix(rt, Some(ROOT_CLUSTER), None);
-    let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };
-    let page = shard.store.list(&options, |_, _| true)?;
-    Ok(page.items.iter().filter_map(|(_, stored)| objects::decode(stored).ok()).collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn the_set_survives_a_restart_through_its_file() {

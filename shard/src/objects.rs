@@ -63,6 +63,26 @@ pub fn encode(object: &Value) -> ApiResult<Bytes> {
 /// reaches the change log or the watch buffers.
 pub const OBJECT_BYTES_MAX: usize = 1_572_864;
 
+/// Calls `observe(cluster, object)` for every stored object of `rt` in every logical
+/// cluster, in one snapshot read: how the in-memory indexes (paths, CRDs, bindings) are
+/// rebuilt at start-up. Undecodable records are skipped.
+pub fn scan(
+    store: &store::Store,
+    rt: &ResourceType,
+    mut observe: impl FnMut(&str, &Value),
+) -> Result<(), store::StoreError> {
+    let prefix = collection_prefix(rt, None, None);
+    let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };
+    let page = store.list(&options, |_, _| true)?;
+    for (key, stored) in &page.items {
+        let Some((cluster, _, _)) = split_key(key) else { continue };
+        if let Ok(object) = decode(stored) {
+            observe(cluster, &object);
+        }
+    }
+    Ok(())
+}
+
 /// Deserializes a stored object and stamps its resourceVersion.
 pub fn decode(stored: &Versioned) -> ApiResult<Value> {
     let mut object: Value = serde_json::from_slice(&stored.value)

@@ -7,8 +7,7 @@
 //! workspace become Ready can use its path at once. An entry is small (two short
 //! strings), which keeps an empty workspace cheap.
 
-use crate::objects;
-use crate::state::Shard;
+use crate::core::Core;
 use parking_lot::RwLock;
 use protocol::meta;
 use serde_json::Value;
@@ -56,17 +55,9 @@ impl PathIndex {
     }
 
     /// Rebuilds the index from every LogicalCluster in the store.
-    pub fn load(&self, shard: &Shard) -> anyhow::Result<()> {
-        let rt = shard.registry.logical_clusters();
-        let prefix = objects::collection_prefix(&rt, None, None);
-        let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };
-        let page = shard.store.list(&options, |_, _| true)?;
-        for (key, stored) in &page.items {
-            let Some((cluster, _, _)) = objects::split_key(key) else { continue };
-            if let Ok(object) = objects::decode(stored) {
-                self.observe(cluster, &object);
-            }
-        }
+    pub fn load(&self, core: &Core) -> anyhow::Result<()> {
+        let rt = core.registry.logical_clusters();
+        crate::objects::scan(&core.store, &rt, |cluster, object| self.observe(cluster, object))?;
         Ok(())
     }
 }

@@ -1,29 +1,27 @@
 //! The shard's shared state, handed to every request and controller.
 
 use crate::cache::CacheIndex;
+use crate::core::Core;
 use crate::membership::Membership;
 use crate::metrics::Metrics;
 use crate::paths::PathIndex;
 use crate::peer::Peers;
-use crate::registry::Registry;
 use protocol::ring::ClusterNames;
 use security::authn::Authenticator;
 use std::sync::Arc;
-use store::Store;
 
 /// The name of the object that makes a logical cluster exist.
 pub const LOGICAL_CLUSTER_OBJECT: &str = "cluster";
 /// The logical cluster the root shard bootstraps.
 pub const ROOT_CLUSTER: &str = "root";
 
-/// Everything a request handler or controller needs.
+/// Everything a request handler or controller needs: the [`Core`] (reached through
+/// `Deref`, so `shard.store` and `shard.registry` read as before) and the features' state.
 pub struct Shard {
+    /// The store and the resource table.
+    pub core: Core,
     /// This shard's name.
     pub name: String,
-    /// The object store.
-    pub store: Store,
-    /// The served resources.
-    pub registry: Registry,
     /// Who is calling.
     pub authn: Authenticator,
     /// Prometheus metrics.
@@ -35,7 +33,7 @@ pub struct Shard {
     /// The root shard's base URL; `None` on the root shard itself.
     pub root_shard_url: Option<String>,
     /// Canonical paths of the clusters hosted here.
-    pub paths: PathIndex,
+    pub paths: Arc<PathIndex>,
     /// The installation's shards, as last read.
     pub membership: Membership,
     /// Clients for calls to other shards.
@@ -44,6 +42,14 @@ pub struct Shard {
     pub cluster_names: ClusterNames,
     /// Other shards' replicated objects, from the cache informer.
     pub cache: Arc<CacheIndex>,
+}
+
+impl std::ops::Deref for Shard {
+    type Target = Core;
+
+    fn deref(&self) -> &Core {
+        &self.core
+    }
 }
 
 impl Shard {

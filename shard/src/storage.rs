@@ -1,16 +1,17 @@
 //! Object operations over the store, shared by the REST verbs and the controllers.
 //!
 //! This is kube-apiserver's "registry store": create, read, guaranteed update and the
-//! deletion protocol (finalizers, deletionTimestamp, namespaces' spec finalizers, the
-//! garbage collector's finalizers from the cascading policy in [`propagation`]), with
-//! resource-specific steps taken from the [`Strategy`](crate::registry::Strategy) of the
-//! resource. HTTP concerns (parameters, bodies, formats) stay in [`crate::verbs`].
+//! deletion protocol (finalizers, deletionTimestamp, spec finalizers such as namespaces',
+//! the garbage collector's finalizers from the cascading policy in [`propagation`]), with
+//! resource-specific steps taken from the [`Strategy`](crate::strategy::Strategy) each
+//! row carries. It works on the narrow [`Core`] (store and table) and names no feature.
+//! HTTP concerns (parameters, bodies, formats) stay in [`crate::verbs`].
 
+use crate::core::Core;
 use crate::http::status::{success_status, ApiError, ApiResult};
 use crate::objects;
-use crate::registry::{ResourceType, Strategy};
-use crate::state::Shard;
-use crate::strategy::{self, NAMESPACE_FINALIZER};
+use crate::registry::ResourceType;
+use crate::strategy::{self, Committed, NAMESPACE_FINALIZER};
 use protocol::meta;
 use serde_json::{json, Value};
 use store::{Precondition, StoreError};
@@ -66,8 +67,8 @@ pub fn object_error(rt: &ResourceType, name: &str, error: StoreError) -> ApiErro
 }
 
 /// The current object and its resourceVersion.
-pub fn get(shard: &Shard, rt: &ResourceType, at: &ObjectRef<'_>) -> ApiResult<(Value, u64)> {
-    match shard.store.get(at.key(rt).as_bytes()).map_err(ApiError::from)? {
+pub fn get(core: &Core, rt: &ResourceType, at: &ObjectRef<'_>) -> ApiResult<(Value, u64)> {
+    match core.store.get(at.key(rt).as_bytes()).map_err(ApiError::from)? {
         Some(stored) => Ok((objects::decode(&stored)?, stored.rv)),
         None => Err(ApiError::not_found(&rt.group_resource(), at.name)),
     }
@@ -81,7 +82,7 @@ pub fn now() -> String {
 
 /// Creates an object that has passed body checks; fills server fields, validates, stores.
 pub async fn create(
-    shard: &Shard,
+    core: &Core,
     rt: &ResourceType,
     cluster: &str,
     object: Value,
@@ -93,7 +94,7 @@ pub async fn create(
     let attempts = if generated { GENERATE_NAME_ATTEMPTS_MAX } else { 1 };
     let mut last_error = None;
     for _ in 0..attempts {
-        match create_once(shard, rt, cluster, object.clone(), options, generated).await {
+        match create_once(core, rt, cluster, object.clone(), options, generated).await {
             Err(e) if generated && e.reason == "AlreadyExists" => last_error = Some(e),
             other => return other,
         }
@@ -101,14 +102,11 @@ pub async fn create(
     Err(last_error.unwrap_or_else(|| ApiError::internal("no name could be generated")))
 }
 
-/// Namespaces kube refuses to delete (the whole logical cluster still goes at once).
-const PROTECTED_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
-
 /// How many names `generateName` draws before giving up with 409.
 const GENERATE_NAME_ATTEMPTS_MAX: usize = 8;
 
 async fn create_once(
-    shard: &Shard,
+    core: &Core,
     rt: &ResourceType,
     cluster: &str,
     mut object: Value,
@@ -122,91 +120,43 @@ async fn create_once(
     }
     // From the thread-local generator: `new_v4` would cost a getrandom syscall per create.
     let uid = uuid::Builder::from_random_bytes(rand::random()).into_uuid().to_string();
-    if rt.strategy == Strategy::Workspace {
-        crate::tenancy::admit_workspace(shard, cluster, &mut object)?;
-    }
-    crate::crd::objects::check_creatable(rt)?;
+    rt.strategy.admit(core, rt, cluster, &mut object)?;
     strategy::prepare_create(rt, &mut object, cluster, &now(), &uid)?;
-    if rt.strategy == Strategy::LogicalCluster {
-        object["status"]["URL"] = Value::from(format!("{}/clusters/{cluster}", shard.base_url));
-    }
     let name = meta::name(&object).unwrap_or_default().to_string();
     let mut causes = strategy::validate(rt, None, &object);
-    if rt.strategy == Strategy::CustomResourceDefinition {
-        causes.extend(crate::crd::status::shadowed_builtin(&shard.registry, &object));
-    }
+    causes.extend(rt.strategy.validate_create(core, &object));
     if !causes.is_empty() {
         return Err(ApiError::invalid(&rt.kind, &rt.group, &name, &causes));
     }
     let namespace = meta::namespace(&object).map(str::to_string);
     if let Some(ns) = namespace.as_deref() {
-        check_namespace_accepts_content(shard, cluster, ns)?;
+        check_namespace_accepts_content(core, cluster, ns)?;
     }
     let at = ObjectRef { cluster, namespace: namespace.as_deref(), name: &name };
-    if rt.strategy == Strategy::ApiExport {
-        // The identity is stored before the export, so an export never exists without one.
-        crate::apis::identity::admit_export(shard, cluster, &mut object, options.dry_run).await?;
-    }
+    rt.strategy.before_create(core, cluster, &mut object, options.dry_run).await?;
     if options.dry_run {
         // A dry run answers what the write would: 409 when the name is taken.
-        if shard.store.get(at.key(rt).as_bytes()).map_err(ApiError::from)?.is_some() {
+        if core.store.get(at.key(rt).as_bytes()).map_err(ApiError::from)?.is_some() {
             return Err(ApiError::already_exists(&rt.group_resource(), &name));
         }
         return Ok(object);
     }
-    let committed = shard
+    let committed = core
         .store
         .put(at.key(rt), objects::encode(&object)?, Precondition::MustNotExist)
         .await
         .map_err(|e| object_error(rt, &name, e))?;
     meta::set_meta_str(&mut object, "resourceVersion", Some(&committed.rv.to_string()));
-    observe_written(shard, rt, cluster, &object);
-    if rt.custom.is_some() {
-        withdraw_if_definition_went(shard, rt, &at, committed.rv).await?;
-    }
-    if rt.strategy == Strategy::LogicalCluster {
-        create_default_namespace(shard, cluster).await?;
-    }
+    let done = Committed { cluster, object: &object, rv: committed.rv, created: true };
+    rt.strategy.after_commit(core, rt, done).await?;
     Ok(object)
 }
 
-/// A custom resource created while its CRD started terminating may have committed after
-/// the cleanup listed the CRD's objects; it is taken back (and the create refused, as
-/// kube refuses creates of a terminating CRD) so that it cannot outlive its definition.
-async fn withdraw_if_definition_went(shard: &Shard, rt: &ResourceType, at: &ObjectRef<'_>, rv: u64) -> ApiResult<()> {
-    let Some(custom) = &rt.custom else { return Ok(()) };
-    // Bound resources are defined by the shard's bound CRDs, not by the cluster's own.
-    let defined_in = if custom.identity.is_some() { crate::binding::BOUND_CRDS_CLUSTER } else { at.cluster };
-    let current = shard.registry.custom().storage_row(defined_in, &custom.crd_name);
-    if current.as_ref().and_then(|row| row.custom.as_ref()).is_some_and(|c| !c.terminating) {
-        return Ok(());
-    }
-    match shard.store.delete(at.key(rt), Precondition::ResourceVersion(rv)).await {
-        Ok(_) | Err(StoreError::NotFound) | Err(StoreError::Conflict { .. }) => {}
-        Err(e) => return Err(object_error(rt, at.name, e)),
-    }
-    Err(ApiError::method_not_allowed(format!(
-        "create not allowed while custom resource definition {} is terminating",
-        custom.crd_name
-    )))
-}
-
-/// Every new logical cluster starts with a `default` namespace, as a kube cluster does.
-async fn create_default_namespace(shard: &Shard, cluster: &str) -> ApiResult<()> {
-    let namespaces = shard.registry.namespaces();
-    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
-    match Box::pin(create(shard, &namespaces, cluster, namespace, WriteOptions::default())).await {
-        Ok(_) => Ok(()),
-        Err(e) if e.code == 409 => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
 /// New objects in a namespace need the namespace, and it must not be terminating.
-fn check_namespace_accepts_content(shard: &Shard, cluster: &str, namespace: &str) -> ApiResult<()> {
-    let namespaces = shard.registry.namespaces();
+fn check_namespace_accepts_content(core: &Core, cluster: &str, namespace: &str) -> ApiResult<()> {
+    let namespaces = core.registry.namespaces();
     let at = ObjectRef { cluster, namespace: None, name: namespace };
-    let stored = shard.store.get(at.key(&namespaces).as_bytes()).map_err(ApiError::from)?;
+    let stored = core.store.get(at.key(&namespaces).as_bytes()).map_err(ApiError::from)?;
     let stored = stored.ok_or_else(|| ApiError::not_found(&namespaces.group_resource(), namespace))?;
     if objects::is_marked_for_deletion(&stored.value)? {
         return Err(ApiError::forbidden(format!(
@@ -219,7 +169,7 @@ fn check_namespace_accepts_content(shard: &Shard, cluster: &str, namespace: &str
 /// Writes `new` over the object currently at `old_rv`: updates, or completes a deletion
 /// whose last finalizer the update removed. A no-op update writes nothing.
 pub async fn replace(
-    shard: &Shard,
+    core: &Core,
     rt: &ResourceType,
     at: &ObjectRef<'_>,
     old: &Value,
@@ -241,56 +191,29 @@ pub async fn replace(
     }
     let key = at.key(rt);
     if meta::is_deleting(&new) && deletion_unblocked(rt, &new) {
-        let committed = shard
+        let committed = core
             .store
             .delete(key, Precondition::ResourceVersion(old_rv))
             .await
             .map_err(|e| object_error(rt, at.name, e))?;
         meta::set_meta_str(&mut new, "resourceVersion", Some(&committed.rv.to_string()));
-        forget_removed(shard, rt, at.cluster, &new, committed.rv);
+        rt.strategy.after_delete(core, at.cluster, &new, committed.rv);
         return Ok(new);
     }
-    let committed = shard
+    let committed = core
         .store
         .put(key, objects::encode(&new)?, Precondition::ResourceVersion(old_rv))
         .await
         .map_err(|e| object_error(rt, at.name, e))?;
     meta::set_meta_str(&mut new, "resourceVersion", Some(&committed.rv.to_string()));
-    observe_written(shard, rt, at.cluster, &new);
+    let done = Committed { cluster: at.cluster, object: &new, rv: committed.rv, created: false };
+    rt.strategy.after_commit(core, rt, done).await?;
     Ok(new)
-}
-
-/// Indexes that cache objects learn of a committed write before it answers: the path
-/// index of LogicalClusters, the custom resources of CRDs.
-fn observe_written(shard: &Shard, rt: &ResourceType, cluster: &str, written: &Value) {
-    match rt.strategy {
-        Strategy::LogicalCluster => shard.paths.observe(cluster, written),
-        Strategy::CustomResourceDefinition => shard.registry.custom().observe(cluster, written),
-        _ => {}
-    }
-}
-
-/// A removed LogicalCluster takes its canonical path out of the path index, a removed
-/// CRD its resource out of the registry.
-fn forget_removed(shard: &Shard, rt: &ResourceType, cluster: &str, removed: &Value, rv: u64) {
-    match rt.strategy {
-        Strategy::LogicalCluster => {
-            if let Some(path) = meta::annotations(removed).get(crate::paths::PATH_ANNOTATION) {
-                shard.paths.forget(path, cluster);
-            }
-        }
-        Strategy::CustomResourceDefinition => {
-            shard.registry.custom().forget(cluster, meta::name(removed).unwrap_or_default(), rv)
-        }
-        _ => {}
-    }
 }
 
 /// Whether nothing holds a deleting object back any more.
 fn deletion_unblocked(rt: &ResourceType, object: &Value) -> bool {
-    let spec_finalizers = rt.strategy == Strategy::Namespace
-        && object.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
-    meta::finalizers(object).is_empty() && !spec_finalizers
+    meta::finalizers(object).is_empty() && !rt.strategy.deletion_held(object)
 }
 
 /// How many times a guaranteed update retries on conflicts before giving up with 409.
@@ -299,7 +222,7 @@ const UPDATE_ATTEMPTS_MAX: usize = 16;
 /// Reads the object, applies `mutate`, and writes the result, retrying on conflicts —
 /// kube's GuaranteedUpdate. `mutate` gets the current object and returns the new one.
 pub async fn guaranteed_update<F>(
-    shard: &Shard,
+    core: &Core,
     rt: &ResourceType,
     at: &ObjectRef<'_>,
     subresource: Option<&str>,
@@ -311,10 +234,10 @@ where
 {
     let mut last_error = None;
     for _ in 0..UPDATE_ATTEMPTS_MAX {
-        let (old, old_rv) = get(shard, rt, at)?;
+        let (old, old_rv) = get(core, rt, at)?;
         let mut new = mutate(&old)?;
         strategy::prepare_update(rt, &old, &mut new, subresource)?;
-        match replace(shard, rt, at, &old, old_rv, new, options).await {
+        match replace(core, rt, at, &old, old_rv, new, options).await {
             Err(e) if e.reason == "Conflict" => last_error = Some(e),
             other => return other,
         }
@@ -341,13 +264,13 @@ impl DeletePreconditions {
 /// Deletes an object as a request without cascading options does: see
 /// [`delete_cascading`].
 pub async fn delete(
-    shard: &Shard,
+    core: &Core,
     rt: &ResourceType,
     at: &ObjectRef<'_>,
     preconditions: &DeletePreconditions,
     options: WriteOptions,
 ) -> ApiResult<Deleted> {
-    delete_cascading(shard, rt, at, preconditions, Cascade::default(), options).await
+    delete_cascading(core, rt, at, preconditions, Cascade::default(), options).await
 }
 
 /// Deletes an object, honouring finalizers and the cascading policy. The policy becomes
@@ -355,24 +278,18 @@ pub async fn delete(
 /// none); an object with finalizers (or a namespace with spec finalizers) then gets a
 /// deletionTimestamp and stays until they are removed. A dry run writes nothing.
 pub async fn delete_cascading(
-    shard: &Shard,
+    core: &Core,
     rt: &ResourceType,
     at: &ObjectRef<'_>,
     preconditions: &DeletePreconditions,
     cascade: Cascade,
     options: WriteOptions,
 ) -> ApiResult<Deleted> {
-    if rt.strategy == Strategy::Namespace && PROTECTED_NAMESPACES.contains(&at.name) {
-        return Err(ApiError::forbidden(format!(
-            "namespaces \"{}\" is forbidden: this namespace may not be deleted",
-            at.name
-        )));
-    }
     // Without caller preconditions a conflict only means the object changed between our
     // read and our write: read again and retry, as kube-apiserver does.
     let mut last_error = None;
     for _ in 0..UPDATE_ATTEMPTS_MAX {
-        match delete_once(shard, rt, at, preconditions, cascade, options).await {
+        match delete_once(core, rt, at, preconditions, cascade, options).await {
             Err(e) if e.reason == "Conflict" && !preconditions.given() => last_error = Some(e),
             other => return other,
         }
@@ -381,23 +298,17 @@ pub async fn delete_cascading(
 }
 
 async fn delete_once(
-    shard: &Shard,
+    core: &Core,
     rt: &ResourceType,
     at: &ObjectRef<'_>,
     preconditions: &DeletePreconditions,
     cascade: Cascade,
     options: WriteOptions,
 ) -> ApiResult<Deleted> {
-    let (object, rv) = get(shard, rt, at)?;
+    let (object, rv) = get(core, rt, at)?;
     check_delete_preconditions(rt, at.name, &object, preconditions)?;
     let deleting = meta::is_deleting(&object);
-    if deleting && rt.strategy == Strategy::Namespace && has_spec_finalizers(&object) {
-        return Err(ApiError::conflict(
-            &rt.group_resource(),
-            at.name,
-            "The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.",
-        ));
-    }
+    rt.strategy.check_delete(rt, &object, deleting)?;
     let mut marked = object.clone();
     let finalizers = cascade.finalizers(&meta::finalizers(&object));
     if let Some(finalizers) = &finalizers {
@@ -406,7 +317,7 @@ async fn delete_once(
     if deletion_unblocked(rt, &marked) {
         // Also when this request dropped the last (garbage-collector) finalizer, as kube
         // deletes at once then.
-        return remove_now(shard, rt, at, object, rv, options).await;
+        return remove_now(core, rt, at, object, rv, options).await;
     }
     if deleting {
         // Nothing here deletes gracefully, so a repeated delete may still change the
@@ -414,29 +325,20 @@ async fn delete_once(
         if finalizers.is_none() {
             return Ok(Deleted::Pending(object));
         }
-        let updated = replace(shard, rt, at, &object, rv, marked, options).await?;
+        let updated = replace(core, rt, at, &object, rv, marked, options).await?;
         return Ok(Deleted::Pending(updated));
     }
     let metadata = meta::metadata_mut(&mut marked);
     metadata.insert("deletionTimestamp".into(), Value::from(now()));
     metadata.insert("deletionGracePeriodSeconds".into(), Value::from(0));
-    if rt.strategy == Strategy::Namespace {
-        // A status that is not an object (stored through the status subresource) is
-        // replaced rather than indexed into.
-        let status = marked.as_object_mut().expect("stored objects are objects").entry("status");
-        let status = status.or_insert_with(|| json!({}));
-        if !status.is_object() {
-            *status = json!({});
-        }
-        status["phase"] = Value::from("Terminating");
-    }
-    let updated = replace(shard, rt, at, &object, rv, marked, options).await?;
+    rt.strategy.mark_deleting(&mut marked);
+    let updated = replace(core, rt, at, &object, rv, marked, options).await?;
     Ok(Deleted::Pending(updated))
 }
 
 /// Removes an object that nothing holds back any more, if it is still at `rv`.
 async fn remove_now(
-    shard: &Shard,
+    core: &Core,
     rt: &ResourceType,
     at: &ObjectRef<'_>,
     object: Value,
@@ -444,23 +346,18 @@ async fn remove_now(
     options: WriteOptions,
 ) -> ApiResult<Deleted> {
     if !options.dry_run {
-        let committed = shard
+        let committed = core
             .store
             .delete(at.key(rt), Precondition::ResourceVersion(rv))
             .await
             .map_err(|e| object_error(rt, at.name, e))?;
-        forget_removed(shard, rt, at.cluster, &object, committed.rv);
+        rt.strategy.after_delete(core, at.cluster, &object, committed.rv);
     }
     Ok(Deleted::Gone(if rt.return_deleted_object {
         object
     } else {
         success_status(&rt.group_resource(), at.name, meta::meta_str(&object, "uid"))
     }))
-}
-
-/// Whether a namespace still waits for its content to be removed.
-fn has_spec_finalizers(namespace: &Value) -> bool {
-    namespace.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty())
 }
 
 fn check_delete_preconditions(
@@ -493,13 +390,8 @@ fn check_delete_preconditions(
 
 /// Removes one finalizer from an object (controllers), completing its deletion if it was
 /// the last thing holding it.
-pub async fn remove_finalizer(
-    shard: &Shard,
-    rt: &ResourceType,
-    at: &ObjectRef<'_>,
-    finalizer: &str,
-) -> ApiResult<Value> {
-    guaranteed_update(shard, rt, at, None, WriteOptions::default(), |old| {
+pub async fn remove_finalizer(core: &Core, rt: &ResourceType, at: &ObjectRef<'_>, finalizer: &str) -> ApiResult<Value> {
+    guaranteed_update(core, rt, at, None, WriteOptions::default(), |old| {
         let mut new = old.clone();
         let kept: Vec<String> = meta::finalizers(old).into_iter().filter(|f| f != finalizer).collect();
         meta::set_finalizers(&mut new, &kept);
@@ -513,7 +405,7 @@ pub async fn remove_finalizer(
 /// `edit` changes nothing, and the deletion completes when the edit removed the last
 /// finalizer of a deleting object.
 pub async fn update_object_of_uid<F>(
-    shard: &Shard,
+    core: &Core,
     rt: &ResourceType,
     at: &ObjectRef<'_>,
     uid: &str,
@@ -522,7 +414,7 @@ pub async fn update_object_of_uid<F>(
 where
     F: FnMut(&mut Value),
 {
-    guaranteed_update(shard, rt, at, None, WriteOptions::default(), |old| {
+    guaranteed_update(core, rt, at, None, WriteOptions::default(), |old| {
         if meta::meta_str(old, "uid") != Some(uid) {
             return Err(ApiError::not_found(&rt.group_resource(), at.name));
         }
@@ -534,10 +426,10 @@ where
 }
 
 /// Removes the `kubernetes` spec finalizer of a namespace (its `finalize` subresource).
-pub async fn finalize_namespace(shard: &Shard, cluster: &str, name: &str) -> ApiResult<Value> {
-    let rt = shard.registry.namespaces();
+pub async fn finalize_namespace(core: &Core, cluster: &str, name: &str) -> ApiResult<Value> {
+    let rt = core.registry.namespaces();
     let at = ObjectRef { cluster, namespace: None, name };
-    guaranteed_update(shard, &rt, &at, Some("finalize"), WriteOptions::default(), |old| {
+    guaranteed_update(core, &rt, &at, Some("finalize"), WriteOptions::default(), |old| {
         let mut new = old.clone();
         let kept: Vec<Value> = old
             .pointer("/spec/finalizers")
@@ -549,3 +441,6 @@ pub async fn finalize_namespace(shard: &Shard, cluster: &str, name: &str) -> Api
     })
     .await
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,29 +1,197 @@
-//! Per-resource storage behaviour: defaults on create, what an update may change, and
-//! validation. Pure functions over JSON; the verbs call them, the registry picks them.
+//! Per-resource storage behaviour, in the spirit of kube's `RESTCreateStrategy` /
+//! `RESTUpdateStrategy` plus after-commit hooks. Each registry row carries an
+//! `Arc<dyn Strategy>`; [`crate::storage`] calls it at fixed points of every write and
+//! knows nothing else about the resource. This module holds the trait, the generic steps
+//! every object takes ([`prepare_create`], [`prepare_update`], [`validate`]) and the
+//! strategies of the plain Kubernetes kinds (namespaces, ConfigMaps, Secrets,
+//! events.k8s.io Events). The features (tenancy, CRDs, APIs, bindings, authorization)
+//! implement the trait in their own modules and register their rows at start-up
+//! (`Registry::set_strategy`): this module imports none of them.
 
+use crate::core::Core;
 use crate::http::status::{ApiError, ApiResult};
 use crate::objects::CLUSTER_ANNOTATION;
-use crate::registry::{NameRule, ResourceType, Strategy};
+use crate::registry::{NameRule, ResourceType, VERBS};
 use base64::Engine;
+use futures::future::BoxFuture;
 use protocol::{meta, names};
+use security::authn::Identity;
 use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+/// (field path, message) pairs of a 422.
+pub type Causes = Vec<(String, String)>;
 
 /// The finalizer kube puts in every namespace's `spec.finalizers`.
 pub const NAMESPACE_FINALIZER: &str = "kubernetes";
-/// The finalizer every LogicalCluster carries until the deletion controller has removed
-/// the cluster's content.
-pub const LOGICAL_CLUSTER_FINALIZER: &str = "core.kcp.io/logicalcluster-deletion";
-/// The finalizer every Workspace carries until its logical cluster is gone.
-pub const WORKSPACE_FINALIZER: &str = "tenancy.kcp.io/workspace-deletion";
-/// The subresource name under which the workspace scheduler writes spec and status in
-/// one update (never reachable over HTTP: the request parser knows only real ones).
-pub const SCHEDULER_WRITE: &str = "scheduler";
-/// Workspace spec fields only the scheduler writes.
-const WORKSPACE_SYSTEM_SPEC: [&str; 2] = ["cluster", "URL"];
+/// A write through this pseudo-subresource skips the main resource's and the status
+/// subresource's field rules (never reachable over HTTP: the request parser knows only
+/// real subresources). Controllers that own both spec and status of an object use it.
+pub const UNRESTRICTED_WRITE: &str = "unrestricted";
 /// The label kube keeps on every namespace, holding its name.
 const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 /// ConfigMap and Secret payloads may not exceed 1 MiB, as in kube.
 const DATA_BYTES_MAX: usize = 1 << 20;
+/// Namespaces kube refuses to delete (the whole logical cluster still goes at once).
+const PROTECTED_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+
+/// Where a committed write happened, for after-commit hooks.
+#[derive(Debug, Clone, Copy)]
+pub struct Committed<'a> {
+    /// Logical cluster of the object.
+    pub cluster: &'a str,
+    /// The object as written, with its new resourceVersion.
+    pub object: &'a Value,
+    /// The store resourceVersion of the write.
+    pub rv: u64,
+    /// Whether the write created the object.
+    pub created: bool,
+}
+
+/// Behaviour of one resource. Every method has the plain-object default, so a strategy
+/// states only what differs. Pure methods take no [`Core`]; the ones that may read or
+/// write other objects get it.
+pub trait Strategy: Send + Sync + std::fmt::Debug {
+    /// The verbs the resource serves, in discovery order.
+    fn verbs(&self) -> &'static [&'static str] {
+        VERBS
+    }
+
+    /// Whether objects are stored at all (access reviews are answered, never stored).
+    fn stored(&self) -> bool {
+        true
+    }
+
+    /// Whether objects carry `metadata.generation` (kinds with a spec controllers act on).
+    fn tracks_generation(&self) -> bool {
+        false
+    }
+
+    /// Whether stored objects have another shape than requests address ([`Self::to_storage`]).
+    fn converts(&self) -> bool {
+        false
+    }
+
+    /// Moves a written object into its stored shape.
+    fn to_storage(&self, _rt: &ResourceType, _object: &mut Value) {}
+
+    /// Shows a stored object as the request's version has it.
+    fn to_version(&self, _rt: &ResourceType, _object: &mut Value) {}
+
+    /// Admission of a new object before defaults are filled: may read other objects, and
+    /// refuse the create.
+    fn admit(&self, _core: &Core, _rt: &ResourceType, _cluster: &str, _object: &mut Value) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// Admission that needs the caller, for a create.
+    fn admit_caller(&self, _caller: &Identity, _cluster: &str, _object: &mut Value) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// Admission that needs the caller, for an update of `old` to `new` through
+    /// `subresource` (`None`: the main resource).
+    fn admit_caller_update(
+        &self,
+        _caller: &Identity,
+        _cluster: &str,
+        _old: &Value,
+        _new: &Value,
+        _subresource: Option<&str>,
+    ) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// Defaults of a new object, after the generic metadata is filled. Pure.
+    fn prepare_create(&self, _rt: &ResourceType, _object: &mut Value, _now: &str) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// What an update may not change, after the generic rules ran; `subresource` is
+    /// `status`, `finalize`, [`UNRESTRICTED_WRITE`] or `None` for the main resource. Pure.
+    fn prepare_update(
+        &self,
+        _rt: &ResourceType,
+        _old: &Value,
+        _new: &mut Value,
+        _subresource: Option<&str>,
+    ) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// Kind-specific validation causes; `old` is the stored object of an update. Pure.
+    fn validate(&self, _rt: &ResourceType, _old: Option<&Value>, _object: &Value) -> Causes {
+        Vec::new()
+    }
+
+    /// Validation of a new object against the rest of the table (a CRD may not shadow a
+    /// built-in).
+    fn validate_create(&self, _core: &Core, _object: &Value) -> Causes {
+        Vec::new()
+    }
+
+    /// Admission after validation, just before the create is stored (an APIExport's
+    /// identity is stored first, so an export never exists without one).
+    fn before_create<'a>(
+        &'a self,
+        _core: &'a Core,
+        _cluster: &'a str,
+        _object: &'a mut Value,
+        _dry_run: bool,
+    ) -> BoxFuture<'a, ApiResult<()>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// Runs after a create or update committed, before it is answered: indexes learn of
+    /// the write and follow-up work is queued. An error fails the request although the
+    /// write stays (a hook that must undo it does so itself).
+    fn after_commit<'a>(
+        &'a self,
+        _core: &'a Core,
+        _rt: &'a ResourceType,
+        _committed: Committed<'a>,
+    ) -> BoxFuture<'a, ApiResult<()>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// Runs after an object was removed from the store.
+    fn after_delete(&self, _core: &Core, _cluster: &str, _removed: &Value, _rv: u64) {}
+
+    /// Refuses a delete before anything is written (`deleting`: the object already has a
+    /// deletionTimestamp).
+    fn check_delete(&self, _rt: &ResourceType, _object: &Value, _deleting: bool) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// Whether something besides `metadata.finalizers` still holds a deleting object.
+    fn deletion_held(&self, _object: &Value) -> bool {
+        false
+    }
+
+    /// Marks an object whose deletion starts (a namespace goes Terminating).
+    fn mark_deleting(&self, _object: &mut Value) {}
+}
+
+/// A resource with no behaviour beyond the generic.
+#[derive(Debug, Default)]
+pub struct Generic;
+
+impl Strategy for Generic {}
+
+/// A kind whose objects carry `metadata.generation`, and nothing else special.
+#[derive(Debug, Default)]
+pub struct WithGeneration;
+
+impl Strategy for WithGeneration {
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+}
+
+/// The shared default strategy.
+pub fn generic() -> Arc<dyn Strategy> {
+    Arc::new(Generic)
+}
 
 /// Fills the server-owned metadata of a new object and applies the resource's defaults.
 pub fn prepare_create(rt: &ResourceType, object: &mut Value, cluster: &str, now: &str, uid: &str) -> ApiResult<()> {
@@ -39,58 +207,18 @@ pub fn prepare_create(rt: &ResourceType, object: &mut Value, cluster: &str, now:
         metadata.remove("generation");
     }
     meta::set_annotation(object, CLUSTER_ANNOTATION, cluster);
-    match rt.strategy {
-        Strategy::Namespace => {
-            let name = meta::name(object).unwrap_or_default().to_string();
-            set_label(object, NAMESPACE_NAME_LABEL, &name);
-            object["spec"] = json!({"finalizers": [NAMESPACE_FINALIZER]});
-            object["status"] = json!({"phase": "Active"});
-        }
-        Strategy::Secret => fold_string_data(object)?,
-        Strategy::LogicalCluster => {
-            let mut finalizers = meta::finalizers(object);
-            if !finalizers.iter().any(|f| f == LOGICAL_CLUSTER_FINALIZER) {
-                finalizers.push(LOGICAL_CLUSTER_FINALIZER.to_string());
-                meta::set_finalizers(object, &finalizers);
-            }
-            let initializers = object.pointer("/spec/initializers").cloned().unwrap_or_else(|| json!([]));
-            let ready = initializers.as_array().is_none_or(Vec::is_empty);
-            object["status"] = json!({
-                "phase": if ready { "Ready" } else { "Initializing" },
-                "initializers": initializers,
-            });
-        }
-        Strategy::Workspace => {
-            let mut finalizers = meta::finalizers(object);
-            if !finalizers.iter().any(|f| f == WORKSPACE_FINALIZER) {
-                finalizers.push(WORKSPACE_FINALIZER.to_string());
-                meta::set_finalizers(object, &finalizers);
-            }
-            if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
-                for field in WORKSPACE_SYSTEM_SPEC {
-                    spec.remove(field);
-                }
-            }
-            // Admission fills status.initializers from the workspace type.
-            let initializers = object.pointer("/status/initializers").cloned().unwrap_or_else(|| json!([]));
-            object["status"] = json!({"phase": "Scheduling", "initializers": initializers});
-        }
-        Strategy::CustomResourceDefinition => crate::crd::status::prepare_create(object, now),
-        Strategy::CustomResource | Strategy::EventsV1 => crate::conversion::to_storage(rt, object),
-        Strategy::ApiExport | Strategy::ApiResourceSchema | Strategy::ApiBinding | Strategy::ApiExportEndpointSlice => {
-            crate::apis::prepare_create(rt, object)
-        }
-        Strategy::Generic | Strategy::AccessReview => {}
-    }
+    rt.strategy.prepare_create(rt, object, now)?;
+    rt.strategy.to_storage(rt, object);
     Ok(())
 }
 
 /// Carries server-owned state from `old` into an update and keeps fields the request may
-/// not change. `subresource` is `status`, `finalize` or `None` for the main resource.
+/// not change. `subresource` is `status`, `finalize`, [`UNRESTRICTED_WRITE`] or `None`
+/// for the main resource.
 pub fn prepare_update(rt: &ResourceType, old: &Value, new: &mut Value, subresource: Option<&str>) -> ApiResult<()> {
     check_uid(old, new)?;
     match subresource {
-        Some(SCHEDULER_WRITE) => {}
+        Some(UNRESTRICTED_WRITE) => {}
         Some("status") => {
             // The status writer's field ownership is the one thing of metadata it changes.
             let managed = new.pointer("/metadata/managedFields").cloned();
@@ -111,39 +239,11 @@ pub fn prepare_update(rt: &ResourceType, old: &Value, new: &mut Value, subresour
             if rt.has_subresource("status") {
                 *new = with_field(new, "status", old.get("status").cloned());
             }
-            if rt.strategy == Strategy::Namespace {
-                *new = with_field(new, "spec", old.get("spec").cloned());
-                // kube keeps this label equal to the name whatever a write says.
-                let name = meta::name(old).unwrap_or_default().to_string();
-                set_label(new, NAMESPACE_NAME_LABEL, &name);
-            }
-            if rt.strategy == Strategy::Secret {
-                fold_string_data(new)?;
-            }
-            if rt.strategy == Strategy::Workspace {
-                keep_workspace_placement(old, new)?;
-                keep_annotation(old, new, crate::tenancy::SCHEDULED_CLUSTER_ANNOTATION);
-                keep_annotation(old, new, crate::tenancy::SCHEDULED_SHARD_ANNOTATION);
-                keep_annotation(old, new, crate::tenancy::owner::OWNER_ANNOTATION);
-            }
         }
     }
     copy_system_metadata(old, new);
-    crate::apis::prepare_update(rt, old, new, subresource);
-    if rt.strategy == Strategy::LogicalCluster {
-        keep_annotation(old, new, crate::paths::PATH_ANNOTATION);
-        // The owner is a grant (see `tenancy::owner`): nobody edits themselves into it.
-        keep_annotation(old, new, crate::tenancy::owner::OWNER_ANNOTATION);
-    }
-    if rt.strategy == Strategy::LogicalCluster && subresource == Some("status") {
-        promote_initialized(new);
-    }
-    if rt.strategy == Strategy::CustomResourceDefinition {
-        crate::crd::status::prepare_update(old, new, &crate::storage::now(), subresource == Some("status"));
-    }
-    if matches!(rt.strategy, Strategy::CustomResource | Strategy::EventsV1) {
-        crate::conversion::to_storage(rt, new);
-    }
+    rt.strategy.prepare_update(rt, old, new, subresource)?;
+    rt.strategy.to_storage(rt, new);
     if tracks_generation(rt) {
         let generation = meta::generation(old).max(1);
         let bumped = if spec_changed(old, new) { generation + 1 } else { generation };
@@ -154,28 +254,8 @@ pub fn prepare_update(rt: &ResourceType, old: &Value, new: &mut Value, subresour
     Ok(())
 }
 
-/// A workspace's type cannot change, and where it was scheduled is the scheduler's to say.
-fn keep_workspace_placement(old: &Value, new: &mut Value) -> ApiResult<()> {
-    let old_type = old.pointer("/spec/type");
-    if new.pointer("/spec/type").is_some_and(|t| Some(t) != old_type) {
-        let name = meta::name(old).unwrap_or_default();
-        let cause = ("spec.type".to_string(), "Invalid value: field is immutable".to_string());
-        return Err(ApiError::invalid("Workspace", "tenancy.kcp.io", name, &[cause]));
-    }
-    let spec = new.as_object_mut().map(|m| m.entry("spec").or_insert_with(|| json!({})));
-    if let Some(spec) = spec.and_then(Value::as_object_mut) {
-        for field in std::iter::once("type").chain(WORKSPACE_SYSTEM_SPEC) {
-            match old.pointer(&format!("/spec/{field}")) {
-                Some(value) => spec.insert(field.into(), value.clone()),
-                None => spec.remove(field),
-            };
-        }
-    }
-    Ok(())
-}
-
 /// Keeps an annotation as it was (a LogicalCluster's canonical path is fixed at birth).
-fn keep_annotation(old: &Value, new: &mut Value, key: &str) {
+pub fn keep_annotation(old: &Value, new: &mut Value, key: &str) {
     match meta::annotations(old).get(key) {
         Some(value) => meta::set_annotation(new, key, value),
         None => {
@@ -183,15 +263,6 @@ fn keep_annotation(old: &Value, new: &mut Value, key: &str) {
                 annotations.remove(key);
             }
         }
-    }
-}
-
-/// A LogicalCluster whose last initializer was removed is Ready.
-fn promote_initialized(object: &mut Value) {
-    let pending = object.pointer("/status/initializers").and_then(Value::as_array).is_some_and(|i| !i.is_empty());
-    let initializing = object.pointer("/status/phase").and_then(Value::as_str) == Some("Initializing");
-    if initializing && !pending {
-        object["status"]["phase"] = Value::from("Ready");
     }
 }
 
@@ -225,7 +296,7 @@ fn copy_system_metadata(old: &Value, new: &mut Value) {
 /// spec that controllers act on (custom resources, CRDs, kcp's kinds), not for ConfigMaps,
 /// Secrets, RBAC and the like.
 fn tracks_generation(rt: &ResourceType) -> bool {
-    rt.custom.is_some() || rt.strategy == Strategy::CustomResourceDefinition || rt.group.ends_with(".kcp.io")
+    rt.strategy.tracks_generation()
 }
 
 /// Whether anything outside `metadata` and `status` differs — kube's rule for bumping
@@ -251,7 +322,7 @@ fn with_field(base: &Value, field: &str, value: Option<Value>) -> Value {
     out
 }
 
-fn set_label(object: &mut Value, key: &str, value: &str) {
+pub fn set_label(object: &mut Value, key: &str, value: &str) {
     let metadata = meta::metadata_mut(object);
     let labels = metadata.entry("labels").or_insert_with(|| Value::Object(Map::new()));
     if let Some(labels) = labels.as_object_mut() {
@@ -288,8 +359,8 @@ fn fold_string_data(object: &mut Value) -> ApiResult<()> {
 }
 
 /// Validates an object for its resource (an update also gets the stored object); returns
-/// (field path, message) pairs.
-pub fn validate(rt: &ResourceType, old: Option<&Value>, object: &Value) -> Vec<(String, String)> {
+/// (field path, message) pairs: the generic rules, then the strategy's.
+pub fn validate(rt: &ResourceType, old: Option<&Value>, object: &Value) -> Causes {
     let mut causes = Vec::new();
     let name = meta::name(object).unwrap_or_default();
     for message in name_errors(rt.names, name) {
@@ -313,23 +384,7 @@ pub fn validate(rt: &ResourceType, old: Option<&Value>, object: &Value) -> Vec<(
     if rt.custom.is_none() {
         causes.extend(crate::kinds::validate(&rt.group, &rt.kind, object));
     }
-    match rt.strategy {
-        Strategy::Generic if rt.kind == "ConfigMap" => validate_data(object, &["data", "binaryData"], &mut causes),
-        Strategy::Secret => validate_data(object, &["data"], &mut causes),
-        Strategy::LogicalCluster if name != "cluster" => causes.push((
-            "metadata.name".into(),
-            invalid(
-                name,
-                "a LogicalCluster object must be named \"cluster\": it describes the logical cluster it is stored in",
-            ),
-        )),
-        Strategy::CustomResourceDefinition => causes.extend(crate::crd::status::validate(old, object)),
-        Strategy::CustomResource => causes.extend(crate::crd::objects::validate(rt, object)),
-        Strategy::ApiExport | Strategy::ApiResourceSchema | Strategy::ApiBinding | Strategy::ApiExportEndpointSlice => {
-            causes.extend(crate::apis::validate(rt, old, object))
-        }
-        _ => {}
-    }
+    causes.extend(rt.strategy.validate(rt, old, object));
     causes
 }
 
@@ -387,7 +442,8 @@ fn validate_owner_references(object: &Value, causes: &mut Vec<(String, String)>)
     }
 }
 
-fn invalid(value: &str, message: &str) -> String {
+/// kube's `Invalid value: "x": message`.
+pub fn invalid(value: &str, message: &str) -> String {
     format!("Invalid value: {value:?}: {message}")
 }
 
@@ -426,13 +482,135 @@ fn validate_data(object: &Value, fields: &[&str], causes: &mut Vec<(String, Stri
     }
 }
 
+/// ConfigMaps: `data` and `binaryData` keys and size are checked.
+#[derive(Debug, Default)]
+pub struct ConfigMap;
+
+impl Strategy for ConfigMap {
+    fn validate(&self, _rt: &ResourceType, _old: Option<&Value>, object: &Value) -> Causes {
+        let mut causes = Vec::new();
+        validate_data(object, &["data", "binaryData"], &mut causes);
+        causes
+    }
+}
+
+/// Secrets: `stringData` folds into `data`, whose keys and size are checked.
+#[derive(Debug, Default)]
+pub struct Secret;
+
+impl Strategy for Secret {
+    fn prepare_create(&self, _rt: &ResourceType, object: &mut Value, _now: &str) -> ApiResult<()> {
+        fold_string_data(object)
+    }
+
+    fn prepare_update(&self, _rt: &ResourceType, _old: &Value, new: &mut Value, sub: Option<&str>) -> ApiResult<()> {
+        match sub {
+            None => fold_string_data(new),
+            Some(_) => Ok(()),
+        }
+    }
+
+    fn validate(&self, _rt: &ResourceType, _old: Option<&Value>, object: &Value) -> Causes {
+        let mut causes = Vec::new();
+        validate_data(object, &["data"], &mut causes);
+        causes
+    }
+}
+
+/// Namespaces: phase, the `kubernetes` spec finalizer that holds a deletion until the
+/// content is gone, the name label, and the namespaces that may not be deleted.
+#[derive(Debug, Default)]
+pub struct Namespace;
+
+impl Strategy for Namespace {
+    fn verbs(&self) -> &'static [&'static str] {
+        // kube's namespace storage has no deletecollection either.
+        &["create", "delete", "get", "list", "patch", "update", "watch"]
+    }
+
+    fn prepare_create(&self, _rt: &ResourceType, object: &mut Value, _now: &str) -> ApiResult<()> {
+        let name = meta::name(object).unwrap_or_default().to_string();
+        set_label(object, NAMESPACE_NAME_LABEL, &name);
+        object["spec"] = json!({"finalizers": [NAMESPACE_FINALIZER]});
+        object["status"] = json!({"phase": "Active"});
+        Ok(())
+    }
+
+    fn prepare_update(&self, _rt: &ResourceType, old: &Value, new: &mut Value, sub: Option<&str>) -> ApiResult<()> {
+        if sub.is_none() {
+            *new = with_field(new, "spec", old.get("spec").cloned());
+            // kube keeps this label equal to the name whatever a write says.
+            let name = meta::name(old).unwrap_or_default().to_string();
+            set_label(new, NAMESPACE_NAME_LABEL, &name);
+        }
+        Ok(())
+    }
+
+    fn check_delete(&self, rt: &ResourceType, object: &Value, deleting: bool) -> ApiResult<()> {
+        let name = meta::name(object).unwrap_or_default();
+        if PROTECTED_NAMESPACES.contains(&name) {
+            return Err(ApiError::forbidden(format!(
+                "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
+            )));
+        }
+        if deleting && self.deletion_held(object) {
+            return Err(ApiError::conflict(
+                &rt.group_resource(),
+                name,
+                "The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.",
+            ));
+        }
+        Ok(())
+    }
+
+    fn deletion_held(&self, object: &Value) -> bool {
+        object.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty())
+    }
+
+    fn mark_deleting(&self, object: &mut Value) {
+        // A status that is not an object (stored through the status subresource) is
+        // replaced rather than indexed into.
+        let Some(map) = object.as_object_mut() else { return };
+        let status = map.entry("status").or_insert_with(|| json!({}));
+        if !status.is_object() {
+            *status = json!({});
+        }
+        status["phase"] = Value::from("Terminating");
+    }
+}
+
+/// events.k8s.io/v1 Events: stored as the core/v1 Events they are (one object, two APIs).
+#[derive(Debug, Default)]
+pub struct EventsV1;
+
+impl Strategy for EventsV1 {
+    fn converts(&self) -> bool {
+        true
+    }
+
+    fn to_storage(&self, _rt: &ResourceType, object: &mut Value) {
+        if object.get("apiVersion").and_then(Value::as_str) != Some("v1") {
+            *object = protocol::events::core_from_v1(object);
+        }
+    }
+
+    fn to_version(&self, _rt: &ResourceType, object: &mut Value) {
+        let kind = object.get("kind").and_then(Value::as_str);
+        if kind == Some("Event") && object.get("apiVersion").and_then(Value::as_str) == Some("v1") {
+            *object = protocol::events::v1_from_core(object);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::registry::Registry;
 
     fn rt(resource: &str) -> std::sync::Arc<ResourceType> {
-        let registry = Registry::builtin();
+        let mut registry = Registry::builtin();
+        // A kind with a status subresource that tracks generations, as kcp's do.
+        registry.set_strategy("core.kcp.io", "logicalclusters", Arc::new(WithGeneration));
         let row = registry.all().iter().find(|r| r.resource == resource).cloned();
         row.expect("row exists")
     }
@@ -489,7 +667,6 @@ mod tests {
             ("configmaps", json!({"metadata": {"name": "ok"}, "data": {"bad key": "v"}}), vec!["data[bad key]"]),
             ("namespaces", json!({"metadata": {"name": "a.b"}}), vec!["metadata.name"]),
             ("roles", json!({"metadata": {"name": "system:x"}}), vec![]),
-            ("logicalclusters", json!({"metadata": {"name": "other"}}), vec!["metadata.name"]),
         ];
         for (resource, object, fields) in cases {
             let got: Vec<String> = validate(&rt(resource), None, &object).into_iter().map(|(f, _)| f).collect();

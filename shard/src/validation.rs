@@ -1,7 +1,7 @@
 //! Unknown-field handling per `fieldValidation`, using the published OpenAPI schemas.
 
 use crate::http::status::{ApiError, ApiResult};
-use crate::verbs::Ctx;
+use crate::verbs::ctx::Ctx;
 use serde_json::Value;
 
 /// How the request wants unknown fields treated.

@@ -17,8 +17,8 @@
 //! never changes: [`keep_identity_hash`] restores it on every update, patch and status
 //! write.
 
+use crate::core::Core;
 use crate::http::status::{ApiError, ApiResult};
-use crate::state::Shard;
 use base64::Engine;
 use protocol::meta;
 use serde_json::{json, Value};
@@ -111,7 +111,7 @@ pub fn keep_identity_hash(old: &Value, new: &mut Value) {
 }
 
 /// Reads the identity of export `name` in `cluster`, if one was ever created.
-pub fn read(shard: &Shard, cluster: &str, name: &str) -> ApiResult<Option<ExportIdentity>> {
+pub fn read(shard: &Core, cluster: &str, name: &str) -> ApiResult<Option<ExportIdentity>> {
     let key = identity_key(cluster, name);
     let Some(stored) = shard.store.get(key.as_bytes()).map_err(ApiError::from)? else { return Ok(None) };
     let secret = decode_secret(&stored.value).map_err(|problem| {
@@ -123,7 +123,7 @@ pub fn read(shard: &Shard, cluster: &str, name: &str) -> ApiResult<Option<Export
 /// The identity of export `name` in `cluster`: the stored one, else a new one, stored
 /// (unless `dry_run`) before it is returned. Concurrent creates of the same export agree
 /// on one identity: the loser of the store's must-not-exist race reads the winner's.
-pub async fn ensure(shard: &Shard, cluster: &str, name: &str, dry_run: bool) -> ApiResult<ExportIdentity> {
+pub async fn ensure(shard: &Core, cluster: &str, name: &str, dry_run: bool) -> ApiResult<ExportIdentity> {
     if let Some(identity) = read(shard, cluster, name)? {
         return Ok(identity);
     }
@@ -145,7 +145,7 @@ pub async fn ensure(shard: &Shard, cluster: &str, name: &str, dry_run: bool) -> 
 
 /// Admission of a new APIExport in `cluster`: its identity (reused if the name had one)
 /// goes into `status.identityHash`. Runs after validation, so the name is valid.
-pub async fn admit_export(shard: &Shard, cluster: &str, export: &mut Value, dry_run: bool) -> ApiResult<()> {
+pub async fn admit_export(shard: &Core, cluster: &str, export: &mut Value, dry_run: bool) -> ApiResult<()> {
     let name = meta::name(export).unwrap_or_default().to_string();
     let span = tracing::debug_span!("apis.admit_export", cluster, export = %name, dry_run);
     let identity = ensure(shard, cluster, &name, dry_run).instrument(span).await?;

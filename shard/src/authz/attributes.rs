@@ -160,7 +160,7 @@ mod tests {
     use http::Method;
 
     fn parse(method: Method, path: &str, query: &str) -> Attributes {
-        let query = crate::api::parse_query(Some(query));
+        let query = crate::http::request_info::parse_query(Some(query));
         let RequestInfo::Cluster(_, target) = request_info::parse(&method, path, &query) else {
             panic!("{path} is not a cluster request");
         };

@@ -13,13 +13,38 @@ use super::store_policy::StorePolicy;
 use crate::http::request_info::Verb;
 use crate::http::status::{ApiError, ApiResult};
 use crate::http::Response;
-use crate::verbs::{read_object, Ctx};
+use crate::verbs::body::read_object;
+use crate::verbs::ctx::Ctx;
 use security::authn::Identity;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 const GROUP: &str = "authorization.k8s.io";
+
+/// Gives the review rows their strategy: create-only, never stored (the verbs answer them
+/// through [`handle`]).
+pub fn register(registry: &mut crate::registry::Registry) {
+    for resource in
+        ["localsubjectaccessreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews", "subjectaccessreviews"]
+    {
+        registry.set_strategy(GROUP, resource, std::sync::Arc::new(Review));
+    }
+}
+
+/// The reviews' strategy.
+#[derive(Debug, Default)]
+pub struct Review;
+
+impl crate::strategy::Strategy for Review {
+    fn verbs(&self) -> &'static [&'static str] {
+        &["create"]
+    }
+
+    fn stored(&self) -> bool {
+        false
+    }
+}
 
 /// `spec.resourceAttributes` of an access review.
 #[derive(Debug, Default, Deserialize)]

@@ -5,8 +5,7 @@
 //! bindings' `status.boundResources`: a binding serves once it is Bound.
 
 use super::schema;
-use crate::objects;
-use crate::state::Shard;
+use crate::core::Core;
 use parking_lot::RwLock;
 use protocol::meta;
 use serde_json::Value;
@@ -78,17 +77,9 @@ impl BoundResources {
     }
 
     /// Rebuilds the index from every APIBinding in the store.
-    pub fn load(&self, shard: &Shard) -> anyhow::Result<()> {
-        let Some(rt) = super::bindings_row(shard) else { return Ok(()) };
-        let prefix = objects::collection_prefix(&rt, None, None);
-        let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };
-        let page = shard.store.list(&options, |_, _| true)?;
-        for (key, stored) in &page.items {
-            let Some((cluster, _, _)) = objects::split_key(key) else { continue };
-            if let Ok(binding) = objects::decode(stored) {
-                self.observe(cluster, &binding);
-            }
-        }
+    pub fn load(&self, core: &Core) -> anyhow::Result<()> {
+        let Some(rt) = super::bindings_row(core) else { return Ok(()) };
+        crate::objects::scan(&core.store, &rt, |cluster, object| self.observe(cluster, object))?;
         Ok(())
     }
 }

@@ -13,11 +13,15 @@
 //! - [`schema`]: the pure conversions (schema → bound CRD, status entries).
 //! - [`bound`]: which resources each cluster's bindings bind.
 //! - [`admission`]: the `bind` permission check on the export, at create and update.
+//! - [`source`]: bound resources as a source of the resource table.
+//! - [`strategy`]: the APIBinding strategy, whose after-commit hook wakes the controller.
 //! - [`system`]: root's system exports and their identities on every shard.
 
 pub mod admission;
 pub mod bound;
 pub mod schema;
+pub mod source;
+pub mod strategy;
 pub mod system;
 
 use crate::cache::lister;
@@ -26,6 +30,7 @@ use crate::objects;
 use crate::registry::ResourceType;
 use crate::state::Shard;
 use crate::storage::{self, ObjectRef, WriteOptions};
+use bound::BoundResources;
 use parking_lot::Mutex;
 use protocol::meta;
 use serde_json::{json, Value};
@@ -37,11 +42,10 @@ use store::{ListOptions, Precondition, StoreError};
 pub const BOUND_CRDS_CLUSTER: &str = "system:bound-crds";
 /// Annotation of a bound CRD: the identity hash of the export it serves.
 pub const IDENTITY_ANNOTATION: &str = "apis.kcp.io/identity-hash";
-/// The API group of exports and bindings.
-pub const APIS_GROUP: &str = "apis.kcp.io";
+pub use crate::apis::APIS_GROUP;
 
 /// The `apibindings.apis.kcp.io` registry row.
-pub fn bindings_row(shard: &Shard) -> Option<Arc<ResourceType>> {
+pub fn bindings_row(shard: &crate::core::Core) -> Option<Arc<ResourceType>> {
     shard.registry.all().iter().find(|r| r.group == APIS_GROUP && r.resource == "apibindings").cloned()
 }
 
@@ -69,54 +73,51 @@ pub fn export_ref(binding: &Value, cluster: &str) -> Option<ExportRef> {
     Some(ExportRef { path: path.to_string(), name: name.to_string() })
 }
 
-/// Watches every APIBinding of this shard and binds it, retrying while its export or
-/// schemas cannot be read yet.
-pub async fn run(shard: Arc<Shard>) {
+/// Binds every APIBinding of this shard: each stored one at start, then each one the
+/// [`strategy::Binding`] after-commit hook queues, retrying while its export or schemas
+/// cannot be read yet.
+pub async fn run(shard: Arc<Shard>, state: Arc<strategy::BindingState>) {
     let Some(rt) = bindings_row(&shard) else { return };
     let busy: Arc<Mutex<HashSet<(String, String)>>> = Arc::default();
     let prefix = objects::collection_prefix(&rt, None, None);
-    loop {
-        let options = ListOptions { prefix: prefix.clone().into_bytes(), ..ListOptions::default() };
-        let Ok(page) = shard.store.list(&options, |_, _| true) else {
-            tokio::time::sleep(REQUEUE_DELAY).await;
-            continue;
-        };
-        for (key, _) in &page.items {
-            offer(&shard, &busy, key);
-        }
-        let Ok(mut watch) = shard.store.watch(prefix.clone().into_bytes(), page.rv) else { continue };
-        loop {
-            match watch.next().await {
-                Ok(event) => match &event.value {
-                    Some(_) => offer(&shard, &busy, &event.key),
-                    None => {
-                        if let Some((cluster, _, name)) = objects::split_key(&event.key) {
-                            shard.registry.bound().forget(cluster, name);
-                        }
-                    }
-                },
-                Err(StoreError::Closed) => return,
-                Err(error) => {
-                    tracing::info!(%error, "binding controller watch ended; relisting");
-                    break;
-                }
+    let options = ListOptions { prefix: prefix.into_bytes(), ..ListOptions::default() };
+    let page = loop {
+        match shard.store.list(&options, |_, _| true) {
+            Ok(page) => break page,
+            Err(error) => {
+                tracing::warn!(%error, "binding controller list failed; retrying");
+                tokio::time::sleep(REQUEUE_DELAY).await;
             }
+        }
+    };
+    for (key, _) in &page.items {
+        if let Some((cluster, _, name)) = objects::split_key(key) {
+            offer(&shard, &state, &busy, (cluster.to_string(), name.to_string()));
+        }
+    }
+    loop {
+        for id in state.queue.next_batch().await {
+            offer(&shard, &state, &busy, id);
         }
     }
 }
 
-/// Starts a reconcile loop for the binding at `key` unless one runs.
-fn offer(shard: &Arc<Shard>, busy: &Arc<Mutex<HashSet<(String, String)>>>, key: &[u8]) {
-    let Some((cluster, _, name)) = objects::split_key(key) else { return };
-    let id = (cluster.to_string(), name.to_string());
+/// Starts a reconcile loop for the binding `id` (cluster, name) unless one runs.
+fn offer(
+    shard: &Arc<Shard>,
+    state: &Arc<strategy::BindingState>,
+    busy: &Arc<Mutex<HashSet<(String, String)>>>,
+    id: (String, String),
+) {
     if !busy.lock().insert(id.clone()) {
         return;
     }
-    let (shard, busy) = (shard.clone(), busy.clone());
+    let (shard, state, busy) = (shard.clone(), state.clone(), busy.clone());
     tokio::spawn(async move {
         let span = tracing::info_span!("bind", cluster = %id.0, binding = %id.1);
         loop {
-            let done = tracing::Instrument::instrument(reconcile(&shard, &id.0, &id.1), span.clone()).await;
+            let done =
+                tracing::Instrument::instrument(reconcile(&shard, &state.bound, &id.0, &id.1), span.clone()).await;
             if done {
                 break;
             }
@@ -133,14 +134,14 @@ struct Outcome {
 }
 
 /// One pass over one binding; true when nothing is left to do until it changes.
-async fn reconcile(shard: &Shard, cluster: &str, name: &str) -> bool {
+async fn reconcile(shard: &Shard, bound: &BoundResources, cluster: &str, name: &str) -> bool {
     let Some(rt) = bindings_row(shard) else { return true };
     let at = ObjectRef { cluster, namespace: None, name };
     let Ok((binding, _)) = storage::get(shard, &rt, &at) else { return true };
     if meta::is_deleting(&binding) {
         return true;
     }
-    let outcome = match bind(shard, cluster, name, &binding).await {
+    let outcome = match bind(shard, bound, cluster, name, &binding).await {
         Ok(outcome) => outcome,
         Err(error) => {
             tracing::warn!(%error, "binding failed; retrying");
@@ -165,12 +166,18 @@ async fn reconcile(shard: &Shard, cluster: &str, name: &str) -> bool {
             }
         }
     };
-    shard.registry.bound().observe(cluster, &written);
+    bound.observe(cluster, &written);
     outcome.done
 }
 
 /// Resolves the export and schemas, makes the bound CRDs, and says what the status is.
-async fn bind(shard: &Shard, cluster: &str, name: &str, binding: &Value) -> anyhow::Result<Outcome> {
+async fn bind(
+    shard: &Shard,
+    bound: &BoundResources,
+    cluster: &str,
+    name: &str,
+    binding: &Value,
+) -> anyhow::Result<Outcome> {
     let Some(reference) = export_ref(binding, cluster) else {
         return Ok(waiting(
             "APIExportValid",
@@ -209,7 +216,7 @@ async fn bind(shard: &Shard, cluster: &str, name: &str, binding: &Value) -> anyh
             let message = format!("APIResourceSchema {schema_name} of APIExport {reference} is invalid");
             return Ok(waiting("APIExportValid", "APIResourceSchemaInvalid", message, true));
         };
-        if let Some(conflict) = conflict(shard, cluster, name, &schema, identity) {
+        if let Some(conflict) = conflict(shard, bound, cluster, name, &schema, identity) {
             return Ok(waiting("BindingUpToDate", "NamingConflicts", conflict, true));
         }
         ensure_bound_crd(shard, &crd).await?;
@@ -230,7 +237,14 @@ async fn bind(shard: &Shard, cluster: &str, name: &str, binding: &Value) -> anyh
 }
 
 /// Why binding `schema` into `cluster` would clash with what the cluster already serves.
-fn conflict(shard: &Shard, cluster: &str, binding: &str, schema: &Value, identity: &str) -> Option<String> {
+fn conflict(
+    shard: &Shard,
+    bound: &BoundResources,
+    cluster: &str,
+    binding: &str,
+    schema: &Value,
+    identity: &str,
+) -> Option<String> {
     let (group, resource) = schema::group_resource(schema)?;
     if shard.registry.is_builtin(&group, &resource) {
         return Some(format!("{resource}.{group} is a built-in resource"));
@@ -239,7 +253,7 @@ fn conflict(shard: &Shard, cluster: &str, binding: &str, schema: &Value, identit
         return Some(format!("a CustomResourceDefinition of this workspace already serves {resource}.{group}"));
     }
     let uid = meta::meta_str(schema, "uid").unwrap_or_default();
-    match shard.registry.bound().bound_by_other(cluster, binding, &group, &resource) {
+    match bound.bound_by_other(cluster, binding, &group, &resource) {
         Some((other, crd)) if crd != schema::bound_crd_name(identity, uid) => {
             Some(format!("APIBinding {other:?} already binds {resource}.{group} from another APIExport"))
         }

@@ -52,7 +52,7 @@ fn exports_row(shard: &Shard) -> Option<Arc<ResourceType>> {
 }
 
 /// On the root shard: creates the system exports (once) and learns their identities.
-pub async fn ensure_on_root(shard: &Shard) -> anyhow::Result<()> {
+pub async fn ensure_on_root(shard: &Shard, system: &SystemIdentities) -> anyhow::Result<()> {
     let Some(rt) = exports_row(shard) else { return Ok(()) };
     let mut identities = BTreeMap::new();
     for (name, group) in SYSTEM_EXPORTS {
@@ -73,7 +73,7 @@ pub async fn ensure_on_root(shard: &Shard) -> anyhow::Result<()> {
             identities.insert(group.to_string(), identity);
         }
     }
-    shard.registry.system_identities().set(identities);
+    system.set(identities);
     Ok(())
 }
 
@@ -88,13 +88,13 @@ pub fn identities_file(data_dir: &Path) -> PathBuf {
 
 /// On a non-root shard: loads the identities kept from an earlier start, or fetches them
 /// from root (retrying until root answers) and keeps them.
-pub async fn load_or_fetch(shard: Arc<Shard>, root_url: String, file: PathBuf) {
+pub async fn load_or_fetch(shard: Arc<Shard>, system: Arc<SystemIdentities>, root_url: String, file: PathBuf) {
     if let Ok(bytes) = std::fs::read(&file) {
         match serde_json::from_slice::<BTreeMap<String, String>>(&bytes) {
             Ok(identities) => {
                 tracing::info!(file = %file.display(), "system APIExport identities loaded");
-                shard.registry.system_identities().set(identities);
-                if shard.registry.system_identities().complete() {
+                system.set(identities);
+                if system.complete() {
                     return;
                 }
             }
@@ -107,8 +107,8 @@ pub async fn load_or_fetch(shard: Arc<Shard>, root_url: String, file: PathBuf) {
     loop {
         match fetch(&shard, &root_url).await {
             Ok(identities) if identities.len() == SYSTEM_EXPORTS.len() => {
-                shard.registry.system_identities().set(identities);
-                match persist(&file, &shard.registry.system_identities().snapshot()) {
+                system.set(identities);
+                match persist(&file, &system.snapshot()) {
                     Ok(()) => tracing::info!(file = %file.display(), "system APIExport identities fetched from root"),
                     Err(error) => tracing::warn!(error = %format!("{error:#}"), "keeping the system identities failed"),
                 }

@@ -34,8 +34,8 @@ use crate::registry::ResourceType;
 use crate::state::Shard;
 use crate::storage::propagation::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 use crate::storage::{self, Cascade, DeletePreconditions, ObjectRef, Propagation, WriteOptions};
-use decide::{Decision, ItemView};
-use graph::{Graph, Item, OwnerFacts, OwnerRef, Uid};
+use decide::Decision;
+use graph::{Graph, Item, ItemView, OwnerFacts, OwnerRef, Uid};
 use parking_lot::Mutex;
 use protocol::meta;
 use queue::WorkQueue;
@@ -366,7 +366,7 @@ fn resource_of(shard: &Shard, cluster: &str, key: &str) -> Option<Arc<ResourceTy
         return Some(rt.clone());
     }
     let custom = shard.registry.custom().of_cluster(cluster).into_iter();
-    custom.chain(shard.registry.bound_rows(cluster)).find(stores)
+    custom.chain(shard.registry.source_rows(cluster)).find(stores)
 }
 
 /// Takes the worker's items until the runtime stops.

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use store::{Precondition, StoreError};
 
-pub use crate::strategy::LOGICAL_CLUSTER_FINALIZER as FINALIZER;
+pub use crate::tenancy::strategy::LOGICAL_CLUSTER_FINALIZER as FINALIZER;
 
 /// Watches LogicalClusters and empties the deleting ones.
 pub async fn run(shard: Arc<Shard>) {
@@ -103,8 +103,7 @@ async fn empty_cluster(shard: &Shard, cluster: &str) -> Pass {
     let at = ObjectRef { cluster, namespace: None, name: LOGICAL_CLUSTER_OBJECT };
     match storage::remove_finalizer(shard, &lc_rt, &at, FINALIZER).await {
         Ok(_) | Err(ApiError { code: 404, .. }) => {
-            shard.registry.custom().forget_cluster(cluster);
-            shard.registry.bound().forget_cluster(cluster);
+            shard.registry.forget_cluster(cluster);
             Pass::Done
         }
         Err(_) => Pass::Failed,

@@ -6,6 +6,7 @@
 
 pub mod gc;
 pub mod logical_cluster;
+pub mod membership;
 pub mod namespace;
 pub mod workspace;
 
@@ -97,15 +98,4 @@ where
         });
     })
     .await;
-}
-
-/// Starts every controller.
-pub fn start(shard: Arc<Shard>) {
-    tokio::spawn(namespace::run(shard.clone()));
-    tokio::spawn(crate::crd::cleanup::run(shard.clone()));
-    tokio::spawn(logical_cluster::run(shard.clone()));
-    tokio::spawn(gc::run(shard.clone()));
-    tokio::spawn(workspace::run(shard.clone()));
-    tokio::spawn(crate::binding::run(shard.clone()));
-    tokio::spawn(crate::membership::run(shard));
 }

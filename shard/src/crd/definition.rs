@@ -1,7 +1,7 @@
 //! A CustomResourceDefinition object → the registry rows of its served versions.
 
 use super::{CustomVersion, ScalePaths};
-use crate::registry::{age_column, Cell, Column, NameRule, ResourceType, Strategy};
+use crate::registry::{age_column, Cell, Column, NameRule, ResourceType};
 use protocol::meta;
 use serde_json::Value;
 use std::sync::Arc;
@@ -64,7 +64,7 @@ pub fn resource_types(crd: &Value) -> Vec<ResourceType> {
                 namespaced: text("/scope") != "Cluster",
                 subresources,
                 names: NameRule::Subdomain,
-                strategy: Strategy::CustomResource,
+                strategy: Arc::new(super::strategy::CustomResource),
                 return_deleted_object: true,
                 columns: printer_columns(v.get("additionalPrinterColumns")),
                 schema_name: schema_name(&group, &version, &kind),

@@ -9,6 +9,7 @@
 //!
 //! - [`definition`]: a CRD object → its registry rows.
 //! - [`status`]: the CRD strategy (finalizer, conditions, accepted names, stored versions).
+//! - [`strategy`]: how the generic storage treats CRDs and custom resources.
 //! - [`cleanup`]: deleting a CRD deletes its objects, then lets the CRD go.
 //! - [`objects`]: what custom resources need on the write and read paths (schema
 //!   defaulting and validation, version conversion).
@@ -19,9 +20,10 @@ pub mod definition;
 pub mod objects;
 pub mod openapi;
 pub mod status;
+pub mod strategy;
 
+use crate::core::Core;
 use crate::registry::ResourceType;
-use crate::state::Shard;
 use parking_lot::RwLock;
 use protocol::meta;
 use serde_json::Value;
@@ -240,17 +242,9 @@ impl CustomResources {
     }
 
     /// Rebuilds the index from every CRD in the store.
-    pub fn load(&self, shard: &Shard) -> anyhow::Result<()> {
-        let rt = shard.registry.custom_resource_definitions();
-        let prefix = crate::objects::collection_prefix(&rt, None, None);
-        let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };
-        let page = shard.store.list(&options, |_, _| true)?;
-        for (key, stored) in &page.items {
-            let Some((cluster, _, _)) = crate::objects::split_key(key) else { continue };
-            if let Ok(crd) = crate::objects::decode(stored) {
-                self.observe(cluster, &crd);
-            }
-        }
+    pub fn load(&self, core: &Core) -> anyhow::Result<()> {
+        let rt = core.registry.custom_resource_definitions();
+        crate::objects::scan(&core.store, &rt, |cluster, object| self.observe(cluster, object))?;
         Ok(())
     }
 }

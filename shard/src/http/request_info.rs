@@ -197,6 +197,24 @@ fn verb_for(method: &http::Method, has_name: bool, watch: bool) -> Verb {
     }
 }
 
+/// A query-string key or value: `+` is a space, then percent escapes.
+fn decode_query_component(text: &str) -> String {
+    protocol::path::percent_decode(&text.replace('+', " ")).into_owned()
+}
+
+/// Splits and percent-decodes a query string.
+pub fn parse_query(query: Option<&str>) -> HashMap<String, String> {
+    query
+        .unwrap_or_default()
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (decode_query_component(key), decode_query_component(value))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

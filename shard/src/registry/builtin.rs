@@ -1,7 +1,9 @@
 //! The built-in resources every logical cluster serves: one row each, with kube's names,
 //! short names, printer columns and schema keys.
 
-use super::{Cell, Column, NameRule, ResourceType, Strategy};
+use super::{Cell, Column, NameRule, ResourceType};
+use crate::strategy;
+use std::sync::Arc;
 
 fn col(name: &str, kind: &str, description: &str, cell: Cell) -> Column {
     Column {
@@ -108,7 +110,7 @@ fn builtin(
         namespaced,
         subresources: Vec::new(),
         names: NameRule::Subdomain,
-        strategy: Strategy::Generic,
+        strategy: strategy::generic(),
         return_deleted_object: false,
         columns: vec![age_column()],
         schema_name: schema_name.into(),
@@ -117,14 +119,12 @@ fn builtin(
     }
 }
 
-/// An authorization.k8s.io/v1 review: a create-only question, answered and never stored.
+/// An authorization.k8s.io/v1 review: a create-only question, answered and never stored
+/// (authorization gives it its strategy).
 fn review(resource: &str, kind: &str, namespaced: bool) -> ResourceType {
     let schema_name = format!("io.k8s.api.authorization.v1.{kind}");
     let singular = resource.trim_end_matches('s');
-    ResourceType {
-        strategy: Strategy::AccessReview,
-        ..builtin("authorization.k8s.io", "v1", resource, singular, kind, namespaced, &schema_name)
-    }
+    builtin("authorization.k8s.io", "v1", resource, singular, kind, namespaced, &schema_name)
 }
 
 fn strings(items: &[&str]) -> Vec<String> {
@@ -140,7 +140,7 @@ pub fn builtin_resources() -> Vec<ResourceType> {
             short_names: strings(&["ns"]),
             subresources: strings(&["finalize", "status"]),
             names: NameRule::Label,
-            strategy: Strategy::Namespace,
+            strategy: Arc::new(strategy::Namespace),
             return_deleted_object: true,
             columns: vec![
                 col("Status", "string", "The status of the namespace", Cell::Pointer("/status/phase")),
@@ -150,6 +150,7 @@ pub fn builtin_resources() -> Vec<ResourceType> {
         },
         ResourceType {
             short_names: strings(&["cm"]),
+            strategy: Arc::new(strategy::ConfigMap),
             columns: vec![
                 col("Data", "integer", "Number of keys in the config map.", Cell::CountKeys(&["/data", "/binaryData"])),
                 age_column(),
@@ -157,7 +158,7 @@ pub fn builtin_resources() -> Vec<ResourceType> {
             ..builtin("", "v1", "configmaps", "configmap", "ConfigMap", true, "io.k8s.api.core.v1.ConfigMap")
         },
         ResourceType {
-            strategy: Strategy::Secret,
+            strategy: Arc::new(strategy::Secret),
             columns: vec![
                 col("Type", "string", "The type of the secret", Cell::Pointer("/type")),
                 col("Data", "integer", "Number of keys in the secret.", Cell::CountKeys(&["/data"])),
@@ -189,7 +190,7 @@ pub fn builtin_resources() -> Vec<ResourceType> {
         ResourceType {
             short_names: strings(&["ev"]),
             columns: events_v1_columns(),
-            strategy: Strategy::EventsV1,
+            strategy: Arc::new(strategy::EventsV1),
             // One stored object with core/v1 Events, as in kube.
             storage_group: String::new(),
             ..builtin("events.k8s.io", "v1", "events", "event", "Event", true, "io.k8s.api.events.v1.Event")
@@ -233,7 +234,6 @@ pub fn builtin_resources() -> Vec<ResourceType> {
             short_names: strings(&["crd", "crds"]),
             categories: strings(&["api-extensions"]),
             subresources: strings(&["status"]),
-            strategy: Strategy::CustomResourceDefinition,
             return_deleted_object: true,
             columns: vec![created_at_column()],
             ..builtin(
@@ -248,7 +248,6 @@ pub fn builtin_resources() -> Vec<ResourceType> {
         },
         ResourceType {
             subresources: strings(&["status"]),
-            strategy: Strategy::LogicalCluster,
             return_deleted_object: true,
             columns: vec![
                 col("Phase", "string", "The current phase of the logical cluster.", Cell::Pointer("/status/phase")),
@@ -270,7 +269,6 @@ pub fn builtin_resources() -> Vec<ResourceType> {
             categories: strings(&["kcp"]),
             subresources: strings(&["status"]),
             names: NameRule::Label,
-            strategy: Strategy::Workspace,
             return_deleted_object: true,
             columns: vec![
                 col("Type", "string", "Type of the workspace.", Cell::Pointer("/spec/type/name")),
@@ -320,13 +318,11 @@ pub fn builtin_resources() -> Vec<ResourceType> {
         ResourceType {
             categories: strings(&["kcp"]),
             subresources: strings(&["status"]),
-            strategy: Strategy::ApiExport,
             columns: vec![age_column(), ready_column("VirtualWorkspaceURLsReady")],
             ..builtin(APIS, "v1alpha1", "apiexports", "apiexport", "APIExport", false, "io.kcp.apis.v1alpha1.APIExport")
         },
         ResourceType {
             categories: strings(&["kcp"]),
-            strategy: Strategy::ApiResourceSchema,
             ..builtin(
                 APIS,
                 "v1alpha1",
@@ -340,7 +336,6 @@ pub fn builtin_resources() -> Vec<ResourceType> {
         ResourceType {
             categories: strings(&["kcp"]),
             subresources: strings(&["status"]),
-            strategy: Strategy::ApiExportEndpointSlice,
             columns: vec![
                 col(
                     "Export",
@@ -364,7 +359,6 @@ pub fn builtin_resources() -> Vec<ResourceType> {
         ResourceType {
             categories: strings(&["kcp"]),
             subresources: strings(&["status"]),
-            strategy: Strategy::ApiBinding,
             columns: vec![age_column(), ready_column("Ready")],
             ..builtin(
                 APIS,

@@ -7,10 +7,8 @@ mod builtin;
 
 pub use builtin::{age_column, builtin_resources};
 
-use crate::binding::bound::BoundResources;
-use crate::binding::system::SystemIdentities;
-use crate::binding::BOUND_CRDS_CLUSTER;
 use crate::crd::CustomResources;
+use crate::strategy::Strategy;
 use protocol::gvr::{GroupResource, GroupVersion};
 use std::sync::Arc;
 
@@ -59,39 +57,6 @@ pub struct Column {
     pub cell: Cell,
 }
 
-/// Resource-specific storage behaviour, looked up by the generic handlers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Strategy {
-    /// Plain objects.
-    Generic,
-    /// Namespaces: phase, `kubernetes` finalizer, Terminating on delete.
-    Namespace,
-    /// Secrets: `stringData` folded into base64 `data`, default type.
-    Secret,
-    /// The logical cluster's own `LogicalCluster` object: creating it brings the cluster to life.
-    LogicalCluster,
-    /// CustomResourceDefinitions.
-    CustomResourceDefinition,
-    /// Workspaces: a child logical cluster, scheduled onto a shard by a controller.
-    Workspace,
-    /// Objects of a CustomResourceDefinition: schema defaulting and validation.
-    CustomResource,
-    /// events.k8s.io/v1 Events: stored as the core/v1 Events they are (one object, two APIs).
-    EventsV1,
-    /// authorization.k8s.io/v1 access and rules reviews: create-only questions answered by
-    /// [`crate::authz::review`], never stored.
-    AccessReview,
-    /// apis.kcp.io APIExports: an identity generated on create, whose hash never changes
-    /// ([`crate::apis`]).
-    ApiExport,
-    /// apis.kcp.io APIResourceSchemas: CRD-like validation, immutable spec.
-    ApiResourceSchema,
-    /// apis.kcp.io APIBindings: an export reference, fixed once Bound.
-    ApiBinding,
-    /// apis.kcp.io APIExportEndpointSlices: a fixed export reference.
-    ApiExportEndpointSlice,
-}
-
 /// How object names of a resource are validated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NameRule {
@@ -104,7 +69,7 @@ pub enum NameRule {
 }
 
 /// One served resource in one group-version.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ResourceType {
     /// API group, empty for core.
     pub group: String,
@@ -126,8 +91,8 @@ pub struct ResourceType {
     pub subresources: Vec<String>,
     /// How names are validated.
     pub names: NameRule,
-    /// Storage behaviour.
-    pub strategy: Strategy,
+    /// Storage behaviour: what the generic storage asks of this resource.
+    pub strategy: Arc<dyn Strategy>,
     /// Whether a completed delete answers with the object (true) or a success Status.
     pub return_deleted_object: bool,
     /// Printer columns after NAME (which always comes first).
@@ -187,12 +152,7 @@ impl ResourceType {
     /// The verbs the resource serves, in discovery order: namespaces cannot be deleted as
     /// a collection (kube's namespace storage has no deletecollection either).
     pub fn verbs(&self) -> &'static [&'static str] {
-        const NAMESPACE_VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
-        match self.strategy {
-            Strategy::Namespace => NAMESPACE_VERBS,
-            Strategy::AccessReview => &["create"],
-            _ => VERBS,
-        }
+        self.strategy.verbs()
     }
 
     /// The OpenAPI schema objects of this resource are checked against: a custom
@@ -208,7 +168,7 @@ impl ResourceType {
     /// Whether objects of this row are stored in another shape than the request's (a CRD's
     /// storage version, events.k8s.io Events stored as core Events).
     pub fn converts(&self) -> bool {
-        self.custom.is_some() || self.strategy == Strategy::EventsV1
+        self.strategy.converts()
     }
 
     /// Whether this row is `group/version/resource`.
@@ -228,8 +188,42 @@ impl ResourceType {
 pub struct Registry {
     all: Vec<Arc<ResourceType>>,
     custom: CustomResources,
-    bound: BoundResources,
-    system: SystemIdentities,
+    sources: Vec<Arc<dyn ResourceSource>>,
+}
+
+/// Resources a feature serves beyond the built-ins and each cluster's CRDs (APIBindings'
+/// bound resources): consulted after them, in the order the sources were added. Rows of a
+/// source are usually CRD-defined rows the source picks from `custom`.
+pub trait ResourceSource: Send + Sync + std::fmt::Debug {
+    /// The row of `group/version/resource` this source serves in `cluster`.
+    fn lookup(
+        &self,
+        custom: &CustomResources,
+        cluster: &str,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Option<Arc<ResourceType>>;
+
+    /// The row a wildcard request (`/clusters/*`) names `resource:identity` by, if this
+    /// source knows the identity; `registry` resolves built-ins an identity may name.
+    fn lookup_identity(
+        &self,
+        registry: &Registry,
+        group: &str,
+        version: &str,
+        resource: &str,
+        identity: &str,
+    ) -> Option<Arc<ResourceType>>;
+
+    /// Every served row this source gives `cluster`.
+    fn served(&self, custom: &CustomResources, cluster: &str) -> Vec<Arc<ResourceType>>;
+
+    /// One row per resource this source stores in `cluster`.
+    fn stored(&self, custom: &CustomResources, cluster: &str) -> Vec<Arc<ResourceType>>;
+
+    /// Forgets a logical cluster that is gone.
+    fn forget_cluster(&self, cluster: &str);
 }
 
 impl Registry {
@@ -243,8 +237,7 @@ impl Registry {
         Registry {
             all: resources.into_iter().map(Arc::new).collect(),
             custom: CustomResources::default(),
-            bound: BoundResources::default(),
-            system: SystemIdentities::default(),
+            sources: Vec::new(),
         }
     }
 
@@ -269,40 +262,33 @@ impl Registry {
         resource: &str,
     ) -> Option<Arc<ResourceType>> {
         self.get(group, version, resource).or_else(|| match cluster {
-            Some(cluster) => self
-                .custom
-                .get(cluster, group, version, resource)
-                .or_else(|| self.bound_row(cluster, group, version, resource)),
+            Some(cluster) => self.custom.get(cluster, group, version, resource).or_else(|| {
+                self.sources.iter().find_map(|s| s.lookup(&self.custom, cluster, group, version, resource))
+            }),
             None => match resource.split_once(':') {
-                Some((resource, identity)) => match self.system.of_group(group) {
-                    Some(system) if system == identity => self.get(group, version, resource),
-                    _ => self.custom.with_identity(BOUND_CRDS_CLUSTER, group, version, resource, identity),
-                },
+                Some((resource, identity)) => {
+                    self.sources.iter().find_map(|s| s.lookup_identity(self, group, version, resource, identity))
+                }
                 None => self.custom.get_any(group, version, resource),
             },
         })
     }
 
-    /// The row of a resource an APIBinding of `cluster` binds.
-    fn bound_row(&self, cluster: &str, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceType>> {
-        let crd_name = self.bound.crd_of(cluster, group, resource)?;
-        self.custom.version_of(BOUND_CRDS_CLUSTER, &crd_name, version)
+    /// Every served row the sources (APIBindings' bound resources) give `cluster`.
+    pub fn source_rows(&self, cluster: &str) -> Vec<Arc<ResourceType>> {
+        self.sources.iter().flat_map(|s| s.served(&self.custom, cluster)).collect()
     }
 
-    /// Every served row of the resources APIBindings of `cluster` bind.
-    pub fn bound_rows(&self, cluster: &str) -> Vec<Arc<ResourceType>> {
-        let crds = self.bound.crds_of(cluster);
-        crds.iter().flat_map(|crd| self.custom.versions_of(BOUND_CRDS_CLUSTER, crd)).collect()
+    /// Adds a source of rows beyond the built-ins and CRDs; at start-up, before the
+    /// registry is shared.
+    pub fn add_source(&mut self, source: Arc<dyn ResourceSource>) {
+        self.sources.push(source);
     }
 
-    /// The identities of root's system APIExports.
-    pub fn system_identities(&self) -> &SystemIdentities {
-        &self.system
-    }
-
-    /// The resources bound into each logical cluster by its APIBindings.
-    pub fn bound(&self) -> &BoundResources {
-        &self.bound
+    /// Forgets everything indexed about a logical cluster that is gone.
+    pub fn forget_cluster(&self, cluster: &str) {
+        self.custom.forget_cluster(cluster);
+        self.sources.iter().for_each(|s| s.forget_cluster(cluster));
     }
 
     /// Whether a built-in resource of any version is `group/resource`.
@@ -319,7 +305,7 @@ impl Registry {
     pub fn served(&self, cluster: &str) -> Vec<Arc<ResourceType>> {
         let mut rows = self.all.clone();
         rows.extend(self.custom.of_cluster(cluster));
-        rows.extend(self.bound_rows(cluster));
+        rows.extend(self.source_rows(cluster));
         rows
     }
 
@@ -336,7 +322,7 @@ impl Registry {
             Some(rt) => Some(rt.clone()),
             None => {
                 let custom = self.custom.of_cluster(cluster).into_iter();
-                custom.chain(self.bound_rows(cluster)).find(|r| matches(&r))
+                custom.chain(self.source_rows(cluster)).find(|r| matches(&r))
             }
         }
     }
@@ -347,11 +333,23 @@ impl Registry {
     pub fn stored(&self, cluster: &str) -> Vec<Arc<ResourceType>> {
         // Rows sharing a key prefix (both Event APIs) hold the same objects: keep the first.
         let mut prefixes = std::collections::HashSet::new();
-        let builtin = self.all.iter().filter(|rt| rt.strategy != Strategy::AccessReview).cloned();
-        let bound = self.bound.crds_of(cluster).into_iter();
-        let bound = bound.filter_map(|crd| self.custom.storage_row(BOUND_CRDS_CLUSTER, &crd));
-        let rows = builtin.chain(self.custom.storage_rows(cluster)).chain(bound);
+        let builtin = self.all.iter().filter(|rt| rt.strategy.stored()).cloned();
+        let sourced = self.sources.iter().flat_map(|s| s.stored(&self.custom, cluster));
+        let rows = builtin.chain(self.custom.storage_rows(cluster)).chain(sourced);
         rows.filter(|rt| prefixes.insert(rt.key_prefix(None))).collect()
+    }
+
+    /// Gives the built-in rows of `group/resource` (every version) their strategy; the
+    /// features call this once at start-up, before the registry is shared.
+    pub fn set_strategy(&mut self, group: &str, resource: &str, strategy: Arc<dyn Strategy>) {
+        let mut found = false;
+        for row in self.all.iter_mut().filter(|r| r.group == group && r.resource == resource) {
+            let mut changed = ResourceType::clone(row);
+            changed.strategy = strategy.clone();
+            *row = Arc::new(changed);
+            found = true;
+        }
+        assert!(found, "no built-in resource {resource}.{group} to give a strategy");
     }
 
     /// A resource the shard itself depends on; the built-in table always has it.

@@ -7,6 +7,7 @@
 
 pub mod clusters;
 pub mod owner;
+pub mod strategy;
 pub mod types;
 
 use crate::http::status::{ApiError, ApiResult};

@@ -1,6 +1,7 @@
 //! POST to a collection.
 
-use super::{admit_caller, read_object, reconcile_name_and_namespace, Ctx};
+use super::body::{admit_caller, read_object, reconcile_name_and_namespace};
+use super::ctx::Ctx;
 use crate::http::status::ApiResult;
 use crate::http::Response;
 use crate::storage;

@@ -5,7 +5,7 @@
 //! cascading policy to [`storage::delete_cascading`], which turns it into the garbage
 //! collector's finalizers.
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::http::status::{ApiError, ApiResult};
 use crate::http::{self, Response};
 use crate::storage::{self, Cascade, DeletePreconditions, Deleted, ObjectRef, Propagation, WriteOptions};

@@ -1,6 +1,6 @@
 //! GET of one object.
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::http::status::ApiResult;
 use crate::http::Response;
 use crate::storage;

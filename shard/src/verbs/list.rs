@@ -1,6 +1,6 @@
 //! GET of a collection: selectors, paging and resourceVersion semantics.
 
-use super::{Ctx, Scope};
+use super::ctx::{Ctx, Scope};
 use crate::http::status::{ApiError, ApiResult};
 use crate::http::Response;
 use crate::objects;

@@ -1,6 +1,6 @@
 //! PATCH of one object: JSON patch, merge patch and strategic merge patch.
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::http::status::{ApiError, ApiResult};
 use crate::http::{self, negotiate, Response};
 use crate::patch::{self, PatchType};
@@ -44,7 +44,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
             };
             applied.map_err(|why| ApiError::invalid(&ctx.rt.kind, &ctx.rt.group, at.name, &[(String::new(), why)]))?;
             check_identity_unchanged(ctx, current, &patched)?;
-            super::admit_caller_update(ctx, current, &patched)?;
+            super::body::admit_caller_update(ctx, current, &patched)?;
             warnings = crate::validation::prune_unknown(ctx, &mut patched)?;
             crate::validation::check_types(ctx, &patched)?;
             managed_fields::track_update(ctx, Some(current), &mut patched)?;
@@ -65,15 +65,15 @@ async fn server_side_apply(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<
     if !config.is_object() {
         return Err(ApiError::bad_request("the apply configuration must be an object"));
     }
-    super::check_type_meta(&ctx.rt, &config)?;
-    super::reconcile_name_and_namespace(ctx, &mut config)?;
+    super::body::check_type_meta(&ctx.rt, &config)?;
+    super::body::reconcile_name_and_namespace(ctx, &mut config)?;
     let warnings = crate::validation::prune_unknown(ctx, &mut config)?;
     crate::validation::check_types(ctx, &config)?;
     let at = ctx.object_ref()?;
     match storage::get(&ctx.shard, &ctx.rt, &at) {
         Err(e) if e.code == 404 && ctx.req.subresource.is_none() => {
             let mut object = managed_fields::apply(ctx, None, &config)?;
-            super::admit_caller(ctx, &mut object)?;
+            super::body::admit_caller(ctx, &mut object)?;
             let created = storage::create(&ctx.shard, &ctx.rt, at.cluster, object, options).await?;
             return ctx.respond_object(201, &created, &warnings);
         }
@@ -86,7 +86,7 @@ async fn server_side_apply(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<
             let current: &Value = &presented;
             let applied = managed_fields::apply(ctx, Some(current), &config)?;
             check_identity_unchanged(ctx, current, &applied)?;
-            super::admit_caller_update(ctx, current, &applied)?;
+            super::body::admit_caller_update(ctx, current, &applied)?;
             Ok(applied)
         })
         .await?;

@@ -2,7 +2,7 @@
 //! replica count at the CRD's `specReplicasPath`, which `kubectl scale` and autoscalers
 //! read and write.
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::crd::ScalePaths;
 use crate::http::status::{ApiError, ApiResult};
 use crate::http::{self, negotiate, Response};

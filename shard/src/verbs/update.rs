@@ -1,6 +1,7 @@
 //! PUT of one object (or of its `status` / `finalize` subresource).
 
-use super::{read_object, reconcile_name_and_namespace, Ctx};
+use super::body::{read_object, reconcile_name_and_namespace};
+use super::ctx::Ctx;
 use crate::http::status::ApiResult;
 use crate::http::Response;
 use crate::{managed_fields, objects, storage, strategy};
@@ -20,7 +21,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
         // Without a resourceVersion the update is unconditional: retry over concurrent writers.
         None => {
             storage::guaranteed_update(&ctx.shard, &ctx.rt, &at, subresource, options, |current| {
-                super::admit_caller_update(ctx, current, &object)?;
+                super::body::admit_caller_update(ctx, current, &object)?;
                 let mut new = object.clone();
                 managed_fields::track_update(ctx, Some(&ctx.present(current)), &mut new)?;
                 Ok(new)
@@ -34,7 +35,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
                 let stale = store::StoreError::Conflict { expected, actual: old_rv };
                 return Err(storage::object_error(&ctx.rt, at.name, stale));
             }
-            super::admit_caller_update(ctx, &old, &object)?;
+            super::body::admit_caller_update(ctx, &old, &object)?;
             managed_fields::track_update(ctx, Some(&ctx.present(&old)), &mut object)?;
             strategy::prepare_update(&ctx.rt, &old, &mut object, subresource)?;
             storage::replace(&ctx.shard, &ctx.rt, &at, &old, old_rv, object, options).await?

@@ -1,8 +1,8 @@
 //! Watch: a stream of JSON events, with kube's start semantics, selectors, bookmarks,
 //! streaming lists (`sendInitialEvents`) and 410 as an in-band ERROR event.
 
+use super::ctx::{Ctx, Scope};
 use super::list::{wait_for_rv, Selectors};
-use super::{Ctx, Scope};
 use crate::http::negotiate::Representation;
 use crate::http::status::{ApiError, ApiResult};
 use crate::http::{Body, Response};

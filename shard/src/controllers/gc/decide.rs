@@ -16,36 +16,9 @@
 //!   own, it is deleted in foreground too, so that the wait reaches down the chain;
 //! - otherwise it is deleted with the policy its own finalizers ask for, else background.
 
-use super::graph::{identity_hash, namespace_hash, Node, OwnerFacts, OwnerRef, Uid};
+use super::graph::{identity_hash, namespace_hash, ItemView, Node, OwnerFacts, OwnerRef, Uid};
 use crate::storage::Propagation;
 use std::sync::Arc;
-
-/// A dependent of the item, as far as the item's decision needs it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DependentView {
-    /// Its UID.
-    pub uid: Uid,
-    /// Its store key.
-    pub key: Arc<str>,
-    /// Its reference to the item has `blockOwnerDeletion: true`.
-    pub blocking: bool,
-    /// It has a deletionTimestamp.
-    pub deleting: bool,
-    /// It is deleting in foreground itself.
-    pub deleting_dependents: bool,
-}
-
-/// Everything a decision about one item depends on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ItemView {
-    /// The item.
-    pub item: Node,
-    /// Each of its ownerReferences with the object of that UID in the same logical
-    /// cluster, if there is one.
-    pub owners: Vec<(OwnerRef, Option<OwnerFacts>)>,
-    /// The present objects of its logical cluster that reference it.
-    pub dependents: Vec<DependentView>,
-}
 
 /// How one ownerReference of a dependent resolves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,6 +175,7 @@ fn own_policy(item: &Node) -> Propagation {
 #[cfg(test)]
 mod tests {
     use super::super::graph::tests::node;
+    use super::super::graph::DependentView;
     use super::*;
 
     /// An owner named as the test helper's references name it.

@@ -14,12 +14,11 @@
 //!
 //! Pure: [`Graph::upsert`] and [`Graph::remove`] take changes in resourceVersion order and
 //! return the work items whose decision may have changed; [`Graph::view`] hands
-//! [`super::decide`] everything it needs about one item. Because changes are applied in
+//! the decide module everything it needs about one item. Because changes are applied in
 //! resourceVersion order, the index is always a consistent snapshot of the store at some
 //! resourceVersion, and the collector's writes carry the indexed resourceVersion of the
 //! object they are about as a precondition.
 
-use super::decide::{DependentView, ItemView};
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -380,6 +379,33 @@ impl Graph {
             .collect();
         Some(ItemView { item: node.clone(), owners, dependents })
     }
+}
+
+/// A dependent of the item, as far as the item's decision needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DependentView {
+    /// Its UID.
+    pub uid: Uid,
+    /// Its store key.
+    pub key: Arc<str>,
+    /// Its reference to the item has `blockOwnerDeletion: true`.
+    pub blocking: bool,
+    /// It has a deletionTimestamp.
+    pub deleting: bool,
+    /// It is deleting in foreground itself.
+    pub deleting_dependents: bool,
+}
+
+/// Everything a decision about one item depends on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemView {
+    /// The item.
+    pub item: Node,
+    /// Each of its ownerReferences with the object of that UID in the same logical
+    /// cluster, if there is one.
+    pub owners: Vec<(OwnerRef, Option<OwnerFacts>)>,
+    /// The present objects of its logical cluster that reference it.
+    pub dependents: Vec<DependentView>,
 }
 
 #[cfg(test)]
