@@ -19,7 +19,7 @@ pub struct Handles {
 /// construction (`Arc::new_cyclic`): strategies that need more than the core keep a weak
 /// reference to it; `paths` and `base_url` go to the LogicalCluster strategy.
 pub fn registry(shard: Weak<Shard>, paths: Arc<PathIndex>, base_url: String) -> (Registry, Handles) {
-    let mut registry = Registry::builtin();
+    let mut registry = crate::strategy::kube_registry();
     crate::tenancy::strategy::register(&mut registry, shard.clone(), paths, base_url);
     crate::crd::strategy::register(&mut registry);
     crate::apis::register(&mut registry);

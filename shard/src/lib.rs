@@ -43,7 +43,6 @@ pub mod binding;
 pub mod bootstrap;
 pub mod cache;
 pub mod controllers;
-pub mod core;
 pub mod crd;
 pub mod discovery;
 pub mod http;

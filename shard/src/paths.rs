@@ -7,7 +7,7 @@
 //! workspace become Ready can use its path at once. An entry is small (two short
 //! strings), which keeps an empty workspace cheap.
 
-use crate::core::Core;
+use crate::registry::Core;
 use parking_lot::RwLock;
 use protocol::meta;
 use serde_json::Value;

@@ -2,11 +2,11 @@
 //! serving shard, in-process. `main.rs` only parses flags and waits for a signal; tests
 //! start shards here without spawning the binary.
 
-use crate::core::Core;
 use crate::membership::Membership;
 use crate::metrics::Metrics;
 use crate::paths::PathIndex;
 use crate::peer::{PeerCredentials, Peers};
+use crate::registry::Core;
 use crate::state::{Shard, ROOT_CLUSTER};
 use crate::{assemble, bootstrap, replication, server};
 use anyhow::Context;
@@ -157,11 +157,7 @@ pub async fn start(args: Config) -> anyhow::Result<Running> {
         if host.contains(':') { format!("[{host}]:{}", local.port()) } else { format!("{host}:{}", local.port()) };
     let (shard, handles) = assemble_shard(&args, store, &material, format!("https://{authority}"))?;
     shard.paths.load(&shard).context("index the canonical paths of the hosted logical clusters")?;
-    shard
-        .registry
-        .custom()
-        .load(&shard)
-        .context("index the CustomResourceDefinitions of the hosted logical clusters")?;
+    crate::crd::load_index(&shard).context("index the CustomResourceDefinitions of the hosted logical clusters")?;
     let bindings = &handles.bindings;
     bindings.bound.load(&shard).context("index the APIBindings of the hosted logical clusters")?;
     if args.root {

@@ -1,11 +1,11 @@
 //! The shard's shared state, handed to every request and controller.
 
 use crate::cache::CacheIndex;
-use crate::core::Core;
 use crate::membership::Membership;
 use crate::metrics::Metrics;
 use crate::paths::PathIndex;
 use crate::peer::Peers;
+use crate::registry::Core;
 use protocol::ring::ClusterNames;
 use security::authn::Authenticator;
 use std::sync::Arc;

@@ -7,9 +7,9 @@
 //! row carries. It works on the narrow [`Core`] (store and table) and names no feature.
 //! HTTP concerns (parameters, bodies, formats) stay in [`crate::verbs`].
 
-use crate::core::Core;
 use crate::http::status::{success_status, ApiError, ApiResult};
 use crate::objects;
+use crate::registry::Core;
 use crate::registry::ResourceType;
 use crate::strategy::{self, Committed, NAMESPACE_FINALIZER};
 use protocol::meta;

@@ -1,26 +1,37 @@
-//! Per-resource storage behaviour, in the spirit of kube's `RESTCreateStrategy` /
-//! `RESTUpdateStrategy` plus after-commit hooks. Each registry row carries an
-//! `Arc<dyn Strategy>`; [`crate::storage`] calls it at fixed points of every write and
-//! knows nothing else about the resource. This module holds the trait, the generic steps
-//! every object takes ([`prepare_create`], [`prepare_update`], [`validate`]) and the
-//! strategies of the plain Kubernetes kinds (namespaces, ConfigMaps, Secrets,
-//! events.k8s.io Events). The features (tenancy, CRDs, APIs, bindings, authorization)
-//! implement the trait in their own modules and register their rows at start-up
-//! (`Registry::set_strategy`): this module imports none of them.
+//! The generic steps every object takes on its way to storage ([`prepare_create`],
+//! [`prepare_update`], [`validate`]), around the row's
+//! [`Strategy`](crate::registry::strategy::Strategy), and the strategies of the plain
+//! Kubernetes kinds (namespaces, ConfigMaps, Secrets, events.k8s.io Events), which
+//! [`register`] puts into the table. The features (tenancy, CRDs, APIs, bindings,
+//! authorization) implement the trait in their own modules and register at start-up:
+//! this module imports none of them.
 
-use crate::core::Core;
 use crate::http::status::{ApiError, ApiResult};
 use crate::objects::CLUSTER_ANNOTATION;
-use crate::registry::{NameRule, ResourceType, VERBS};
+use crate::registry::strategy::Strategy;
+use crate::registry::{NameRule, Registry, ResourceType};
 use base64::Engine;
-use futures::future::BoxFuture;
 use protocol::{meta, names};
-use security::authn::Identity;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
-/// (field path, message) pairs of a 422.
-pub type Causes = Vec<(String, String)>;
+pub use crate::registry::strategy::{Causes, Committed};
+
+/// Gives the plain Kubernetes kinds of the table their strategies.
+pub fn register(registry: &mut Registry) {
+    registry.set_strategy("", "namespaces", Arc::new(Namespace));
+    registry.set_strategy("", "configmaps", Arc::new(ConfigMap));
+    registry.set_strategy("", "secrets", Arc::new(Secret));
+    registry.set_strategy("events.k8s.io", "events", Arc::new(EventsV1));
+}
+
+/// The built-in table with the plain Kubernetes kinds' strategies and no feature's: what
+/// the storage layer alone serves (its in-process tests use it).
+pub fn kube_registry() -> Registry {
+    let mut registry = Registry::builtin();
+    register(&mut registry);
+    registry
+}
 
 /// The finalizer kube puts in every namespace's `spec.finalizers`.
 pub const NAMESPACE_FINALIZER: &str = "kubernetes";
@@ -34,164 +45,6 @@ const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 const DATA_BYTES_MAX: usize = 1 << 20;
 /// Namespaces kube refuses to delete (the whole logical cluster still goes at once).
 const PROTECTED_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
-
-/// Where a committed write happened, for after-commit hooks.
-#[derive(Debug, Clone, Copy)]
-pub struct Committed<'a> {
-    /// Logical cluster of the object.
-    pub cluster: &'a str,
-    /// The object as written, with its new resourceVersion.
-    pub object: &'a Value,
-    /// The store resourceVersion of the write.
-    pub rv: u64,
-    /// Whether the write created the object.
-    pub created: bool,
-}
-
-/// Behaviour of one resource. Every method has the plain-object default, so a strategy
-/// states only what differs. Pure methods take no [`Core`]; the ones that may read or
-/// write other objects get it.
-pub trait Strategy: Send + Sync + std::fmt::Debug {
-    /// The verbs the resource serves, in discovery order.
-    fn verbs(&self) -> &'static [&'static str] {
-        VERBS
-    }
-
-    /// Whether objects are stored at all (access reviews are answered, never stored).
-    fn stored(&self) -> bool {
-        true
-    }
-
-    /// Whether objects carry `metadata.generation` (kinds with a spec controllers act on).
-    fn tracks_generation(&self) -> bool {
-        false
-    }
-
-    /// Whether stored objects have another shape than requests address ([`Self::to_storage`]).
-    fn converts(&self) -> bool {
-        false
-    }
-
-    /// Moves a written object into its stored shape.
-    fn to_storage(&self, _rt: &ResourceType, _object: &mut Value) {}
-
-    /// Shows a stored object as the request's version has it.
-    fn to_version(&self, _rt: &ResourceType, _object: &mut Value) {}
-
-    /// Admission of a new object before defaults are filled: may read other objects, and
-    /// refuse the create.
-    fn admit(&self, _core: &Core, _rt: &ResourceType, _cluster: &str, _object: &mut Value) -> ApiResult<()> {
-        Ok(())
-    }
-
-    /// Admission that needs the caller, for a create.
-    fn admit_caller(&self, _caller: &Identity, _cluster: &str, _object: &mut Value) -> ApiResult<()> {
-        Ok(())
-    }
-
-    /// Admission that needs the caller, for an update of `old` to `new` through
-    /// `subresource` (`None`: the main resource).
-    fn admit_caller_update(
-        &self,
-        _caller: &Identity,
-        _cluster: &str,
-        _old: &Value,
-        _new: &Value,
-        _subresource: Option<&str>,
-    ) -> ApiResult<()> {
-        Ok(())
-    }
-
-    /// Defaults of a new object, after the generic metadata is filled. Pure.
-    fn prepare_create(&self, _rt: &ResourceType, _object: &mut Value, _now: &str) -> ApiResult<()> {
-        Ok(())
-    }
-
-    /// What an update may not change, after the generic rules ran; `subresource` is
-    /// `status`, `finalize`, [`UNRESTRICTED_WRITE`] or `None` for the main resource. Pure.
-    fn prepare_update(
-        &self,
-        _rt: &ResourceType,
-        _old: &Value,
-        _new: &mut Value,
-        _subresource: Option<&str>,
-    ) -> ApiResult<()> {
-        Ok(())
-    }
-
-    /// Kind-specific validation causes; `old` is the stored object of an update. Pure.
-    fn validate(&self, _rt: &ResourceType, _old: Option<&Value>, _object: &Value) -> Causes {
-        Vec::new()
-    }
-
-    /// Validation of a new object against the rest of the table (a CRD may not shadow a
-    /// built-in).
-    fn validate_create(&self, _core: &Core, _object: &Value) -> Causes {
-        Vec::new()
-    }
-
-    /// Admission after validation, just before the create is stored (an APIExport's
-    /// identity is stored first, so an export never exists without one).
-    fn before_create<'a>(
-        &'a self,
-        _core: &'a Core,
-        _cluster: &'a str,
-        _object: &'a mut Value,
-        _dry_run: bool,
-    ) -> BoxFuture<'a, ApiResult<()>> {
-        Box::pin(std::future::ready(Ok(())))
-    }
-
-    /// Runs after a create or update committed, before it is answered: indexes learn of
-    /// the write and follow-up work is queued. An error fails the request although the
-    /// write stays (a hook that must undo it does so itself).
-    fn after_commit<'a>(
-        &'a self,
-        _core: &'a Core,
-        _rt: &'a ResourceType,
-        _committed: Committed<'a>,
-    ) -> BoxFuture<'a, ApiResult<()>> {
-        Box::pin(std::future::ready(Ok(())))
-    }
-
-    /// Runs after an object was removed from the store.
-    fn after_delete(&self, _core: &Core, _cluster: &str, _removed: &Value, _rv: u64) {}
-
-    /// Refuses a delete before anything is written (`deleting`: the object already has a
-    /// deletionTimestamp).
-    fn check_delete(&self, _rt: &ResourceType, _object: &Value, _deleting: bool) -> ApiResult<()> {
-        Ok(())
-    }
-
-    /// Whether something besides `metadata.finalizers` still holds a deleting object.
-    fn deletion_held(&self, _object: &Value) -> bool {
-        false
-    }
-
-    /// Marks an object whose deletion starts (a namespace goes Terminating).
-    fn mark_deleting(&self, _object: &mut Value) {}
-}
-
-/// A resource with no behaviour beyond the generic.
-#[derive(Debug, Default)]
-pub struct Generic;
-
-impl Strategy for Generic {}
-
-/// A kind whose objects carry `metadata.generation`, and nothing else special.
-#[derive(Debug, Default)]
-pub struct WithGeneration;
-
-impl Strategy for WithGeneration {
-    fn tracks_generation(&self) -> bool {
-        true
-    }
-}
-
-/// The shared default strategy.
-pub fn generic() -> Arc<dyn Strategy> {
-    Arc::new(Generic)
-}
 
 /// Fills the server-owned metadata of a new object and applies the resource's defaults.
 pub fn prepare_create(rt: &ResourceType, object: &mut Value, cluster: &str, now: &str, uid: &str) -> ApiResult<()> {
@@ -608,9 +461,9 @@ mod tests {
     use crate::registry::Registry;
 
     fn rt(resource: &str) -> std::sync::Arc<ResourceType> {
-        let mut registry = Registry::builtin();
+        let mut registry = kube_registry();
         // A kind with a status subresource that tracks generations, as kcp's do.
-        registry.set_strategy("core.kcp.io", "logicalclusters", Arc::new(WithGeneration));
+        registry.set_strategy("core.kcp.io", "logicalclusters", Arc::new(crate::registry::strategy::WithGeneration));
         let row = registry.all().iter().find(|r| r.resource == resource).cloned();
         row.expect("row exists")
     }

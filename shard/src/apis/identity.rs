@@ -17,8 +17,8 @@
 //! never changes: [`keep_identity_hash`] restores it on every update, patch and status
 //! write.
 
-use crate::core::Core;
 use crate::http::status::{ApiError, ApiResult};
+use crate::registry::Core;
 use base64::Engine;
 use protocol::meta;
 use serde_json::{json, Value};

@@ -21,10 +21,10 @@ pub mod identity;
 pub mod references;
 pub mod schema;
 
-use crate::core::Core;
 use crate::http::status::ApiResult;
+use crate::registry::strategy::{Causes, Strategy};
+use crate::registry::Core;
 use crate::registry::{Registry, ResourceType};
-use crate::strategy::{Causes, Strategy};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 use std::sync::Arc;

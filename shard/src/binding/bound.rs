@@ -5,7 +5,7 @@
 //! bindings' `status.boundResources`: a binding serves once it is Bound.
 
 use super::schema;
-use crate::core::Core;
+use crate::registry::Core;
 use parking_lot::RwLock;
 use protocol::meta;
 use serde_json::Value;

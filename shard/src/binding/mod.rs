@@ -38,14 +38,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use store::{ListOptions, Precondition, StoreError};
 
-/// The system logical cluster holding this shard's bound CRDs.
-pub const BOUND_CRDS_CLUSTER: &str = "system:bound-crds";
-/// Annotation of a bound CRD: the identity hash of the export it serves.
-pub const IDENTITY_ANNOTATION: &str = "apis.kcp.io/identity-hash";
 pub use crate::apis::APIS_GROUP;
+pub use crate::registry::custom::{BOUND_CRDS_CLUSTER, IDENTITY_ANNOTATION};
 
 /// The `apibindings.apis.kcp.io` registry row.
-pub fn bindings_row(shard: &crate::core::Core) -> Option<Arc<ResourceType>> {
+pub fn bindings_row(shard: &crate::registry::Core) -> Option<Arc<ResourceType>> {
     shard.registry.all().iter().find(|r| r.group == APIS_GROUP && r.resource == "apibindings").cloned()
 }
 

@@ -129,7 +129,7 @@ mod tests {
         assert_eq!(meta::annotations(&crd)[IDENTITY_ANNOTATION], identity);
         assert_eq!(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["type"], "object");
         assert_eq!(crd["spec"]["versions"][0]["subresources"], json!({"status": {}}));
-        let rows = crate::crd::definition::resource_types(&crd);
+        let rows = crate::registry::definition::resource_types(&crd, &crate::registry::strategy::generic());
         assert_eq!(rows.len(), 1);
         assert_eq!((rows[0].group.as_str(), rows[0].resource.as_str()), ("example.io", "widgets"));
     }

@@ -6,7 +6,7 @@
 use super::bound::BoundResources;
 use super::system::SystemIdentities;
 use super::BOUND_CRDS_CLUSTER;
-use crate::crd::CustomResources;
+use crate::registry::CustomResources;
 use crate::registry::{Registry, ResourceSource, ResourceType};
 use std::sync::Arc;
 

@@ -53,18 +53,21 @@ mod tests {
     use serde_json::json;
 
     fn rows() -> Vec<ResourceType> {
-        super::super::definition::resource_types(&json!({
-            "metadata": {"name": "widgets.example.com"},
-            "spec": {"group": "example.com", "scope": "Namespaced",
-                     "names": {"plural": "widgets", "kind": "Widget"},
-                     "versions": [
-                        {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {"spec": {"type": "object", "properties": {
-                                "size": {"type": "integer", "default": 3, "minimum": 1}}}}}}},
-                        {"name": "v2", "served": true, "storage": false, "schema": {"openAPIV3Schema": {"type": "object"}}}
-                     ]}
-        }))
+        crate::registry::definition::resource_types(
+            &json!({
+                "metadata": {"name": "widgets.example.com"},
+                "spec": {"group": "example.com", "scope": "Namespaced",
+                         "names": {"plural": "widgets", "kind": "Widget"},
+                         "versions": [
+                            {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                                "type": "object",
+                                "properties": {"spec": {"type": "object", "properties": {
+                                    "size": {"type": "integer", "default": 3, "minimum": 1}}}}}}},
+                            {"name": "v2", "served": true, "storage": false, "schema": {"openAPIV3Schema": {"type": "object"}}}
+                         ]}
+            }),
+            &crate::registry::strategy::generic(),
+        )
     }
 
     #[test]

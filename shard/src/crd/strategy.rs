@@ -1,20 +1,21 @@
 //! The strategies of CustomResourceDefinitions and of the custom resources they define,
 //! which the generic storage calls through each row's [`Strategy`].
 
-use crate::core::Core;
 use crate::http::status::{ApiError, ApiResult};
+use crate::registry::strategy::{Causes, Committed, Strategy};
+use crate::registry::Core;
 use crate::registry::{Registry, ResourceType};
 use crate::storage::{self, ObjectRef};
-use crate::strategy::{Causes, Committed, Strategy};
 use futures::future::BoxFuture;
 use protocol::meta;
 use serde_json::Value;
 use std::sync::Arc;
 use store::{Precondition, StoreError};
 
-/// Gives the `customresourcedefinitions` row its strategy.
+/// Gives the `customresourcedefinitions` row its strategy, and the rows CRDs define theirs.
 pub fn register(registry: &mut Registry) {
     registry.set_strategy("apiextensions.k8s.io", "customresourcedefinitions", Arc::new(Definition));
+    registry.custom().set_row_strategy(Arc::new(CustomResource));
 }
 
 /// CustomResourceDefinitions: defaults, the cleanup finalizer, the status kube's
@@ -114,7 +115,7 @@ impl Strategy for CustomResource {
 async fn withdraw_if_definition_went(core: &Core, rt: &ResourceType, at: &ObjectRef<'_>, rv: u64) -> ApiResult<()> {
     let Some(custom) = &rt.custom else { return Ok(()) };
     // Bound resources are defined by the shard's bound CRDs, not by the cluster's own.
-    let defined_in = if custom.identity.is_some() { crate::binding::BOUND_CRDS_CLUSTER } else { at.cluster };
+    let defined_in = if custom.identity.is_some() { crate::registry::custom::BOUND_CRDS_CLUSTER } else { at.cluster };
     let current = core.registry.custom().storage_row(defined_in, &custom.crd_name);
     if current.as_ref().and_then(|row| row.custom.as_ref()).is_some_and(|c| !c.terminating) {
         return Ok(());

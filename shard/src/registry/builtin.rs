@@ -1,9 +1,8 @@
 //! The built-in resources every logical cluster serves: one row each, with kube's names,
 //! short names, printer columns and schema keys.
 
+use super::strategy;
 use super::{Cell, Column, NameRule, ResourceType};
-use crate::strategy;
-use std::sync::Arc;
 
 fn col(name: &str, kind: &str, description: &str, cell: Cell) -> Column {
     Column {
@@ -140,7 +139,6 @@ pub fn builtin_resources() -> Vec<ResourceType> {
             short_names: strings(&["ns"]),
             subresources: strings(&["finalize", "status"]),
             names: NameRule::Label,
-            strategy: Arc::new(strategy::Namespace),
             return_deleted_object: true,
             columns: vec![
                 col("Status", "string", "The status of the namespace", Cell::Pointer("/status/phase")),
@@ -150,7 +148,6 @@ pub fn builtin_resources() -> Vec<ResourceType> {
         },
         ResourceType {
             short_names: strings(&["cm"]),
-            strategy: Arc::new(strategy::ConfigMap),
             columns: vec![
                 col("Data", "integer", "Number of keys in the config map.", Cell::CountKeys(&["/data", "/binaryData"])),
                 age_column(),
@@ -158,7 +155,6 @@ pub fn builtin_resources() -> Vec<ResourceType> {
             ..builtin("", "v1", "configmaps", "configmap", "ConfigMap", true, "io.k8s.api.core.v1.ConfigMap")
         },
         ResourceType {
-            strategy: Arc::new(strategy::Secret),
             columns: vec![
                 col("Type", "string", "The type of the secret", Cell::Pointer("/type")),
                 col("Data", "integer", "Number of keys in the secret.", Cell::CountKeys(&["/data"])),
@@ -190,7 +186,6 @@ pub fn builtin_resources() -> Vec<ResourceType> {
         ResourceType {
             short_names: strings(&["ev"]),
             columns: events_v1_columns(),
-            strategy: Arc::new(strategy::EventsV1),
             // One stored object with core/v1 Events, as in kube.
             storage_group: String::new(),
             ..builtin("events.k8s.io", "v1", "events", "event", "Event", true, "io.k8s.api.events.v1.Event")

@@ -2,15 +2,31 @@
 //!
 //! Handlers are generic; whatever differs per resource — scope, kind names, discovery
 //! data, printer columns, the storage strategy — is a row here, never a copy of a handler.
+//! The rows' hooks are [`strategy::Strategy`]; [`Core`] (the store and this table) is
+//! what storage and the hooks work on.
 
 mod builtin;
+pub mod custom;
+pub mod definition;
+pub mod strategy;
 
 pub use builtin::{age_column, builtin_resources};
+pub use custom::CustomResources;
 
-use crate::crd::CustomResources;
-use crate::strategy::Strategy;
 use protocol::gvr::{GroupResource, GroupVersion};
 use std::sync::Arc;
+use store::Store;
+use strategy::Strategy;
+
+/// The narrow core that storage and resource strategies work on: the object store and
+/// the resource table. It knows nothing of the shard's features, so storage can be run
+/// (and unit-tested) on a temporary store without the rest of a shard.
+pub struct Core {
+    /// The object store.
+    pub store: Store,
+    /// The served resources, each row with its strategy.
+    pub registry: Registry,
+}
 
 /// How a cell of a `kubectl get` table is computed from an object.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,7 +119,7 @@ pub struct ResourceType {
     /// groups but are one resource in kube; we keep them separate and say so here).
     pub storage_group: String,
     /// What a CustomResourceDefinition says about this version; `None` for built-ins.
-    pub custom: Option<Arc<crate::crd::CustomVersion>>,
+    pub custom: Option<Arc<definition::CustomVersion>>,
 }
 
 /// The verbs every built-in resource supports, in discovery order.

@@ -3,8 +3,8 @@
 //! storage layer may rely on.
 
 use super::*;
-use crate::core::Core;
-use crate::registry::Registry;
+use crate::registry::Core;
+
 use store::{Store, StoreOptions};
 
 struct Fixture {
@@ -17,7 +17,7 @@ const CLUSTER: &str = "c1";
 async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().expect("temporary directory");
     let store = Store::open(dir.path(), StoreOptions::default()).expect("open store");
-    let core = Core { store, registry: Registry::builtin() };
+    let core = Core { store, registry: crate::strategy::kube_registry() };
     let namespaces = core.registry.namespaces();
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
     create(&core, &namespaces, CLUSTER, ns, WriteOptions::default()).await.expect("create namespace");

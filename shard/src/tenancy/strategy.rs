@@ -5,13 +5,14 @@
 
 use super::owner::OWNER_ANNOTATION;
 use super::{SCHEDULED_CLUSTER_ANNOTATION, SCHEDULED_SHARD_ANNOTATION};
-use crate::core::Core;
 use crate::http::status::{ApiError, ApiResult};
 use crate::paths::{PathIndex, PATH_ANNOTATION};
+use crate::registry::strategy::{Causes, Committed, Strategy, WithGeneration};
+use crate::registry::Core;
 use crate::registry::{Registry, ResourceType};
 use crate::state::Shard;
 use crate::storage::{self, WriteOptions};
-use crate::strategy::{invalid, keep_annotation, Causes, Committed, Strategy, WithGeneration};
+use crate::strategy::{invalid, keep_annotation};
 use futures::future::BoxFuture;
 use protocol::meta;
 use security::authn::Identity;

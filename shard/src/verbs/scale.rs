@@ -3,10 +3,10 @@
 //! read and write.
 
 use super::ctx::Ctx;
-use crate::crd::ScalePaths;
 use crate::http::status::{ApiError, ApiResult};
 use crate::http::{self, negotiate, Response};
 use crate::patch::{self, PatchType};
+use crate::registry::definition::ScalePaths;
 use crate::storage;
 use protocol::meta;
 use serde_json::{json, Map, Value};

@@ -1,16 +1,52 @@
-//! A CustomResourceDefinition object → the registry rows of its served versions.
+//! A CustomResourceDefinition object → the table rows of its versions.
 
-use super::{CustomVersion, ScalePaths};
-use crate::registry::{age_column, Cell, Column, NameRule, ResourceType};
+use super::strategy::Strategy;
+use super::{age_column, Cell, Column, NameRule, ResourceType};
 use protocol::meta;
 use serde_json::Value;
 use std::sync::Arc;
+
+/// What a CRD says about one served version of its resource.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CustomVersion {
+    /// `metadata.name` of the CRD (`<plural>.<group>`).
+    pub crd_name: String,
+    /// Whether requests may address this version.
+    pub served: bool,
+    /// The warning every response of a deprecated version carries.
+    pub deprecation: Option<String>,
+    /// `selectableFields`: field-selector names (`spec.color`) and the paths they read.
+    pub selectable_fields: Vec<(String, Vec<protocol::jsonpath::Step>)>,
+    /// The version's `openAPIV3Schema` (structural).
+    pub schema: Value,
+    /// The version objects are stored in.
+    pub storage_version: String,
+    /// `spec.replicas`-style paths of the scale subresource, when it is enabled.
+    pub scale: Option<ScalePaths>,
+    /// The CRD is being deleted: its objects can be read and deleted, not created.
+    pub terminating: bool,
+    /// The identity hash of the APIExport this resource is bound from (bound CRDs only):
+    /// objects are stored under `<resource>:<identity>`, apart from every other export's
+    /// and from CRDs of the same name.
+    pub identity: Option<String>,
+}
+
+/// JSON paths of the scale subresource (`.spec.replicas`), as the CRD gives them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScalePaths {
+    /// Where the desired replica count lives.
+    pub spec_replicas: String,
+    /// Where the observed replica count lives.
+    pub status_replicas: String,
+    /// Where a label selector string lives, if anywhere.
+    pub label_selector: Option<String>,
+}
 
 /// The registry rows of a CRD: one per version, served or not (an unserved version is
 /// never looked up by requests, but its row still finds the stored objects when the CRD,
 /// its namespace or its logical cluster is deleted). A CRD without group, plural or kind
 /// yields none (the write path rejects such CRDs).
-pub fn resource_types(crd: &Value) -> Vec<ResourceType> {
+pub fn resource_types(crd: &Value, strategy: &Arc<dyn Strategy>) -> Vec<ResourceType> {
     let Some(spec) = crd.get("spec") else { return Vec::new() };
     let text = |pointer: &str| spec.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string();
     let texts = |pointer: &str| -> Vec<String> {
@@ -64,7 +100,7 @@ pub fn resource_types(crd: &Value) -> Vec<ResourceType> {
                 namespaced: text("/scope") != "Cluster",
                 subresources,
                 names: NameRule::Subdomain,
-                strategy: Arc::new(super::strategy::CustomResource),
+                strategy: strategy.clone(),
                 return_deleted_object: true,
                 columns: printer_columns(v.get("additionalPrinterColumns")),
                 schema_name: schema_name(&group, &version, &kind),
