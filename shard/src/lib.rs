@@ -16,7 +16,8 @@
 //!   field ownership and server-side apply from [`managed_fields`].
 //! - [`controllers`]: namespace and logical-cluster deletion, the garbage collector
 //!   (ownerReferences, cascading deletes) and the workspace scheduler,
-//!   driven by store watches; [`tenancy`] holds workspace admission and types.
+//!   driven by store watches through the shared watcher ([`store_watch`] adapts the store
+//!   to `protocol::watcher`); [`tenancy`] holds workspace admission and types.
 //! - [`conversion`]: objects stored in another shape than requested (CR versions,
 //!   events.k8s.io Events).
 //! - [`crd`]: CustomResourceDefinitions — each cluster's custom resources in the registry,
@@ -28,7 +29,8 @@
 //! - [`apis`]: the `apis.kcp.io` group's admission (schemas, references, export identities).
 //! - [`binding`]: APIBindings — resolving exports through the fallback lister, the `bind`
 //!   check, and serving bound resources from bound CRDs.
-//! - [`replication`]: pushes the objects every shard must see to cache servers;
+//! - [`replication`]: pushes the objects every shard must see to cache servers (with the
+//!   shared sender of crate `sender`);
 //!   [`cache`] reads other shards' back (cache informers, the fallback lister).
 //! - [`index_feed`]: the gRPC stream of this shard's logical clusters and workspaces that
 //!   front-proxies route by.
@@ -58,6 +60,7 @@ pub mod replication;
 pub mod server;
 pub mod state;
 pub mod storage;
+pub mod store_watch;
 pub mod strategy;
 pub mod table;
 pub mod tenancy;
