@@ -1,4 +1,5 @@
-//! The wire and object model of Atoll, shared by every process and free of I/O.
+//! The wire and object model of Atoll, shared by every process and free of I/O beyond the
+//! generated gRPC clients (which [`watcher`]'s driver and cache adapter call).
 //!
 //! A request meets these modules roughly in this order:
 //! - [`path`]: `/clusters/<name-or-path>/…` — logical-cluster names and canonical paths
@@ -25,6 +26,8 @@
 //! - [`cache`]: the gRPC replication and list/watch services of the cache server.
 //! - [`replication`]: which objects shards replicate to cache servers, and how replicas
 //!   are keyed there.
+//! - [`watcher`]: the one list → watch → relist-on-410 state machine, with failover and
+//!   back-off, that every loop following a store or a cache server runs.
 
 pub mod cache;
 pub mod crd;
@@ -43,3 +46,4 @@ pub mod ring;
 pub mod schema;
 pub mod selector;
 pub mod types;
+pub mod watcher;

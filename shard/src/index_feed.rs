@@ -22,6 +22,7 @@ use protocol::index::index_event::{Entry, Kind};
 use protocol::index::index_feed_server::{IndexFeed, IndexFeedServer};
 use protocol::index::{IndexEvent, LogicalClusterEntry, WatchRequest, WorkspaceEntry};
 use protocol::meta;
+use protocol::watcher::{self, Start};
 use security::authn::CertificateCaller;
 use serde_json::Value;
 use std::pin::Pin;
@@ -106,7 +107,11 @@ async fn stream_events(
 ) -> Result<(), Status> {
     let kinds = [shard.registry.logical_clusters(), shard.registry.workspaces()];
     let prefixes = kinds.each_ref().map(|rt| objects::collection_prefix(rt, None, None).into_bytes());
-    let resumable = resume_rv > 0 && resume_rv >= shard.store.compacted_rv() && resume_rv <= shard.store.current_rv();
+    // The shared decision of [`protocol::watcher::start`]; a 410 later on ends the stream
+    // and the proxy's reconnect lists again (a relist inside the stream would not replace
+    // the proxy's entries).
+    let start = watcher::start(resume_rv, shard.store.current_rv(), shard.store.compacted_rv());
+    let resumable = start != Start::List;
     let from_rv = if resumable {
         resume_rv
     } else {

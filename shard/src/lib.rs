@@ -17,10 +17,12 @@
 //!   field ownership and server-side apply from [`managed_fields`].
 //! - [`controllers`]: namespace and logical-cluster deletion, the garbage collector
 //!   (ownerReferences, cascading deletes) and the workspace scheduler,
-//!   driven by store watches; [`tenancy`] holds workspace admission and types.
-//! - [`strategy`]: the per-resource hooks storage calls (kube's create/update strategies
-//!   plus after-commit hooks), and the plain Kubernetes kinds' strategies; each feature
-//!   implements the trait in its own module and [`assemble`] registers them at start-up.
+//!   driven by store watches through the shared watcher ([`store_watch`] adapts the store
+//!   to `protocol::watcher`); [`tenancy`] holds workspace admission and types.
+//! - [`strategy`]: the generic steps of every write around the row's
+//!   [`registry::strategy::Strategy`] (kube's create/update strategies plus after-commit
+//!   hooks), and the plain Kubernetes kinds' strategies; each feature implements the trait
+//!   in its own module and [`assemble`] registers them at start-up.
 //! - [`crd`]: CustomResourceDefinitions — each cluster's custom resources in the registry,
 //!   their schemas, versions, published OpenAPI and cleanup.
 //! - [`membership`]: this shard's Shard object in root and the shard set (the ring);
@@ -30,7 +32,8 @@
 //! - [`apis`]: the `apis.kcp.io` group's admission (schemas, references, export identities).
 //! - [`binding`]: APIBindings — resolving exports through the fallback lister, the `bind`
 //!   check, and serving bound resources from bound CRDs.
-//! - [`replication`]: pushes the objects every shard must see to cache servers;
+//! - [`replication`]: pushes the objects every shard must see to cache servers (with the
+//!   shared sender of crate `sender`);
 //!   [`cache`] reads other shards' back (cache informers, the fallback lister).
 //! - [`index_feed`]: the gRPC stream of this shard's logical clusters and workspaces that
 //!   front-proxies route by.
@@ -61,6 +64,7 @@ pub mod server;
 pub mod start;
 pub mod state;
 pub mod storage;
+pub mod store_watch;
 pub mod strategy;
 pub mod table;
 pub mod tenancy;

@@ -1,6 +1,6 @@
 //! The shard's cache informer against real cache servers (in-process, real TLS, gRPC and
 //! RocksDB): it lists and watches one cache, and fails over to the next when that one
-//! goes away, listing again there.
+//! goes away, listing again there; with every cache down it waits longer each round.
 
 use cache_server::{start, Config, Running};
 use protocol::cache::cache_client::CacheClient;
@@ -8,6 +8,7 @@ use protocol::cache::{change, replicate_request, Batch, Change, Hello, Replica, 
 use security::grpc::GrpcClient;
 use security::pki;
 use shard::cache::CacheIndex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -116,4 +117,40 @@ async fn the_informer_follows_one_cache_and_fails_over_to_the_next() {
     assert_eq!(index.cluster_of_path("root:other").as_deref(), Some("provider"));
     informer.abort();
     second.stop().await;
+}
+
+/// A cache server that is down: it accepts connections and drops them at once, counting
+/// them.
+async fn dead_cache() -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("https://{}", listener.local_addr().expect("address"));
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counter = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            drop(socket);
+        }
+    });
+    (url, accepted)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_every_cache_down_the_informer_waits_longer_each_round() {
+    let installation = Installation::new();
+    Config::in_dir("pki-only", installation.dir.path(), &installation.dir.path().join("pki"), Vec::new()).expect("PKI");
+    let client = installation.shard_client("s1");
+    let (first, first_attempts) = dead_cache().await;
+    let (second, second_attempts) = dead_cache().await;
+
+    let index = Arc::new(CacheIndex::default());
+    let informer = tokio::spawn(shard::cache::run(index.clone(), vec![first, second], client));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    informer.abort();
+    let attempts = first_attempts.load(Ordering::SeqCst) + second_attempts.load(Ordering::SeqCst);
+    // Rounds start at 0, 0.1, 0.3, 0.7 and 1.5 s: about ten connections in two seconds.
+    // A back-off that starts over on every failover retries every 100 ms: about forty.
+    assert!(attempts >= 2, "both caches were tried ({attempts} connections)");
+    assert!(attempts <= 16, "{attempts} connections in 2 s: the back-off does not grow");
+    assert!(!index.is_synced());
 }

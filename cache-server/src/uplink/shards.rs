@@ -9,100 +9,51 @@
 //! purge happens when the deletion reaches this cache another way (the root shard's own
 //! tombstone, or this cache's parent relaying it as a tombstone).
 
-use super::{failover, Ended, Uplink};
+use super::Uplink;
 use crate::apply::{SHARD_GROUP, SHARD_RESOURCE};
 use crate::replicas;
-use http::Uri;
-use protocol::cache::cache_client::CacheClient;
+use crate::server::State;
 use protocol::cache::watch_event::Kind;
-use protocol::cache::{ListRequest, WatchEvent, WatchRequest};
-use security::grpc::GrpcClient;
+use protocol::cache::{Replica, WatchEvent};
+use protocol::watcher::cache::{CacheConsumer, CacheSource};
+use protocol::watcher::{drive, Backoff};
 use std::sync::Arc;
 use std::time::Duration;
-use tonic::{Code, Status};
-use tracing::Instrument;
 
 /// Attempts at purging one deleted shard before giving up on it (and logging an error).
 const PURGE_ATTEMPTS: usize = 5;
 
-/// Where one connection to the parent is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Follow {
-    /// List the parent's Shard replicas, for a resourceVersion to watch from.
-    List,
-    /// Watch from this resourceVersion.
-    Watch(u64),
+impl Uplink {
+    /// Follows the parents' Shard replicas (the shared watcher of [`protocol::watcher`],
+    /// failing over between parents) until the server stops.
+    pub async fn follow_shards(self: Arc<Self>) {
+        let caches = self.parents.iter().map(|parent| (parent.to_string(), self.cache(parent))).collect();
+        let deletions = ShardDeletions { state: self.state.clone() };
+        let mut source = CacheSource::new(caches, deletions).only(SHARD_GROUP, SHARD_RESOURCE);
+        let mut shutdown = self.state.shutdown.clone();
+        tokio::select! {
+            _ = drive::run("shard deletions", &mut source, Backoff::reconnect()) => {}
+            _ = crate::server::stopped(&mut shutdown) => {}
+        }
+    }
 }
 
-impl Uplink {
-    /// Follows the parents' Shard replicas until the server stops.
-    pub async fn follow_shards(self: Arc<Self>) {
-        let (parents, shutdown) = (self.parents.clone(), self.state.shutdown.clone());
-        failover("shard deletions", &parents, shutdown, |parent| {
-            let this = self.clone();
-            async move { this.follow_session(parent).await }
-        })
-        .await;
+/// Purges the replicas of every shard whose Shard replica the parent deletes.
+struct ShardDeletions {
+    state: Arc<State>,
+}
+
+impl CacheConsumer for ShardDeletions {
+    fn listed(&mut self, items: Vec<Replica>, rv: u64) {
+        tracing::debug!(shards = items.len(), rv, "listed the parent's Shard replicas");
     }
 
-    async fn follow_session(&self, parent: Uri) -> Ended {
-        let span = tracing::info_span!("follow_shards", %parent);
-        let mut shutdown = self.state.shutdown.clone();
-        let mut cache = self.cache(&parent);
-        let mut established = false;
-        let mut state = Follow::List;
-        async {
-            loop {
-                let step = tokio::select! {
-                    step = self.step(&mut cache, state) => step,
-                    _ = crate::server::stopped(&mut shutdown) => return Ended::Stopped,
-                };
-                state = match step {
-                    Ok(next) => {
-                        established = true;
-                        next
-                    }
-                    // 410 Gone: the parent's change log moved past us; relist.
-                    Err(status) if status.code() == Code::OutOfRange => {
-                        tracing::info!(reason = status.message(), "watch expired; listing again");
-                        Follow::List
-                    }
-                    Err(status) => return Ended::Failed { established, error: status.into() },
-                };
-            }
-        }
-        .instrument(span)
-        .await
+    async fn event(&mut self, event: WatchEvent) {
+        self.on_event(&event).await;
     }
+}
 
-    /// One transition: a list, or a watch until it ends.
-    async fn step(&self, cache: &mut CacheClient<GrpcClient>, state: Follow) -> Result<Follow, Status> {
-        match state {
-            Follow::List => {
-                let request = ListRequest {
-                    group: SHARD_GROUP.to_owned(),
-                    resource: SHARD_RESOURCE.to_owned(),
-                    ..ListRequest::default()
-                };
-                let listed = cache.list(request).await?.into_inner();
-                tracing::debug!(shards = listed.items.len(), rv = listed.rv, "listed the parent's Shard replicas");
-                Ok(Follow::Watch(listed.rv))
-            }
-            Follow::Watch(from_rv) => {
-                let request =
-                    WatchRequest { group: SHARD_GROUP.to_owned(), resource: SHARD_RESOURCE.to_owned(), from_rv };
-                let mut events = cache.watch(request).await?.into_inner();
-                let mut rv = from_rv;
-                while let Some(event) = events.message().await? {
-                    rv = rv.max(event.rv);
-                    self.on_event(&event).await;
-                }
-                // The parent ended the stream cleanly (it is restarting): resume.
-                Ok(Follow::Watch(rv))
-            }
-        }
-    }
-
+impl ShardDeletions {
     async fn on_event(&self, event: &WatchEvent) {
         if event.kind != Kind::Deleted as i32 {
             return;

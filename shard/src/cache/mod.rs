@@ -2,7 +2,7 @@
 //!
 //! One informer lists every replica of a cache server (`--cache-watch-server`, else the
 //! caches this shard replicates to; failing over in order), then watches it, relisting
-//! after a 410 (`OUT_OF_RANGE`). [`CacheIndex`] holds the result in memory: replicas are
+//! after a 410 (`OUT_OF_RANGE`): the shared watcher of [`protocol::watcher`]. [`CacheIndex`] holds the result in memory: replicas are
 //! few by design (exports, schemas, workspace types, shards and marked RBAC).
 //!
 //! - [`lister`]: the fallback lister controllers read through — local store first, then
@@ -13,9 +13,11 @@ pub mod lister;
 use parking_lot::RwLock;
 use protocol::cache::cache_client::CacheClient;
 use protocol::cache::watch_event::Kind;
-use protocol::cache::{ListRequest, Replica, WatchRequest};
+use protocol::cache::{Replica, WatchEvent};
 use protocol::meta;
 use protocol::replication::LIST_BYTES_MAX;
+use protocol::watcher::cache::{CacheConsumer, CacheSource};
+use protocol::watcher::{drive, Backoff};
 use security::grpc::GrpcClient;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -129,61 +131,44 @@ fn remember_path(paths: &mut HashMap<String, String>, cluster: &str, object: &Va
     }
 }
 
-/// Reconnect back-off bounds.
-const BACKOFF_MIN: Duration = Duration::from_millis(100);
-const BACKOFF_MAX: Duration = Duration::from_secs(5);
-
-/// Keeps `index` in step with the cache servers at `urls` (in failover order), forever.
+/// Keeps `index` in step with the cache servers at `urls` (in failover order), forever,
+/// through the shared watcher ([`protocol::watcher`]): its back-off starts over only after
+/// a successful list, not on every failover.
 pub async fn run(index: Arc<CacheIndex>, urls: Vec<String>, client: GrpcClient) {
-    if urls.is_empty() {
-        return;
-    }
-    let mut next = 0;
-    let mut backoff = BACKOFF_MIN;
-    loop {
-        let url = urls[next % urls.len()].clone();
-        let span = tracing::info_span!("cache_informer", cache = %url);
-        let result = tracing::Instrument::instrument(inform(&index, &url, &client), span).await;
-        match result {
-            Ok(Relist) => continue,
-            Err(error) => tracing::warn!(cache = %url, error = %format!("{error:#}"), "cache informer failing over"),
-        }
-        next += 1;
-        if next % urls.len() == 0 {
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(BACKOFF_MAX);
-        } else {
-            backoff = BACKOFF_MIN;
-        }
-    }
+    let mut source = CacheSource::new(clients(&urls, &client), Informer(index));
+    drive::run("cache informer", &mut source, Backoff::reconnect()).await;
 }
 
-/// The cache said 410: list again from the same server.
-struct Relist;
+/// A gRPC client per cache server URL, named by it; a URL that does not parse is left out
+/// (and logged), as no retry would make it work.
+pub fn clients(urls: &[String], client: &GrpcClient) -> Vec<(String, CacheClient<GrpcClient>)> {
+    let parsed = urls.iter().filter_map(|url| match url.parse::<http::Uri>() {
+        Ok(uri) => Some((url.clone(), uri)),
+        Err(error) => {
+            tracing::error!(cache = url, %error, "not a cache server URL; leaving it out");
+            None
+        }
+    });
+    parsed
+        .map(|(url, uri)| {
+            (url, CacheClient::with_origin(client.clone(), uri).max_decoding_message_size(LIST_BYTES_MAX))
+        })
+        .collect()
+}
 
-/// One list and watch against one cache server.
-async fn inform(index: &CacheIndex, url: &str, client: &GrpcClient) -> anyhow::Result<Relist> {
-    let uri: http::Uri = url.parse().map_err(|e| anyhow::anyhow!("cache server URL {url}: {e}"))?;
-    let mut cache = CacheClient::with_origin(client.clone(), uri).max_decoding_message_size(LIST_BYTES_MAX);
-    let listed = cache.list(ListRequest::default()).await?.into_inner();
-    tracing::info!(replicas = listed.items.len(), rv = listed.rv, "cache listed");
-    index.replace(listed.items);
-    let request = WatchRequest { from_rv: listed.rv, ..WatchRequest::default() };
-    let mut events = cache.watch(request).await?.into_inner();
-    loop {
-        match events.message().await {
-            Ok(Some(event)) => {
-                let kind = Kind::try_from(event.kind).unwrap_or(Kind::Bookmark);
-                if let Some(replica) = &event.replica {
-                    index.apply(kind, replica);
-                }
-            }
-            Ok(None) => anyhow::bail!("cache ended the watch"),
-            Err(status) if status.code() == tonic::Code::OutOfRange => {
-                tracing::info!(message = status.message(), "cache watch expired; relisting");
-                return Ok(Relist);
-            }
-            Err(status) => return Err(status.into()),
+/// Applies lists and events to the index.
+struct Informer(Arc<CacheIndex>);
+
+impl CacheConsumer for Informer {
+    fn listed(&mut self, items: Vec<Replica>, rv: u64) {
+        tracing::info!(replicas = items.len(), rv, "cache listed");
+        self.0.replace(items);
+    }
+
+    async fn event(&mut self, event: WatchEvent) {
+        let kind = Kind::try_from(event.kind).unwrap_or(Kind::Bookmark);
+        if let Some(replica) = &event.replica {
+            self.0.apply(kind, replica);
         }
     }
 }

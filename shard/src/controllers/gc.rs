@@ -9,8 +9,8 @@
 //!   the list's resourceVersion into the [`graph`] (the objects that own or are owned:
 //!   UID → key, identity, ownerReferences, deletion state, per logical cluster); a 410
 //!   means relist. Owners that own nothing themselves are not indexed but read from the
-//!   store when a decision needs them. It is a state machine,
-//!   [`Feed`], with one step per state;
+//!   store when a decision needs them. The shared watcher ([`protocol::watcher`]) runs
+//!   it, [`GraphFeed`] applies what it lists and sees;
 //! - every change queues the objects whose decision it may change ([`queue`]); workers
 //!   take them one at a time, ask [`decide`] what to do from the index alone, and act
 //!   through [`crate::storage`] — the same delete path as the API, so the dependent's own
@@ -34,14 +34,16 @@ use crate::registry::ResourceType;
 use crate::state::Shard;
 use crate::storage::propagation::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 use crate::storage::{self, Cascade, DeletePreconditions, ObjectRef, Propagation, WriteOptions};
+use crate::store_watch::{StoreConsumer, StoreSource};
+use bytes::Bytes;
 use decide::Decision;
 use graph::{Graph, Item, ItemView, OwnerFacts, OwnerRef, Uid};
 use parking_lot::Mutex;
 use protocol::meta;
+use protocol::watcher::{drive, Backoff};
 use queue::WorkQueue;
 use serde_json::Value;
 use std::sync::Arc;
-use store::{ListOptions, StoreError};
 use tracing::Instrument;
 
 /// Workers acting on queued items at once. Each holds at most one store write in flight.
@@ -62,105 +64,53 @@ pub async fn run(shard: Arc<Shard>) {
     for _ in 0..WORKERS {
         tokio::spawn(work(collector.clone()));
     }
-    let mut feed = Feed::List;
-    loop {
-        feed = match feed {
-            Feed::List => collector.relist().await,
-            Feed::Follow(watch) => collector.follow(watch).await,
-            Feed::Pause => {
-                tokio::time::sleep(REQUEUE_DELAY).await;
-                Feed::List
-            }
-            Feed::Stop => return,
-        };
-    }
+    let feed = GraphFeed { collector, fresh: Graph::default() };
+    let mut source = StoreSource::new(feed.collector.shard.store.clone(), Bytes::new(), feed).paged(LIST_PAGE_ITEMS);
+    drive::run("garbage collector", &mut source, Backoff::new(REQUEUE_DELAY, REQUEUE_DELAY)).await;
 }
 
-/// The states of the index feed.
-enum Feed {
-    /// Rebuild the index from a full list, then follow from the list's resourceVersion.
-    List,
-    /// Apply the store's changes as they come.
-    Follow(store::Watch),
-    /// A read failed: wait, then list again.
-    Pause,
-    /// The store closed: the shard is stopping.
-    Stop,
+/// The index feed: lists every key of the store into a fresh index, swaps it in and
+/// queues every object with something to decide (the relist after a 410 catches up on
+/// missed deletes this way: dependents of a vanished owner are dangling in the new
+/// index); then applies the store's changes as they come.
+struct GraphFeed {
+    collector: Arc<Collector>,
+    /// The index being listed.
+    fresh: Graph,
+}
+
+impl StoreConsumer for GraphFeed {
+    fn listing(&mut self) {
+        self.fresh = Graph::default();
+    }
+
+    fn page(&mut self, items: &[(Bytes, store::Versioned)]) {
+        for (key, stored) in items {
+            if !self.fresh.wants(key, &stored.value) {
+                continue;
+            }
+            if let Some((cluster, node)) = graph::decode(key, stored.rv, &stored.value) {
+                self.fresh.upsert(&cluster, node);
+            }
+        }
+    }
+
+    fn listed(&mut self, rv: u64) {
+        let graph = std::mem::take(&mut self.fresh);
+        let pending = graph.pending();
+        tracing::info!(objects = graph.len(), rv, pending = pending.len(), "garbage collector indexed the store");
+        *self.collector.graph.lock() = graph;
+        for item in pending {
+            self.collector.queue.add(item);
+        }
+    }
+
+    fn event(&mut self, event: &store::Event) {
+        self.collector.apply(event);
+    }
 }
 
 impl Collector {
-    /// Lists the whole store into a fresh index, swaps it in and queues every object with
-    /// something to decide; the relist after a 410 catches up on missed deletes this way
-    /// (dependents of a vanished owner are dangling in the new index).
-    async fn relist(&self) -> Feed {
-        let span = tracing::info_span!("gc.relist", objects = tracing::field::Empty, rv = tracing::field::Empty);
-        async {
-            let mut graph = Graph::default();
-            let mut options = ListOptions { limit: Some(LIST_PAGE_ITEMS), ..ListOptions::default() };
-            let rv = loop {
-                let page = match self.shard.store.list(&options, |_, _| true) {
-                    Ok(page) => page,
-                    Err(StoreError::Closed) => return Feed::Stop,
-                    Err(error) => {
-                        tracing::warn!(%error, "garbage collector list failed; listing again");
-                        return Feed::Pause;
-                    }
-                };
-                for (key, stored) in &page.items {
-                    if !graph.wants(key, &stored.value) {
-                        continue;
-                    }
-                    if let Some((cluster, node)) = graph::decode(key, stored.rv, &stored.value) {
-                        graph.upsert(&cluster, node);
-                    }
-                }
-                match page.next {
-                    Some(next) => {
-                        options.start = Some(next);
-                        options.at_rv = Some(page.rv);
-                        tokio::task::yield_now().await;
-                    }
-                    None => break page.rv,
-                }
-            };
-            tracing::Span::current().record("objects", graph.len()).record("rv", rv);
-            let pending = graph.pending();
-            *self.graph.lock() = graph;
-            tracing::info!(pending = pending.len(), "garbage collector indexed the store");
-            for item in pending {
-                self.queue.add(item);
-            }
-            match self.shard.store.watch(bytes::Bytes::new(), rv) {
-                Ok(watch) => Feed::Follow(watch),
-                Err(StoreError::Closed) => Feed::Stop,
-                Err(error) => {
-                    tracing::info!(%error, "garbage collector watch did not start; listing again");
-                    Feed::List
-                }
-            }
-        }
-        .instrument(span)
-        .await
-    }
-
-    /// Applies changes until the watch ends.
-    async fn follow(&self, mut watch: store::Watch) -> Feed {
-        loop {
-            match watch.next().await {
-                Ok(event) => self.apply(&event),
-                Err(StoreError::Closed) => return Feed::Stop,
-                Err(error @ StoreError::Gone { .. }) => {
-                    tracing::info!(%error, "garbage collector fell behind the change log; relisting");
-                    return Feed::List;
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "garbage collector watch failed; relisting");
-                    return Feed::Pause;
-                }
-            }
-        }
-    }
-
     fn apply(&self, event: &store::Event) {
         let work = {
             let mut graph = self.graph.lock();

@@ -13,59 +13,46 @@ pub mod workspace;
 use crate::objects;
 use crate::registry::ResourceType;
 use crate::state::Shard;
+use crate::store_watch::{StoreConsumer, StoreSource};
 use parking_lot::Mutex;
 use protocol::meta;
+use protocol::watcher::{drive, Backoff};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
-use store::ListOptions;
 
 /// How long a controller waits before retrying work that is not done yet.
 pub const REQUEUE_DELAY: Duration = Duration::from_millis(500);
 
 /// Lists every object of `rt` across clusters, then calls `on_object` for each current
-/// object and every later change, forever; relists after 410. `on_object` returns
-/// quickly (it spawns longer work).
-pub async fn for_each_object<F>(shard: Arc<Shard>, rt: Arc<ResourceType>, mut on_object: F)
+/// object and every later change, forever; relists after 410 (the shared
+/// [`protocol::watcher`]). `on_object` returns quickly (it spawns longer work).
+pub async fn for_each_object<F>(shard: Arc<Shard>, rt: Arc<ResourceType>, on_object: F)
 where
-    F: FnMut(Value),
+    F: FnMut(Value) + Send,
 {
     let prefix = objects::collection_prefix(&rt, None, None);
-    loop {
-        let options = ListOptions { prefix: prefix.clone().into_bytes(), ..ListOptions::default() };
-        let page = match shard.store.list(&options, |_, _| true) {
-            Ok(page) => page,
-            Err(error) => {
-                tracing::warn!(%error, resource = rt.resource, "controller list failed; retrying");
-                tokio::time::sleep(REQUEUE_DELAY).await;
-                continue;
-            }
-        };
-        for (_, stored) in &page.items {
+    let mut source = StoreSource::new(shard.store.clone(), prefix.into_bytes(), EachObject(on_object));
+    drive::run(&rt.resource, &mut source, Backoff::new(REQUEUE_DELAY, REQUEUE_DELAY)).await;
+}
+
+/// Hands every listed object and every written one (not deletions) to a closure.
+struct EachObject<F>(F);
+
+impl<F: FnMut(Value) + Send> StoreConsumer for EachObject<F> {
+    fn page(&mut self, items: &[(bytes::Bytes, store::Versioned)]) {
+        for (_, stored) in items {
             if let Ok(object) = objects::decode(stored) {
-                on_object(object);
+                (self.0)(object);
             }
         }
-        let mut watch = match shard.store.watch(prefix.clone().into_bytes(), page.rv) {
-            Ok(watch) => watch,
-            Err(_) => continue,
-        };
-        loop {
-            match watch.next().await {
-                Ok(event) => {
-                    let stored =
-                        event.value.as_ref().map(|value| store::Versioned { rv: event.rv, value: value.clone() });
-                    if let Some(object) = stored.and_then(|s| objects::decode(&s).ok()) {
-                        on_object(object);
-                    }
-                }
-                Err(store::StoreError::Closed) => return,
-                Err(error) => {
-                    tracing::info!(%error, resource = rt.resource, "controller watch ended; relisting");
-                    break;
-                }
-            }
+    }
+
+    fn event(&mut self, event: &store::Event) {
+        let stored = event.value.as_ref().map(|value| store::Versioned { rv: event.rv, value: value.clone() });
+        if let Some(object) = stored.and_then(|s| objects::decode(&s).ok()) {
+            (self.0)(object);
         }
     }
 }
@@ -75,7 +62,7 @@ where
 /// runs per object at a time.
 pub async fn finish_each<W, P, Fut>(shard: Arc<Shard>, rt: Arc<ResourceType>, wants: W, pass: P)
 where
-    W: Fn(&Value) -> bool,
+    W: Fn(&Value) -> bool + Send,
     P: Fn(Arc<Shard>, String, String) -> Fut + Clone + Send + 'static,
     Fut: std::future::Future<Output = bool> + Send,
 {

@@ -1,0 +1,93 @@
+//! The sending half of one replication stream: the Hello, batches bounded by how many are
+//! unacknowledged ([`Window`]), and the acknowledgements coming back.
+
+use crate::plan::{self, Window};
+use anyhow::Context;
+use protocol::cache::cache_client::CacheClient;
+use protocol::cache::{replicate_request, Batch, Change, Hello, ReplicateRequest, ReplicateResponse};
+use security::grpc::GrpcClient;
+use tokio::sync::{mpsc, watch};
+use tonic::Streaming;
+
+/// Requests queued towards the HTTP/2 stream; the in-flight bound does the real limiting.
+const REQUESTS_BUFFER: usize = 8;
+
+/// The sending half of a replication stream, with its window of unacknowledged batches.
+pub(crate) struct Link {
+    requests: mpsc::Sender<ReplicateRequest>,
+    window: watch::Sender<Window>,
+}
+
+/// An open stream: where to send, where acks arrive, and the target's recorded position.
+pub(crate) struct Opened {
+    pub link: Link,
+    pub acks: Streaming<ReplicateResponse>,
+    pub position: u64,
+}
+
+impl Link {
+    /// Opens a stream to `target` as `sender` and waits for the answer to the Hello.
+    pub async fn open(target: &mut CacheClient<GrpcClient>, sender: &str) -> anyhow::Result<Opened> {
+        let (requests, requests_rx) = mpsc::channel(REQUESTS_BUFFER);
+        let hello = Hello { sender: sender.to_owned() };
+        let hello = ReplicateRequest { request: Some(replicate_request::Request::Hello(hello)) };
+        requests.send(hello).await.context("queue the Hello")?;
+        let stream = tokio_stream::wrappers::ReceiverStream::new(requests_rx);
+        let mut acks = target.replicate(stream).await.context("open a replication stream")?.into_inner();
+        let answer = acks.message().await?.context("the target ended the stream without answering the Hello")?;
+        let link = Link { requests, window: watch::Sender::new(Window::default()) };
+        Ok(Opened { link, acks, position: answer.position })
+    }
+
+    /// Sends one batch once the window has room.
+    pub async fn send(&self, changes: Vec<Change>, position: u64) -> anyhow::Result<()> {
+        self.send_batch(Batch { changes, position }).await
+    }
+
+    /// Sends `changes` in as many batches as the limits need, the last one moving the
+    /// target to `position` ([`plan::batches`]).
+    pub async fn send_all(&self, changes: Vec<Change>, position: u64) -> anyhow::Result<()> {
+        for batch in plan::batches(changes, position) {
+            self.send_batch(batch).await?;
+        }
+        Ok(())
+    }
+
+    async fn send_batch(&self, batch: Batch) -> anyhow::Result<()> {
+        self.wait_until(Window::can_send).await?;
+        // One task sends, so the room just seen is still there.
+        self.window.send_modify(|window| window.sent(batch.position));
+        self.requests
+            .send(ReplicateRequest { request: Some(replicate_request::Request::Batch(batch)) })
+            .await
+            .map_err(|_| anyhow::anyhow!("the replication stream closed"))
+    }
+
+    /// Waits until every sent batch is acknowledged.
+    pub async fn drained(&self) -> anyhow::Result<()> {
+        self.wait_until(Window::is_drained).await
+    }
+
+    async fn wait_until(&self, ready: fn(&Window) -> bool) -> anyhow::Result<()> {
+        let mut window = self.window.subscribe();
+        // The guard `wait_for` returns is not Send; it must not live across an await.
+        window.wait_for(ready).await.map(drop).context("the window closed")
+    }
+
+    /// Records every ack in the window, until the stream fails.
+    pub async fn read_acks(&self, acks: &mut Streaming<ReplicateResponse>) -> anyhow::Error {
+        loop {
+            let ack = match acks.message().await {
+                Ok(Some(ack)) => ack,
+                Ok(None) => return anyhow::anyhow!("the target ended the replication stream"),
+                Err(status) => return anyhow::Error::new(status).context("the target ended the replication stream"),
+            };
+            tracing::trace!(position = ack.position, batches = ack.batches, "ack");
+            let mut known = true;
+            self.window.send_modify(|window| known = window.acked(ack.batches));
+            if !known {
+                return anyhow::anyhow!("the target acknowledged {} batches, more than were sent", ack.batches);
+            }
+        }
+    }
+}
