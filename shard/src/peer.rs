@@ -159,7 +159,7 @@ impl Peers {
 pub fn logical_cluster_path(cluster: &str, object: bool) -> String {
     let collection = format!("/clusters/{cluster}/apis/core.kcp.io/v1alpha1/logicalclusters");
     if object {
-        format!("{collection}/{}", protocol::types::logical_cluster::LOGICAL_CLUSTER_NAME)
+        format!("{collection}/{}", protocol::types::LOGICAL_CLUSTER_NAME)
     } else {
         collection
     }

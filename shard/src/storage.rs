@@ -3,7 +3,7 @@
 //! This is kube-apiserver's "registry store": create, read, guaranteed update and the
 //! deletion protocol (finalizers, deletionTimestamp, spec finalizers such as namespaces',
 //! the garbage collector's finalizers from the cascading policy in [`propagation`]), with
-//! resource-specific steps taken from the [`Strategy`](crate::strategy::Strategy) each
+//! resource-specific steps taken from the [`Strategy`](crate::registry::strategy::Strategy) each
 //! row carries. It works on the narrow [`Core`] (store and table) and names no feature.
 //! HTTP concerns (parameters, bodies, formats) stay in [`crate::verbs`].
 
@@ -147,8 +147,8 @@ async fn create_once(
         .await
         .map_err(|e| object_error(rt, &name, e))?;
     meta::set_meta_str(&mut object, "resourceVersion", Some(&committed.rv.to_string()));
-    let done = Committed { cluster, object: &object, rv: committed.rv, created: true };
-    rt.strategy.after_commit(core, rt, done).await?;
+    let done = Committed { rt, cluster, object: &object, rv: committed.rv, created: true };
+    rt.strategy.after_commit(core, done).await?;
     Ok(object)
 }
 
@@ -206,8 +206,8 @@ pub async fn replace(
         .await
         .map_err(|e| object_error(rt, at.name, e))?;
     meta::set_meta_str(&mut new, "resourceVersion", Some(&committed.rv.to_string()));
-    let done = Committed { cluster: at.cluster, object: &new, rv: committed.rv, created: false };
-    rt.strategy.after_commit(core, rt, done).await?;
+    let done = Committed { rt, cluster: at.cluster, object: &new, rv: committed.rv, created: false };
+    rt.strategy.after_commit(core, done).await?;
     Ok(new)
 }
 

@@ -458,7 +458,6 @@ impl Strategy for EventsV1 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::Registry;
 
     fn rt(resource: &str) -> std::sync::Arc<ResourceType> {
         let mut registry = kube_registry();

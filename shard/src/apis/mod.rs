@@ -22,10 +22,10 @@ pub mod references;
 pub mod schema;
 
 use crate::http::status::ApiResult;
-use crate::registry::strategy::{Causes, Strategy};
+use crate::registry::strategy::{done, Causes, Hook, Strategy};
 use crate::registry::Core;
 use crate::registry::{Registry, ResourceType};
-use futures::future::BoxFuture;
+
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -76,17 +76,11 @@ impl Strategy for Api {
         validate(self.0, old, object)
     }
 
-    fn before_create<'a>(
-        &'a self,
-        core: &'a Core,
-        cluster: &'a str,
-        object: &'a mut Value,
-        dry_run: bool,
-    ) -> BoxFuture<'a, ApiResult<()>> {
+    fn before_create<'a>(&'a self, core: &'a Core, cluster: &'a str, object: &'a mut Value, dry_run: bool) -> Hook<'a> {
         match self.0 {
             // The identity is stored before the export, so an export never exists without one.
             ApiKind::Export => Box::pin(identity::admit_export(core, cluster, object, dry_run)),
-            _ => Box::pin(std::future::ready(Ok(()))),
+            _ => done(),
         }
     }
 }

@@ -36,7 +36,7 @@ pub fn register(registry: &mut crate::registry::Registry) {
 #[derive(Debug, Default)]
 pub struct Review;
 
-impl crate::strategy::Strategy for Review {
+impl crate::registry::strategy::Strategy for Review {
     fn verbs(&self) -> &'static [&'static str] {
         &["create"]
     }

@@ -8,11 +8,11 @@ use super::source::BoundSource;
 use super::system::SystemIdentities;
 use crate::apis::{Api, ApiKind, APIS_GROUP};
 use crate::http::status::{ApiError, ApiResult};
-use crate::registry::strategy::{Causes, Committed, Strategy};
+use crate::registry::strategy::{done, Causes, Committed, Hook, Strategy};
 use crate::registry::Core;
 use crate::registry::{Registry, ResourceType};
 use crate::state::Shard;
-use futures::future::BoxFuture;
+
 use parking_lot::Mutex;
 use protocol::meta;
 use security::authn::Identity;
@@ -122,14 +122,9 @@ impl Strategy for Binding {
         Api(ApiKind::Binding).validate(rt, old, object)
     }
 
-    fn after_commit<'a>(
-        &'a self,
-        _core: &'a Core,
-        _rt: &'a ResourceType,
-        committed: Committed<'a>,
-    ) -> BoxFuture<'a, ApiResult<()>> {
+    fn after_commit<'a>(&'a self, _core: &'a Core, committed: Committed<'a>) -> Hook<'a> {
         self.state.queue.push(committed.cluster, meta::name(committed.object).unwrap_or_default());
-        Box::pin(std::future::ready(Ok(())))
+        done()
     }
 
     fn after_delete(&self, _core: &Core, cluster: &str, removed: &Value, _rv: u64) {

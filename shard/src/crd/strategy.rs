@@ -2,11 +2,11 @@
 //! which the generic storage calls through each row's [`Strategy`].
 
 use crate::http::status::{ApiError, ApiResult};
-use crate::registry::strategy::{Causes, Committed, Strategy};
+use crate::registry::strategy::{done, Causes, Committed, Hook, Strategy};
 use crate::registry::Core;
 use crate::registry::{Registry, ResourceType};
 use crate::storage::{self, ObjectRef};
-use futures::future::BoxFuture;
+
 use protocol::meta;
 use serde_json::Value;
 use std::sync::Arc;
@@ -47,14 +47,9 @@ impl Strategy for Definition {
         super::status::shadowed_builtin(&core.registry, object)
     }
 
-    fn after_commit<'a>(
-        &'a self,
-        core: &'a Core,
-        _rt: &'a ResourceType,
-        committed: Committed<'a>,
-    ) -> BoxFuture<'a, ApiResult<()>> {
+    fn after_commit<'a>(&'a self, core: &'a Core, committed: Committed<'a>) -> Hook<'a> {
         core.registry.custom().observe(committed.cluster, committed.object);
-        Box::pin(std::future::ready(Ok(())))
+        done()
     }
 
     fn after_delete(&self, core: &Core, cluster: &str, removed: &Value, rv: u64) {
@@ -92,19 +87,14 @@ impl Strategy for CustomResource {
         super::objects::validate(rt, object)
     }
 
-    fn after_commit<'a>(
-        &'a self,
-        core: &'a Core,
-        rt: &'a ResourceType,
-        committed: Committed<'a>,
-    ) -> BoxFuture<'a, ApiResult<()>> {
+    fn after_commit<'a>(&'a self, core: &'a Core, committed: Committed<'a>) -> Hook<'a> {
         Box::pin(async move {
             if !committed.created {
                 return Ok(());
             }
             let name = meta::name(committed.object).unwrap_or_default();
             let at = ObjectRef { cluster: committed.cluster, namespace: meta::namespace(committed.object), name };
-            withdraw_if_definition_went(core, rt, &at, committed.rv).await
+            withdraw_if_definition_went(core, committed.rt, &at, committed.rv).await
         })
     }
 }

@@ -194,7 +194,7 @@ mod tests {
 
     #[test]
     fn every_version_becomes_a_row() {
-        let rows = resource_types(&crontab());
+        let rows = resource_types(&crontab(), &super::super::strategy::generic());
         assert_eq!(rows.iter().map(|r| r.version.as_str()).collect::<Vec<_>>(), ["v1", "v1beta1", "v0"]);
         let served: Vec<bool> = rows.iter().map(|r| r.custom.as_ref().unwrap().served).collect();
         assert_eq!(served, [true, true, false]);
@@ -211,6 +211,6 @@ mod tests {
 
     #[test]
     fn incomplete_definitions_define_nothing() {
-        assert!(resource_types(&json!({"spec": {"group": "g.io"}})).is_empty());
+        assert!(resource_types(&json!({"spec": {"group": "g.io"}}), &super::super::strategy::generic()).is_empty());
     }
 }

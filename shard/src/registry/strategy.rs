@@ -13,9 +13,19 @@ use std::sync::Arc;
 /// (field path, message) pairs of a 422.
 pub type Causes = Vec<(String, String)>;
 
+/// What a hook that may read or write other objects returns.
+pub type Hook<'a> = BoxFuture<'a, ApiResult<()>>;
+
+/// The hook result of a hook with nothing (more) to do.
+pub fn done<'a>() -> Hook<'a> {
+    Box::pin(std::future::ready(Ok(())))
+}
+
 /// Where a committed write happened, for after-commit hooks.
 #[derive(Debug, Clone, Copy)]
 pub struct Committed<'a> {
+    /// The resource written.
+    pub rt: &'a ResourceType,
     /// Logical cluster of the object.
     pub cluster: &'a str,
     /// The object as written, with its new resourceVersion.
@@ -116,20 +126,15 @@ pub trait Strategy: Send + Sync + std::fmt::Debug {
         _cluster: &'a str,
         _object: &'a mut Value,
         _dry_run: bool,
-    ) -> BoxFuture<'a, ApiResult<()>> {
-        Box::pin(std::future::ready(Ok(())))
+    ) -> Hook<'a> {
+        done()
     }
 
     /// Runs after a create or update committed, before it is answered: indexes learn of
     /// the write and follow-up work is queued. An error fails the request although the
     /// write stays (a hook that must undo it does so itself).
-    fn after_commit<'a>(
-        &'a self,
-        _core: &'a Core,
-        _rt: &'a ResourceType,
-        _committed: Committed<'a>,
-    ) -> BoxFuture<'a, ApiResult<()>> {
-        Box::pin(std::future::ready(Ok(())))
+    fn after_commit<'a>(&'a self, _core: &'a Core, _committed: Committed<'a>) -> Hook<'a> {
+        done()
     }
 
     /// Runs after an object was removed from the store.

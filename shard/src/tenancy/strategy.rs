@@ -7,13 +7,13 @@ use super::owner::OWNER_ANNOTATION;
 use super::{SCHEDULED_CLUSTER_ANNOTATION, SCHEDULED_SHARD_ANNOTATION};
 use crate::http::status::{ApiError, ApiResult};
 use crate::paths::{PathIndex, PATH_ANNOTATION};
-use crate::registry::strategy::{Causes, Committed, Strategy, WithGeneration};
+use crate::registry::strategy::{Causes, Committed, Hook, Strategy, WithGeneration};
 use crate::registry::Core;
 use crate::registry::{Registry, ResourceType};
 use crate::state::Shard;
 use crate::storage::{self, WriteOptions};
 use crate::strategy::{invalid, keep_annotation};
-use futures::future::BoxFuture;
+
 use protocol::meta;
 use security::authn::Identity;
 use serde_json::{json, Value};
@@ -83,12 +83,7 @@ impl Strategy for LogicalCluster {
         vec![("metadata.name".into(), invalid(name, message))]
     }
 
-    fn after_commit<'a>(
-        &'a self,
-        core: &'a Core,
-        _rt: &'a ResourceType,
-        committed: Committed<'a>,
-    ) -> BoxFuture<'a, ApiResult<()>> {
+    fn after_commit<'a>(&'a self, core: &'a Core, committed: Committed<'a>) -> Hook<'a> {
         self.paths.observe(committed.cluster, committed.object);
         Box::pin(async move {
             if committed.created {
