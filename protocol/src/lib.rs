@@ -21,6 +21,7 @@
 //! - [`openapi`]: the OpenAPI v3 documents served per group-version (what `kubectl apply`
 //!   and `kubectl explain` read).
 //! - [`types`]: typed structs of Atoll's own API groups (LogicalCluster, …).
+//! - [`wellknown`]: annotation, finalizer and system names that are wire contracts.
 //! - [`index`]: the gRPC index feed from shards to front-proxies.
 //! - [`cache`]: the gRPC replication and list/watch services of the cache server.
 //! - [`replication`]: which objects shards replicate to cache servers, and how replicas
@@ -43,3 +44,4 @@ pub mod ring;
 pub mod schema;
 pub mod selector;
 pub mod types;
+pub mod wellknown;

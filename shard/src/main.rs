@@ -2,6 +2,7 @@
 
 use anyhow::Context;
 use clap::Parser;
+use protocol::path::ROOT;
 use protocol::ring::ClusterNames;
 use security::authn::{Authenticator, TokenFile};
 use security::{pki, tls};
@@ -10,7 +11,7 @@ use shard::metrics::Metrics;
 use shard::paths::PathIndex;
 use shard::peer::{PeerCredentials, Peers};
 use shard::registry::Registry;
-use shard::state::{Shard, ROOT_CLUSTER};
+use shard::state::Shard;
 use shard::{bootstrap, controllers, replication, server};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -226,7 +227,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
     let serving = tokio::spawn(server::serve(listener, tls_config, shard.clone(), shutdown_rx));
     let kubeconfig = args.data_dir.join("admin.kubeconfig");
-    let server_url = format!("{}/clusters/{ROOT_CLUSTER}", shard.base_url);
+    let server_url = format!("{}/clusters/{ROOT}", shard.base_url);
     // With explicit certificate files there is no client CA key to mint an admin from.
     if let Some((admin_cert, admin_key)) = material.admin_credential() {
         pki::write_kubeconfig(&kubeconfig, &server_url, &material.ca_cert_pem, admin_cert, admin_key)

@@ -8,12 +8,12 @@
 //! (write, fsync, rename) and only when the set changed.
 
 use crate::objects;
-use crate::peer::PeerError;
-use crate::state::{Shard, ROOT_CLUSTER};
+use crate::state::Shard;
 use crate::storage::{self, ObjectRef, WriteOptions};
 use parking_lot::RwLock;
 use prometheus_client::metrics::gauge::Gauge;
 use protocol::meta;
+use protocol::path::ROOT;
 use protocol::ring::ShardRing;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -203,10 +203,10 @@ async fn register(shard: &Shard) -> anyhow::Result<()> {
     let desired = own_shard_object(shard);
     let Some(root_url) = &shard.root_shard_url else {
         let rt = shard.registry.shards();
-        let at = ObjectRef { cluster: ROOT_CLUSTER, namespace: None, name: &shard.name };
-        match storage::create(shard, &rt, ROOT_CLUSTER, desired.clone(), WriteOptions::default()).await {
+        let at = ObjectRef { cluster: ROOT, namespace: None, name: &shard.name };
+        match storage::create(shard, &rt, ROOT, desired.clone(), WriteOptions::default()).await {
             Ok(_) => return Ok(()),
-            Err(e) if e.code == 409 => {}
+            Err(e) if e.is_already_exists() => {}
             Err(e) => anyhow::bail!("{}", e.message),
         }
         storage::guaranteed_update(shard, &rt, &at, None, WriteOptions::default(), |old| {
@@ -220,7 +220,7 @@ async fn register(shard: &Shard) -> anyhow::Result<()> {
     };
     match shard.peers.create(root_url, SHARDS_PATH, &desired).await {
         Ok(_) => return Ok(()),
-        Err(PeerError::Status { code: 409, .. }) => {}
+        Err(e) if e.is_already_exists() => {}
         Err(e) => return Err(e.into()),
     }
     let path = format!("{SHARDS_PATH}/{}", shard.name);
@@ -246,7 +246,7 @@ async fn read_set(shard: &Shard) -> anyhow::Result<Persisted> {
 }
 
 fn local_items(shard: &Shard, rt: &crate::registry::ResourceType) -> anyhow::Result<Vec<Value>> {
-    let prefix = objects::collection_prefix(rt, Some(ROOT_CLUSTER), None);
+    let prefix = objects::collection_prefix(rt, Some(ROOT), None);
     let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };
     let page = shard.store.list(&options, |_, _| true)?;
     Ok(page.items.iter().filter_map(|(_, stored)| objects::decode(stored).ok()).collect())

@@ -7,14 +7,10 @@ use crate::paths::PathIndex;
 use crate::peer::Peers;
 use crate::registry::Registry;
 use protocol::ring::ClusterNames;
+use protocol::types::LOGICAL_CLUSTER_NAME;
 use security::authn::Authenticator;
 use std::sync::Arc;
 use store::Store;
-
-/// The name of the object that makes a logical cluster exist.
-pub const LOGICAL_CLUSTER_OBJECT: &str = "cluster";
-/// The logical cluster the root shard bootstraps.
-pub const ROOT_CLUSTER: &str = "root";
 
 /// Everything a request handler or controller needs.
 pub struct Shard {
@@ -52,7 +48,7 @@ impl Shard {
     /// value stays undecoded, since most requests only need to know that it exists.
     pub fn logical_cluster_record(&self, cluster: &str) -> Option<store::Versioned> {
         let rt = self.registry.logical_clusters();
-        let key = crate::objects::key(&rt, cluster, None, LOGICAL_CLUSTER_OBJECT);
+        let key = crate::objects::key(&rt, cluster, None, LOGICAL_CLUSTER_NAME);
         self.store.get(key.as_bytes()).ok().flatten()
     }
 

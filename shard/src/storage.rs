@@ -176,7 +176,7 @@ async fn create_once(
 async fn withdraw_if_definition_went(shard: &Shard, rt: &ResourceType, at: &ObjectRef<'_>, rv: u64) -> ApiResult<()> {
     let Some(custom) = &rt.custom else { return Ok(()) };
     // Bound resources are defined by the shard's bound CRDs, not by the cluster's own.
-    let defined_in = if custom.identity.is_some() { crate::binding::BOUND_CRDS_CLUSTER } else { at.cluster };
+    let defined_in = if custom.identity.is_some() { protocol::wellknown::BOUND_CRDS_CLUSTER } else { at.cluster };
     let current = shard.registry.custom().storage_row(defined_in, &custom.crd_name);
     if current.as_ref().and_then(|row| row.custom.as_ref()).is_some_and(|c| !c.terminating) {
         return Ok(());
@@ -197,7 +197,7 @@ async fn create_default_namespace(shard: &Shard, cluster: &str) -> ApiResult<()>
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
     match Box::pin(create(shard, &namespaces, cluster, namespace, WriteOptions::default())).await {
         Ok(_) => Ok(()),
-        Err(e) if e.code == 409 => Ok(()),
+        Err(e) if e.is_already_exists() => Ok(()),
         Err(e) => Err(e),
     }
 }
@@ -275,7 +275,7 @@ fn observe_written(shard: &Shard, rt: &ResourceType, cluster: &str, written: &Va
 fn forget_removed(shard: &Shard, rt: &ResourceType, cluster: &str, removed: &Value, rv: u64) {
     match rt.strategy {
         Strategy::LogicalCluster => {
-            if let Some(path) = meta::annotations(removed).get(crate::paths::PATH_ANNOTATION) {
+            if let Some(path) = meta::annotations(removed).get(protocol::wellknown::PATH_ANNOTATION) {
                 shard.paths.forget(path, cluster);
             }
         }

@@ -2,19 +2,14 @@
 //! validation. Pure functions over JSON; the verbs call them, the registry picks them.
 
 use crate::http::status::{ApiError, ApiResult};
-use crate::objects::CLUSTER_ANNOTATION;
 use crate::registry::{NameRule, ResourceType, Strategy};
 use base64::Engine;
+use protocol::wellknown::{CLUSTER_ANNOTATION, LOGICAL_CLUSTER_FINALIZER, WORKSPACE_FINALIZER};
 use protocol::{meta, names};
 use serde_json::{json, Map, Value};
 
 /// The finalizer kube puts in every namespace's `spec.finalizers`.
 pub const NAMESPACE_FINALIZER: &str = "kubernetes";
-/// The finalizer every LogicalCluster carries until the deletion controller has removed
-/// the cluster's content.
-pub const LOGICAL_CLUSTER_FINALIZER: &str = "core.kcp.io/logicalcluster-deletion";
-/// The finalizer every Workspace carries until its logical cluster is gone.
-pub const WORKSPACE_FINALIZER: &str = "tenancy.kcp.io/workspace-deletion";
 /// The subresource name under which the workspace scheduler writes spec and status in
 /// one update (never reachable over HTTP: the request parser knows only real ones).
 pub const SCHEDULER_WRITE: &str = "scheduler";
@@ -122,18 +117,18 @@ pub fn prepare_update(rt: &ResourceType, old: &Value, new: &mut Value, subresour
             }
             if rt.strategy == Strategy::Workspace {
                 keep_workspace_placement(old, new)?;
-                keep_annotation(old, new, crate::tenancy::SCHEDULED_CLUSTER_ANNOTATION);
-                keep_annotation(old, new, crate::tenancy::SCHEDULED_SHARD_ANNOTATION);
-                keep_annotation(old, new, crate::tenancy::owner::OWNER_ANNOTATION);
+                keep_annotation(old, new, protocol::wellknown::SCHEDULED_CLUSTER_ANNOTATION);
+                keep_annotation(old, new, protocol::wellknown::SCHEDULED_SHARD_ANNOTATION);
+                keep_annotation(old, new, protocol::wellknown::OWNER_ANNOTATION);
             }
         }
     }
     copy_system_metadata(old, new);
     crate::apis::prepare_update(rt, old, new, subresource);
     if rt.strategy == Strategy::LogicalCluster {
-        keep_annotation(old, new, crate::paths::PATH_ANNOTATION);
+        keep_annotation(old, new, protocol::wellknown::PATH_ANNOTATION);
         // The owner is a grant (see `tenancy::owner`): nobody edits themselves into it.
-        keep_annotation(old, new, crate::tenancy::owner::OWNER_ANNOTATION);
+        keep_annotation(old, new, protocol::wellknown::OWNER_ANNOTATION);
     }
     if rt.strategy == Strategy::LogicalCluster && subresource == Some("status") {
         promote_initialized(new);
@@ -316,7 +311,7 @@ pub fn validate(rt: &ResourceType, old: Option<&Value>, object: &Value) -> Vec<(
     match rt.strategy {
         Strategy::Generic if rt.kind == "ConfigMap" => validate_data(object, &["data", "binaryData"], &mut causes),
         Strategy::Secret => validate_data(object, &["data"], &mut causes),
-        Strategy::LogicalCluster if name != "cluster" => causes.push((
+        Strategy::LogicalCluster if name != protocol::types::LOGICAL_CLUSTER_NAME => causes.push((
             "metadata.name".into(),
             invalid(
                 name,

@@ -10,12 +10,12 @@
 //! tombstone, or this cache's parent relaying it as a tombstone).
 
 use super::{failover, Ended, Uplink};
-use crate::apply::{SHARD_GROUP, SHARD_RESOURCE};
 use crate::replicas;
 use http::Uri;
 use protocol::cache::cache_client::CacheClient;
 use protocol::cache::watch_event::Kind;
 use protocol::cache::{ListRequest, WatchEvent, WatchRequest};
+use protocol::types::{CORE_KCP_GROUP, SHARD_RESOURCE};
 use security::grpc::GrpcClient;
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,7 +80,7 @@ impl Uplink {
         match state {
             Follow::List => {
                 let request = ListRequest {
-                    group: SHARD_GROUP.to_owned(),
+                    group: CORE_KCP_GROUP.to_owned(),
                     resource: SHARD_RESOURCE.to_owned(),
                     ..ListRequest::default()
                 };
@@ -90,7 +90,7 @@ impl Uplink {
             }
             Follow::Watch(from_rv) => {
                 let request =
-                    WatchRequest { group: SHARD_GROUP.to_owned(), resource: SHARD_RESOURCE.to_owned(), from_rv };
+                    WatchRequest { group: CORE_KCP_GROUP.to_owned(), resource: SHARD_RESOURCE.to_owned(), from_rv };
                 let mut events = cache.watch(request).await?.into_inner();
                 let mut rv = from_rv;
                 while let Some(event) = events.message().await? {

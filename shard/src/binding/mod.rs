@@ -28,21 +28,16 @@ use crate::state::Shard;
 use crate::storage::{self, ObjectRef, WriteOptions};
 use parking_lot::Mutex;
 use protocol::meta;
+use protocol::types::APIS_KCP_GROUP;
+use protocol::wellknown::BOUND_CRDS_CLUSTER;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::sync::Arc;
 use store::{ListOptions, Precondition, StoreError};
 
-/// The system logical cluster holding this shard's bound CRDs.
-pub const BOUND_CRDS_CLUSTER: &str = "system:bound-crds";
-/// Annotation of a bound CRD: the identity hash of the export it serves.
-pub const IDENTITY_ANNOTATION: &str = "apis.kcp.io/identity-hash";
-/// The API group of exports and bindings.
-pub const APIS_GROUP: &str = "apis.kcp.io";
-
 /// The `apibindings.apis.kcp.io` registry row.
 pub fn bindings_row(shard: &Shard) -> Option<Arc<ResourceType>> {
-    shard.registry.all().iter().find(|r| r.group == APIS_GROUP && r.resource == "apibindings").cloned()
+    shard.registry.all().iter().find(|r| r.group == APIS_KCP_GROUP && r.resource == "apibindings").cloned()
 }
 
 /// Where a binding points: the export's workspace path (or cluster name) and name.
@@ -179,7 +174,7 @@ async fn bind(shard: &Shard, cluster: &str, name: &str, binding: &Value) -> anyh
             true,
         ));
     };
-    let Some(export) = lister::get(shard, APIS_GROUP, "apiexports", &reference.path, "", &reference.name) else {
+    let Some(export) = lister::get(shard, APIS_KCP_GROUP, "apiexports", &reference.path, "", &reference.name) else {
         let message = format!("APIExport {reference} not found (or not replicated to this shard yet)");
         return Ok(waiting("APIExportValid", "APIExportNotFound", message, false));
     };
@@ -198,7 +193,8 @@ async fn bind(shard: &Shard, cluster: &str, name: &str, binding: &Value) -> anyh
         .collect();
     let mut bound_resources = Vec::new();
     for schema_name in schema_names {
-        let Some(found) = lister::get(shard, APIS_GROUP, "apiresourceschemas", &export.cluster, "", schema_name) else {
+        let Some(found) = lister::get(shard, APIS_KCP_GROUP, "apiresourceschemas", &export.cluster, "", schema_name)
+        else {
             let message = format!("APIResourceSchema {schema_name} of APIExport {reference} not found");
             return Ok(waiting("APIExportValid", "APIResourceSchemaNotFound", message, false));
         };

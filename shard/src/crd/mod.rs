@@ -120,8 +120,8 @@ impl CustomResources {
         let rv = meta::meta_str(crd, "resourceVersion").and_then(|rv| rv.parse().ok()).unwrap_or(0);
         let mut versions = definition::resource_types(crd);
         // Only the shard's own bound CRDs say which export identity they store under.
-        if cluster == crate::binding::BOUND_CRDS_CLUSTER {
-            let identity = meta::annotations(crd).get(crate::binding::IDENTITY_ANNOTATION).cloned();
+        if cluster == protocol::wellknown::BOUND_CRDS_CLUSTER {
+            let identity = meta::annotations(crd).get(protocol::wellknown::IDENTITY_ANNOTATION).cloned();
             for row in &mut versions {
                 if let Some(custom) = row.custom.as_mut() {
                     Arc::make_mut(custom).identity = identity.clone();
@@ -166,7 +166,8 @@ impl CustomResources {
     pub fn get_any(&self, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceType>> {
         let by_cluster = self.by_cluster.read();
         let mut found: Option<Arc<ResourceType>> = None;
-        let definitions = by_cluster.iter().filter(|(cluster, _)| &***cluster != crate::binding::BOUND_CRDS_CLUSTER);
+        let definitions =
+            by_cluster.iter().filter(|(cluster, _)| &***cluster != protocol::wellknown::BOUND_CRDS_CLUSTER);
         for definition in definitions.flat_map(|(_, d)| d.values()) {
             if !definition.versions.iter().any(|r| r.group == group && r.resource == resource) {
                 continue;

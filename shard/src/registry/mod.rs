@@ -9,9 +9,9 @@ pub use builtin::{age_column, builtin_resources};
 
 use crate::binding::bound::BoundResources;
 use crate::binding::system::SystemIdentities;
-use crate::binding::BOUND_CRDS_CLUSTER;
 use crate::crd::CustomResources;
 use protocol::gvr::{GroupResource, GroupVersion};
+use protocol::wellknown::BOUND_CRDS_CLUSTER;
 use std::sync::Arc;
 
 /// How a cell of a `kubectl get` table is computed from an object.

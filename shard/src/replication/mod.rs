@@ -14,7 +14,6 @@
 pub mod replica;
 
 use crate::objects;
-use crate::paths::PATH_ANNOTATION;
 use crate::state::Shard;
 use bytes::Bytes;
 use futures::FutureExt;
@@ -22,6 +21,7 @@ use protocol::cache::cache_client::CacheClient;
 use protocol::cache::{replicate_request, Batch, Change, Hello, ListRequest, Replica, ReplicateRequest};
 use protocol::meta;
 use protocol::replication::{LIST_BYTES_MAX, REPLICATED};
+use protocol::wellknown::PATH_ANNOTATION;
 use security::grpc::GrpcClient;
 use std::collections::HashMap;
 use std::sync::Arc;

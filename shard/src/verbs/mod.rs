@@ -246,7 +246,7 @@ pub(crate) fn admit_caller_update(ctx: &Ctx, old: &Value, new: &Value) -> ApiRes
 }
 
 fn is_api_binding(ctx: &Ctx) -> bool {
-    ctx.rt.group == crate::binding::APIS_GROUP && ctx.rt.resource == "apibindings"
+    ctx.rt.group == protocol::types::APIS_KCP_GROUP && ctx.rt.resource == "apibindings"
 }
 
 /// Reads and decodes an object body, checks its kind and apiVersion, and prunes unknown
