@@ -6,8 +6,8 @@
 //! certificate from the client CA and is refused UNAUTHENTICATED without it.
 
 use crate::authz::Caller;
-use crate::server::State;
 use crate::service::{Service, MESSAGE_BYTES_MAX};
+use crate::state::State;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;

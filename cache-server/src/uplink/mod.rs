@@ -19,7 +19,7 @@ pub mod plan;
 pub mod shards;
 
 use crate::replicas;
-use crate::server::State;
+use crate::state::State;
 use anyhow::Context;
 use futures::FutureExt;
 use http::Uri;
@@ -101,7 +101,7 @@ impl Uplink {
         let result = async {
             tokio::select! {
                 result = self.replicate(&parent, &mut established) => result,
-                _ = crate::server::stopped(&mut shutdown) => Ok(()),
+                _ = crate::state::stopped(&mut shutdown) => Ok(()),
             }
         }
         .instrument(span)
@@ -381,7 +381,7 @@ pub async fn failover<S, F>(
             }
             Phase::Wait(index, delay) => tokio::select! {
                 _ = tokio::time::sleep(delay) => Phase::Connect(index),
-                _ = crate::server::stopped(&mut shutdown) => Phase::Stopped,
+                _ = crate::state::stopped(&mut shutdown) => Phase::Stopped,
             },
             Phase::Stopped => return,
         };

@@ -55,7 +55,7 @@ impl Uplink {
             loop {
                 let step = tokio::select! {
                     step = self.step(&mut cache, state) => step,
-                    _ = crate::server::stopped(&mut shutdown) => return Ended::Stopped,
+                    _ = crate::state::stopped(&mut shutdown) => return Ended::Stopped,
                 };
                 state = match step {
                     Ok(next) => {
