@@ -26,11 +26,19 @@
 //! - [`cache`]: the gRPC replication and list/watch services of the cache server.
 //! - [`replication`]: which objects shards replicate to cache servers, and how replicas
 //!   are keyed there.
+//!
+//! Cargo features (all on by default) gate what only servers need: `grpc` (`cache`,
+//! `index`, `replication` and the protoc build), `crd` and `protobuf`. The `kubectl ws`
+//! plugin turns them off, so building it alone compiles neither tonic nor the CRD
+//! validator.
 
+#[cfg(feature = "grpc")]
 pub mod cache;
+#[cfg(feature = "crd")]
 pub mod crd;
 pub mod events;
 pub mod gvr;
+#[cfg(feature = "grpc")]
 pub mod index;
 pub mod jsonpath;
 pub mod managed;
@@ -38,7 +46,9 @@ pub mod meta;
 pub mod names;
 pub mod openapi;
 pub mod path;
+#[cfg(feature = "protobuf")]
 pub mod protobuf;
+#[cfg(feature = "grpc")]
 pub mod replication;
 pub mod ring;
 pub mod schema;
