@@ -14,11 +14,7 @@ use bytes::Bytes;
 use prost::Message;
 use protocol::cache::{change, Change, Replica, ReplicaKey};
 use protocol::replication;
-
-/// API group of the Shard resource.
-pub const SHARD_GROUP: &str = "core.kcp.io";
-/// Plural resource of Shards.
-pub const SHARD_RESOURCE: &str = "shards";
+use protocol::types::{CORE_KCP_GROUP, SHARD_RESOURCE};
 
 /// What to do with one change given what the cache holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,7 +115,7 @@ impl Validated {
 
 /// Whether `key` is the replica of a Shard object.
 pub fn is_shard_replica(key: &ReplicaKey) -> bool {
-    key.group == SHARD_GROUP && key.resource == SHARD_RESOURCE
+    key.group == CORE_KCP_GROUP && key.resource == SHARD_RESOURCE
 }
 
 /// Why a change was refused; each ends the replication stream with the matching status.
@@ -267,7 +263,7 @@ mod tests {
 
     #[test]
     fn deleting_a_shard_replica_purges_its_origin() {
-        let shard = key("root", SHARD_GROUP, SHARD_RESOURCE, "s7");
+        let shard = key("root", CORE_KCP_GROUP, SHARD_RESOURCE, "s7");
         let tombstone = Change { change: Some(change::Change::Tombstone(shard.clone())), force: false };
         let validated = validate(tombstone, "root", &Origins::Any).expect("valid");
         assert_eq!(validated.purges_origin(), Some("s7"));

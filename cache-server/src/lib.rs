@@ -5,7 +5,8 @@
 //! server, forming a hierarchy (regional caches under a global one).
 //!
 //! A request meets these modules in this order:
-//! - [`server`] opens the store and runs the HTTPS listener (`security::https`);
+//! - [`server`] opens the store and runs the HTTPS listener (`security::https`); the
+//!   [`state`] it builds (store, name, stop signal) is all that the modules below take;
 //! - [`routes`] sends gRPC calls to the [`service`], answers `/healthz`, and names the
 //!   caller from its client certificate; [`authz`] decides what that caller may do;
 //! - the service dispatches each RPC to its module: [`replicate`] (a sender's stream of
@@ -28,6 +29,7 @@ pub mod replicate;
 pub mod routes;
 pub mod server;
 pub mod service;
+pub mod state;
 pub mod uplink;
 pub mod watch;
 

@@ -3,7 +3,7 @@
 use crate::authz::{self, Caller};
 use crate::replicas;
 use crate::replicate::store_unavailable;
-use crate::server::State;
+use crate::state::State;
 use protocol::cache::{ListRequest, ListResponse};
 use tonic::Status;
 

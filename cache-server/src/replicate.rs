@@ -23,7 +23,7 @@
 use crate::apply::{self, Rejected, Validated};
 use crate::authz::{self, Caller, Origins};
 use crate::replicas::{self, Applied};
-use crate::server::State;
+use crate::state::State;
 use futures::future::join_all;
 use futures::{FutureExt, Stream};
 use protocol::cache::{replicate_request, Batch, ReplicateRequest, ReplicateResponse};
@@ -151,7 +151,7 @@ impl Session {
             let mut round = Round::default();
             tokio::select! {
                 read = inbound.message() => round.take(read),
-                _ = crate::server::stopped(&mut shutdown) => return,
+                _ = crate::state::stopped(&mut shutdown) => return,
             }
             // Streaming::message is cancel-safe: polling once takes what already arrived.
             while round.has_room() {

@@ -6,8 +6,8 @@
 //! certificate from the client CA and is refused UNAUTHENTICATED without it.
 
 use crate::authz::Caller;
-use crate::server::State;
 use crate::service::{Service, MESSAGE_BYTES_MAX};
+use crate::state::State;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -33,7 +33,7 @@ pub fn peer_of(connection: &rustls::ServerConnection) -> Peer {
 
 /// Serves one request; never fails (errors become gRPC statuses or HTTP codes).
 pub async fn serve(state: Arc<State>, peer: Arc<Peer>, mut request: http::Request<Incoming>) -> http::Response<Body> {
-    if is_grpc(&request) {
+    if security::grpc::is_grpc(&request) {
         let caller = match peer.as_ref() {
             Some(Ok(caller)) => caller.clone(),
             Some(Err(why)) => return Status::unauthenticated(format!("invalid client certificate: {why}")).into_http(),
@@ -57,15 +57,6 @@ pub async fn serve(state: Arc<State>, peer: Arc<Peer>, mut request: http::Reques
         (&http::Method::GET, "/healthz") => plain(http::StatusCode::OK, "ok"),
         _ => plain(http::StatusCode::NOT_FOUND, "not found: this is a cache server; it serves gRPC and /healthz\n"),
     }
-}
-
-/// Whether `request` is a gRPC call.
-pub fn is_grpc<B>(request: &http::Request<B>) -> bool {
-    request
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.starts_with("application/grpc"))
 }
 
 fn plain(status: http::StatusCode, text: &'static str) -> http::Response<Body> {

@@ -1,5 +1,6 @@
 //! Starting and stopping a cache server: the store, the HTTPS listener and the uplink.
 
+use crate::state::State;
 use crate::uplink::Uplink;
 use crate::{authz, routes};
 use anyhow::Context;
@@ -69,16 +70,6 @@ impl Config {
 /// How often an uplink repairs drift in its parent unless told otherwise.
 pub const DEFAULT_RESYNC_INTERVAL: Duration = Duration::from_secs(30);
 
-/// What every request and task of one cache server shares.
-pub struct State {
-    /// Replicas and positions.
-    pub store: Store,
-    /// This cache's name.
-    pub name: String,
-    /// Flips to true when the server stops; long-lived streams end on it.
-    pub shutdown: watch::Receiver<bool>,
-}
-
 /// A started cache server.
 pub struct Running {
     addr: SocketAddr,
@@ -140,12 +131,6 @@ pub async fn start(config: Config, listener: TcpListener) -> anyhow::Result<Runn
     }
     tracing::info!(name = config.name, %addr, parents = ?config.parents, "cache server serving");
     Ok(Running { addr, state, stop, tasks })
-}
-
-/// Resolves once `shutdown` flips to true (or its sender is gone, which also means stop).
-pub async fn stopped(shutdown: &mut watch::Receiver<bool>) {
-    // The guard `wait_for` returns is not Send; it must not live across an await.
-    let _ = shutdown.wait_for(|stop| *stop).await;
 }
 
 impl Running {

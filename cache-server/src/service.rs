@@ -2,7 +2,7 @@
 //! module, with the caller the HTTP layer authenticated.
 
 use crate::authz::Caller;
-use crate::server::State;
+use crate::state::State;
 use crate::{list, replicate, watch};
 use protocol::cache::cache_server::Cache;
 use protocol::cache::{ListRequest, ListResponse, ReplicateRequest, WatchRequest};

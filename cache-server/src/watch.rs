@@ -5,7 +5,7 @@ use crate::authz::{self, Caller};
 use crate::list::key_prefix;
 use crate::replicas;
 use crate::replicate::store_unavailable;
-use crate::server::State;
+use crate::state::State;
 use futures::Stream;
 use protocol::cache::watch_event::Kind;
 use protocol::cache::{WatchEvent, WatchRequest};
@@ -51,7 +51,7 @@ pub fn watch(state: Arc<State>, caller: &Caller, request: &WatchRequest) -> Resu
                     let _ = events.send(Err(status)).await;
                 },
                 _ = events.closed() => tracing::debug!("watcher went away"),
-                _ = crate::server::stopped(&mut shutdown) => {}
+                _ = crate::state::stopped(&mut shutdown) => {}
             }
         }
         .instrument(span),

@@ -9,20 +9,17 @@
 //! own, never the other's.
 
 use http::StatusCode;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use protocol::path::is_valid_cluster_name;
 use protocol::ring::{name_for_key, ShardRing};
+use protocol::types::{LogicalCluster, Owner, LOGICAL_CLUSTER_NAME};
+use protocol::wellknown::{OWNER_ANNOTATION, PATH_ANNOTATION};
 use security::authn::{Identity, ANONYMOUS_USER};
-use serde_json::{json, Value};
 
+use crate::feed::Routing;
 use crate::index::Target;
-use crate::proxy::Proxy;
 use crate::status;
-use crate::upstream::Body;
-
-/// Annotation holding a logical cluster's canonical path.
-const PATH_ANNOTATION: &str = "kcp.io/path";
-/// Annotation naming the owner of a logical cluster (kcp's), read by shard authorization.
-const OWNER_ANNOTATION: &str = "experimental.tenancy.kcp.io/owner";
+use crate::upstream::{Body, Upstream};
 
 /// The home path of `user`: `home:<user>` when the user name is a DNS label, otherwise
 /// `home:<name derived from the user name>` (names like `system:serviceaccount:…` or
@@ -42,57 +39,50 @@ pub fn home_cluster(user: &str) -> String {
 }
 
 /// Where `~` leads for `identity`, creating the home workspace when it does not exist.
-pub async fn resolve(proxy: &Proxy, identity: &Identity) -> Result<Target, http::Response<Body>> {
+pub async fn resolve(
+    routing: &Routing,
+    upstream: &Upstream,
+    identity: &Identity,
+) -> Result<Target, http::Response<Body>> {
     if identity.user == ANONYMOUS_USER {
         return Err(status::forbidden("anonymous users have no home workspace"));
     }
     let path = home_path(&identity.user);
     let cluster = home_cluster(&identity.user);
-    let known = proxy.routing.index.read().cluster(&cluster).map(|(target, owner)| (target, owner.to_owned()));
+    let known = routing.index.read().cluster(&cluster).map(|(target, owner)| (target, owner.to_owned()));
     match known {
         Some((target, owner)) if owner == identity.user => return Ok(target),
         Some(_) => return Err(status::forbidden("the home workspace's logical cluster belongs to someone else")),
         None => {}
     }
-    let ring = ShardRing::new(proxy.routing.shard_names());
+    let ring = ShardRing::new(routing.shard_names());
     let Some(shard) = ring.shard_for(&cluster).map(str::to_owned) else {
         return Err(status::unavailable("no shard is known yet to create the home workspace on"));
     };
-    let Some(base) = proxy.routing.shard_url(&shard) else {
+    let Some(base) = routing.shard_url(&shard) else {
         return Err(status::unavailable(&format!("shard {shard} is not known to the front-proxy yet")));
     };
     tracing::info!(user = %identity.user, %path, %cluster, %shard, "creating home workspace");
-    create(proxy, &base, &cluster, &path, identity).await.map_err(|error| {
+    create(upstream, &base, &cluster, &path, identity).await.map_err(|error| {
         tracing::warn!(error = format!("{error:#}"), "home workspace creation failed");
         status::internal(&format!("creating the home workspace {path} failed: {error:#}"))
     })?;
     Ok(Target { cluster, shard, canonical: false })
 }
 
-async fn create(proxy: &Proxy, base: &str, cluster: &str, path: &str, identity: &Identity) -> anyhow::Result<()> {
-    let owner = json!({"username": identity.user, "uid": identity.uid, "groups": identity.groups}).to_string();
-    let body = json!({
-        "apiVersion": "core.kcp.io/v1alpha1",
-        "kind": "LogicalCluster",
-        "metadata": {"name": "cluster", "annotations": {PATH_ANNOTATION: path, OWNER_ANNOTATION: owner}},
-        "spec": {},
-    });
+async fn create(upstream: &Upstream, base: &str, cluster: &str, path: &str, identity: &Identity) -> anyhow::Result<()> {
+    let body = serde_json::to_value(home_logical_cluster(path, identity))?;
     let collection = format!("{base}/clusters/{cluster}/apis/core.kcp.io/v1alpha1/logicalclusters");
-    let (code, bytes) = proxy.upstream.call(http::Method::POST, &collection, Some(&body)).await?;
+    let (code, bytes) = upstream.call(http::Method::POST, &collection, Some(&body)).await?;
     match code {
         StatusCode::CREATED | StatusCode::OK => Ok(()),
         StatusCode::CONFLICT => {
             // Someone created it first: fine if it is this home workspace.
-            let (code, bytes) = proxy.upstream.call(http::Method::GET, &format!("{collection}/cluster"), None).await?;
-            let existing: Value = serde_json::from_slice(&bytes).unwrap_or_default();
-            let annotations = existing.pointer("/metadata/annotations");
-            let owner = annotations
-                .and_then(|a| a.get(OWNER_ANNOTATION))
-                .and_then(Value::as_str)
-                .and_then(|text| serde_json::from_str::<Value>(text).ok())
-                .and_then(|owner| owner.get("username").and_then(Value::as_str).map(str::to_owned));
+            let url = format!("{collection}/{LOGICAL_CLUSTER_NAME}");
+            let (code, bytes) = upstream.call(http::Method::GET, &url, None).await?;
+            let owner = serde_json::from_slice::<LogicalCluster>(&bytes).ok().and_then(|existing| owner_of(&existing));
             anyhow::ensure!(
-                code.is_success() && owner.as_deref() == Some(identity.user.as_str()),
+                code.is_success() && owner.is_some_and(|owner| owner.username == identity.user),
                 "logical cluster {cluster} exists but is not the home of {}",
                 identity.user
             );
@@ -100,6 +90,29 @@ async fn create(proxy: &Proxy, base: &str, cluster: &str, path: &str, identity: 
         }
         other => anyhow::bail!("{collection} answered {other}: {}", String::from_utf8_lossy(&bytes)),
     }
+}
+
+/// The LogicalCluster of a new home workspace at `path`, owned by `identity`. The owner
+/// record leaves out the caller's extra attributes: authorization follows the user name.
+fn home_logical_cluster(path: &str, identity: &Identity) -> LogicalCluster {
+    let owner = Owner {
+        username: identity.user.clone(),
+        uid: identity.uid.clone(),
+        groups: identity.groups.clone(),
+        extra: Default::default(),
+    };
+    let annotations =
+        [(PATH_ANNOTATION.to_owned(), path.to_owned()), (OWNER_ANNOTATION.to_owned(), owner.to_annotation())];
+    LogicalCluster::new(ObjectMeta {
+        name: Some(LOGICAL_CLUSTER_NAME.to_owned()),
+        annotations: Some(annotations.into_iter().collect()),
+        ..ObjectMeta::default()
+    })
+}
+
+/// The owner a LogicalCluster's annotation records, if any.
+fn owner_of(logical_cluster: &LogicalCluster) -> Option<Owner> {
+    Owner::parse(logical_cluster.metadata.annotations.as_ref()?.get(OWNER_ANNOTATION)?)
 }
 
 #[cfg(test)]
@@ -119,5 +132,25 @@ mod tests {
         let squatter = home_path(victim).trim_start_matches("home:").to_owned();
         assert_eq!(home_path(&squatter), home_path(victim));
         assert_ne!(home_cluster(&squatter), home_cluster(victim));
+    }
+
+    #[test]
+    fn home_logical_clusters_carry_path_and_owner() {
+        let identity = Identity::new("alice", "u-1", ["dev".to_owned()]);
+        let wire = serde_json::to_value(home_logical_cluster("home:alice", &identity)).unwrap();
+        let owner = r#"{"username":"alice","uid":"u-1","groups":["dev","system:authenticated"]}"#;
+        assert_eq!(
+            wire,
+            serde_json::json!({
+                "apiVersion": "core.kcp.io/v1alpha1",
+                "kind": "LogicalCluster",
+                "metadata": {"name": "cluster", "annotations": {"kcp.io/path": "home:alice", OWNER_ANNOTATION: owner}},
+                "spec": {},
+                "status": {},
+            })
+        );
+        let back: LogicalCluster = serde_json::from_value(wire).unwrap();
+        assert_eq!(owner_of(&back).map(|owner| owner.username), Some("alice".to_owned()));
+        assert_eq!(owner_of(&LogicalCluster::new(ObjectMeta::default())), None);
     }
 }

@@ -9,7 +9,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-use crate::proxy::Proxy;
+use crate::feed::Routing;
 
 /// Labels of the request counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -57,10 +57,10 @@ impl Metrics {
         self.request_seconds.observe(elapsed.as_secs_f64());
     }
 
-    /// The OpenMetrics text.
-    pub fn render(&self, proxy: &Proxy) -> String {
-        self.indexed_clusters.set(proxy.routing.index.read().cluster_count() as i64);
-        self.known_shards.set(proxy.routing.shard_names().len() as i64);
+    /// The OpenMetrics text, with the gauges read from `routing` at this moment.
+    pub fn render(&self, routing: &Routing) -> String {
+        self.indexed_clusters.set(routing.index.read().cluster_count() as i64);
+        self.known_shards.set(routing.shard_names().len() as i64);
         let mut text = String::new();
         if prometheus_client::encoding::text::encode(&mut text, &self.registry).is_err() {
             text.clear();

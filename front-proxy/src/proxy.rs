@@ -135,7 +135,7 @@ impl Proxy {
                 )
             }
             // Forwarded by cluster name: the shard does not know `~`.
-            "~" => match home::resolve(self, identity).await {
+            "~" => match home::resolve(&self.routing, &self.upstream, identity).await {
                 Ok(target) => Target { canonical: false, ..target },
                 Err(response) => return response,
             },
@@ -243,9 +243,10 @@ impl Proxy {
 
     fn local(&self, endpoint: &str) -> http::Response<Body> {
         let (content_type, body): (&str, Bytes) = match endpoint {
-            "metrics" => {
-                ("application/openmetrics-text; version=1.0.0; charset=utf-8", self.metrics.render(self).into())
-            }
+            "metrics" => (
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                self.metrics.render(&self.routing).into(),
+            ),
             _ => ("text/plain", Bytes::from_static(b"ok")),
         };
         let mut response = http::Response::new(crate::upstream::full(body));

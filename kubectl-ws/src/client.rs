@@ -2,6 +2,7 @@
 //! the server URL, and the few requests the plugin makes, each addressed by workspace path
 //! (`/clusters/<path>/…`), so that one client reaches every workspace behind a front-proxy.
 
+use protocol::wellknown::PATH_ANNOTATION;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -17,9 +18,6 @@ use crate::kubeconfig::KubeconfigSet;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one response may take; every request here is small.
 const READ_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The annotation holding a logical cluster's canonical path.
-pub const PATH_ANNOTATION: &str = "kcp.io/path";
 
 /// `~` in a `/clusters/` URL: the caller's home workspace, resolved by the front-proxy.
 const HOME_SEGMENT: &str = "~";

@@ -22,17 +22,26 @@
 //! - [`openapi`]: the OpenAPI v3 documents served per group-version (what `kubectl apply`
 //!   and `kubectl explain` read).
 //! - [`types`]: typed structs of Atoll's own API groups (LogicalCluster, …).
+//! - [`wellknown`]: annotation, finalizer and system names that are wire contracts.
 //! - [`index`]: the gRPC index feed from shards to front-proxies.
 //! - [`cache`]: the gRPC replication and list/watch services of the cache server.
 //! - [`replication`]: which objects shards replicate to cache servers, and how replicas
 //!   are keyed there.
 //! - [`watcher`]: the one list → watch → relist-on-410 state machine, with failover and
 //!   back-off, that every loop following a store or a cache server runs.
+//!
+//! Cargo features (all on by default) gate what only servers need: `grpc` (`cache`,
+//! `index`, `replication` and the protoc build), `crd` and `protobuf`. The `kubectl ws`
+//! plugin turns them off, so building it alone compiles neither tonic nor the CRD
+//! validator.
 
+#[cfg(feature = "grpc")]
 pub mod cache;
+#[cfg(feature = "crd")]
 pub mod crd;
 pub mod events;
 pub mod gvr;
+#[cfg(feature = "grpc")]
 pub mod index;
 pub mod jsonpath;
 pub mod managed;
@@ -40,10 +49,13 @@ pub mod meta;
 pub mod names;
 pub mod openapi;
 pub mod path;
+#[cfg(feature = "protobuf")]
 pub mod protobuf;
+#[cfg(feature = "grpc")]
 pub mod replication;
 pub mod ring;
 pub mod schema;
 pub mod selector;
 pub mod types;
 pub mod watcher;
+pub mod wellknown;

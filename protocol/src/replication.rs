@@ -6,17 +6,8 @@
 //! under one prefix.
 
 use crate::cache::{Replica, ReplicaKey};
+use crate::wellknown::REPLICATE_ANNOTATION;
 use serde_json::Value;
-
-/// Objects of a resource annotated with this are replicated when the table says so.
-pub const REPLICATE_ANNOTATION: &str = "internal.kcp.io/replicate";
-
-/// The annotation a replica carries with its origin's `metadata.resourceVersion` (a
-/// replica's own resourceVersion is the cache's).
-pub const SOURCE_RV_ANNOTATION: &str = "atoll.io/source-resource-version";
-
-/// The annotation a replica carries with its origin shard's name.
-pub const ORIGIN_ANNOTATION: &str = "atoll.io/origin-shard";
 
 /// Which objects of a resource are replicated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,14 +5,13 @@
 //! already verified and the HTTP layer hands in the `Authorization` header; the caller
 //! turns errors and `None` into a 401 `Status`.
 
+use protocol::wellknown::MASTERS_GROUP;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::Path;
 
 use anyhow::{bail, ensure, Context};
 
-/// Members of this group may do anything, as in Kubernetes.
-pub const MASTERS_GROUP: &str = "system:masters";
 /// Every authenticated identity carries this group, so RBAC bindings can name "anyone
 /// who logged in".
 pub const AUTHENTICATED_GROUP: &str = "system:authenticated";

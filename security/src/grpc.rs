@@ -13,6 +13,8 @@
 //! let mut cache = protocol::cache::cache_client::CacheClient::with_origin(channel.clone(), uri);
 //! ```
 //!
+//! Servers tell gRPC calls from REST requests on their shared port with [`is_grpc`].
+//!
 //! The client is cheap to clone and pools connections per host: every call to the same
 //! server is multiplexed over one HTTP/2 connection.
 
@@ -23,6 +25,16 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
+
+/// Whether `request` is a gRPC call rather than a REST request: servers that share one
+/// HTTPS port between both route on the content type (`application/grpc`, `+proto`, …).
+pub fn is_grpc<B>(request: &http::Request<B>) -> bool {
+    request
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/grpc"))
+}
 
 /// A gRPC channel: an HTTP/2-only hyper client over rustls with a client certificate.
 pub type GrpcClient = Client<HttpsConnector<HttpConnector>, tonic::body::Body>;
@@ -69,6 +81,24 @@ pub fn client(ca_pem: &str, cert_pem: &str, key_pem: &str) -> anyhow::Result<Grp
 mod tests {
     use super::*;
     use crate::pki;
+
+    #[test]
+    fn grpc_calls_are_told_apart_by_content_type() {
+        let cases = [
+            (Some("application/grpc"), true),
+            (Some("application/grpc+proto"), true),
+            (Some("application/json"), false),
+            (Some("application/vnd.kubernetes.protobuf"), false),
+            (None, false),
+        ];
+        for (content_type, expected) in cases {
+            let mut request = http::Request::builder();
+            if let Some(value) = content_type {
+                request = request.header(http::header::CONTENT_TYPE, value);
+            }
+            assert_eq!(is_grpc(&request.body(()).unwrap()), expected, "{content_type:?}");
+        }
+    }
 
     #[test]
     fn builds_from_the_installation_pki_and_refuses_mismatched_keys() {

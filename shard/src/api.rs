@@ -6,10 +6,11 @@ use crate::http::request_info::{self, RequestInfo, Target};
 use crate::http::status::{ApiError, ApiResult};
 use crate::http::{self, Response};
 use crate::metrics::{RequestLabels, VerbLabels};
-use crate::state::{Shard, LOGICAL_CLUSTER_OBJECT};
+use crate::state::Shard;
 use crate::verbs::{self, Ctx, Scope};
 use hyper::body::Incoming;
 use protocol::path::ClusterRef;
+use protocol::types::LOGICAL_CLUSTER_NAME;
 use security::authn::{AuthnError, CertificateCaller, Identity};
 use security::identity_headers;
 use std::collections::HashMap;
@@ -189,7 +190,7 @@ fn resolve_scope(shard: &Shard, identity: &Identity, cluster: &ClusterRef, targe
     };
     match shard.logical_cluster_record(&name) {
         None if !creates_logical_cluster(target) => Err(ApiError::not_found_message(format!(
-            "logical cluster \"{name}\" does not exist on this shard: create it by creating its LogicalCluster object named \"{LOGICAL_CLUSTER_OBJECT}\""
+            "logical cluster \"{name}\" does not exist on this shard: create it by creating its LogicalCluster object named \"{LOGICAL_CLUSTER_NAME}\""
         ))),
         _ => Ok(Scope::Cluster(name)),
     }

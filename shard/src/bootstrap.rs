@@ -1,11 +1,13 @@
 //! First-start work on the root shard: the root logical cluster and root's built-in
 //! workspace types.
 
-use crate::paths::PATH_ANNOTATION;
-use crate::state::{Shard, LOGICAL_CLUSTER_OBJECT, ROOT_CLUSTER};
+use crate::state::Shard;
 use crate::storage::{self, WriteOptions};
-use crate::tenancy::{types::DEFAULT_TYPE, ROOT_TYPE, TYPE_ANNOTATION};
+use crate::tenancy::{types::DEFAULT_TYPE, ROOT_TYPE};
 use anyhow::Context;
+use protocol::path::ROOT;
+use protocol::types::LOGICAL_CLUSTER_NAME;
+use protocol::wellknown::{PATH_ANNOTATION, WORKSPACE_TYPE_ANNOTATION};
 use serde_json::{json, Value};
 
 /// Creates the root logical cluster and the WorkspaceTypes `root:root` and
@@ -15,12 +17,12 @@ pub async fn ensure_root_cluster(shard: &Shard) -> anyhow::Result<()> {
         "apiVersion": "core.kcp.io/v1alpha1",
         "kind": "LogicalCluster",
         "metadata": {
-            "name": LOGICAL_CLUSTER_OBJECT,
-            "annotations": {PATH_ANNOTATION: ROOT_CLUSTER, TYPE_ANNOTATION: ROOT_TYPE.qualified()},
+            "name": LOGICAL_CLUSTER_NAME,
+            "annotations": {PATH_ANNOTATION: ROOT, WORKSPACE_TYPE_ANNOTATION: ROOT_TYPE.qualified()},
         },
         "spec": {"directlyDeletable": false},
     });
-    if !shard.cluster_exists(ROOT_CLUSTER) {
+    if !shard.cluster_exists(ROOT) {
         create_unless_exists(shard, &shard.registry.logical_clusters(), logical_cluster)
             .await
             .context("create the root logical cluster")?;
@@ -47,9 +49,9 @@ fn workspace_type(name: &str, spec: Value) -> Value {
 }
 
 async fn create_unless_exists(shard: &Shard, rt: &crate::registry::ResourceType, object: Value) -> anyhow::Result<()> {
-    match storage::create(shard, rt, ROOT_CLUSTER, object, WriteOptions::default()).await {
+    match storage::create(shard, rt, ROOT, object, WriteOptions::default()).await {
         Ok(_) => Ok(()),
-        Err(e) if e.code == 409 => Ok(()),
+        Err(e) if e.is_already_exists() => Ok(()),
         Err(e) => Err(anyhow::anyhow!("{}", e.message)),
     }
 }

@@ -11,10 +11,8 @@
 use crate::api::PeerInfo;
 use crate::http::Response as HttpResponse;
 use crate::objects;
-use crate::paths::PATH_ANNOTATION;
 use crate::registry::ResourceType;
 use crate::state::Shard;
-use crate::tenancy::owner;
 use futures::Stream;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -22,7 +20,9 @@ use protocol::index::index_event::{Entry, Kind};
 use protocol::index::index_feed_server::{IndexFeed, IndexFeedServer};
 use protocol::index::{IndexEvent, LogicalClusterEntry, WatchRequest, WorkspaceEntry};
 use protocol::meta;
+use protocol::types::Owner;
 use protocol::watcher::{self, Start};
+use protocol::wellknown::{CLUSTER_ANNOTATION, OWNER_ANNOTATION, PATH_ANNOTATION};
 use security::authn::CertificateCaller;
 use serde_json::Value;
 use std::pin::Pin;
@@ -39,15 +39,6 @@ const SUBSCRIBER_BUFFER: usize = 1024;
 /// The gRPC service.
 pub struct Feed {
     shard: Arc<Shard>,
-}
-
-/// Whether `request` is a gRPC call rather than a REST request.
-pub fn is_grpc<B>(request: &http::Request<B>) -> bool {
-    request
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.starts_with("application/grpc"))
 }
 
 /// Serves one gRPC call: the feed, to front-proxies and `system:masters` only.
@@ -165,12 +156,12 @@ async fn send(tx: &mpsc::Sender<Result<IndexEvent, Status>>, event: IndexEvent) 
 /// The index entry of a LogicalCluster or Workspace object.
 fn entry_of(rt: &ResourceType, object: &Value) -> Option<Entry> {
     let annotations = meta::annotations(object);
-    let cluster = annotations.get(objects::CLUSTER_ANNOTATION)?.clone();
+    let cluster = annotations.get(CLUSTER_ANNOTATION)?.clone();
     let phase = object.pointer("/status/phase").and_then(Value::as_str).unwrap_or_default().to_string();
     if rt.resource == "logicalclusters" {
         let owner = annotations
-            .get(owner::OWNER_ANNOTATION)
-            .and_then(|text| owner::Owner::parse(text))
+            .get(OWNER_ANNOTATION)
+            .and_then(|text| Owner::parse(text))
             .map(|owner| owner.username)
             .unwrap_or_default();
         let path = annotations.get(PATH_ANNOTATION).cloned().unwrap_or_default();

@@ -15,9 +15,6 @@ use protocol::meta;
 use serde_json::Value;
 use store::Versioned;
 
-/// Annotation naming the logical cluster an object lives in.
-pub const CLUSTER_ANNOTATION: &str = "kcp.io/cluster";
-
 /// The storage key of one object.
 pub fn key(rt: &ResourceType, cluster: &str, namespace: Option<&str>, name: &str) -> String {
     debug_assert!(!name.is_empty() && !name.contains('/'), "validated names only: {name:?}");

@@ -10,11 +10,9 @@
 use crate::registry::Core;
 use parking_lot::RwLock;
 use protocol::meta;
+use protocol::wellknown::PATH_ANNOTATION;
 use serde_json::Value;
 use std::collections::HashMap;
-
-/// Annotation holding a logical cluster's canonical path.
-pub const PATH_ANNOTATION: &str = "kcp.io/path";
 
 /// Canonical path → logical-cluster name, for the clusters of this shard.
 #[derive(Debug, Default)]

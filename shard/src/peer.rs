@@ -45,6 +45,16 @@ impl PeerError {
             PeerError::Unreachable { .. } => None,
         }
     }
+
+    /// Whether the peer answered 404 NotFound.
+    pub fn is_not_found(&self) -> bool {
+        self.code() == Some(404)
+    }
+
+    /// Whether the peer answered 409 AlreadyExists: a create found the name taken.
+    pub fn is_already_exists(&self) -> bool {
+        matches!(self, PeerError::Status { code: 409, reason, .. } if reason == "AlreadyExists")
+    }
 }
 
 /// The credentials for peer calls, as PEM.

@@ -24,7 +24,7 @@ pub async fn serve(
         hyper::service::service_fn(move |request| {
             let (shard, peer) = (shard.clone(), peer.clone());
             async move {
-                if index_feed::is_grpc(&request) {
+                if security::grpc::is_grpc(&request) {
                     return Ok::<_, std::convert::Infallible>(index_feed::serve(shard, &peer, request).await);
                 }
                 Ok(api::serve(shard, peer, request).await)

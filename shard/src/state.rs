@@ -7,13 +7,9 @@ use crate::paths::PathIndex;
 use crate::peer::Peers;
 use crate::registry::Core;
 use protocol::ring::ClusterNames;
+use protocol::types::LOGICAL_CLUSTER_NAME;
 use security::authn::Authenticator;
 use std::sync::Arc;
-
-/// The name of the object that makes a logical cluster exist.
-pub const LOGICAL_CLUSTER_OBJECT: &str = "cluster";
-/// The logical cluster the root shard bootstraps.
-pub const ROOT_CLUSTER: &str = "root";
 
 /// Everything a request handler or controller needs: the [`Core`] (reached through
 /// `Deref`, so `shard.store` and `shard.registry` read as before) and the features' state.
@@ -58,7 +54,7 @@ impl Shard {
     /// value stays undecoded, since most requests only need to know that it exists.
     pub fn logical_cluster_record(&self, cluster: &str) -> Option<store::Versioned> {
         let rt = self.registry.logical_clusters();
-        let key = crate::objects::key(&rt, cluster, None, LOGICAL_CLUSTER_OBJECT);
+        let key = crate::objects::key(&rt, cluster, None, LOGICAL_CLUSTER_NAME);
         self.store.get(key.as_bytes()).ok().flatten()
     }
 

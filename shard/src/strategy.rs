@@ -7,10 +7,10 @@
 //! this module imports none of them.
 
 use crate::http::status::{ApiError, ApiResult};
-use crate::objects::CLUSTER_ANNOTATION;
 use crate::registry::strategy::Strategy;
 use crate::registry::{NameRule, Registry, ResourceType};
 use base64::Engine;
+use protocol::wellknown::CLUSTER_ANNOTATION;
 use protocol::{meta, names};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;

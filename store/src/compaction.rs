@@ -5,7 +5,7 @@
 //! kube-apiserver already do after etcd compacts.
 
 use crate::keys::{self, CF_LOG, CF_META, CF_SUCCESSORS};
-use crate::store::Shared;
+use crate::shared::Shared;
 use crate::StoreError;
 use crossbeam_channel::{RecvTimeoutError, Sender};
 use rocksdb::WriteBatch;

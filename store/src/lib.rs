@@ -10,6 +10,8 @@
 //! - Committed changes are published as [`Event`]s to live watchers and persisted in the
 //!   change log ([`record`]) that [`Watch`]es resume from and exact-RV lists roll back with
 //!   ([`read`]).
+//! - The writer, the compactor and watchers reach the database through one `shared`
+//!   state (the handle's inside), never through the handle itself.
 //! - [`compaction`] trims the change log to a bounded retention window; reading below it
 //!   is [`StoreError::Gone`] (HTTP 410).
 //!
@@ -25,13 +27,15 @@ mod error;
 pub mod keys;
 mod read;
 pub mod record;
+mod shared;
 mod store;
 mod watch;
 mod writer;
 
 pub use error::StoreError;
 pub use read::{ListOptions, ListPage};
-pub use store::{Store, StoreMetrics, StoreOptions};
+pub use shared::{StoreMetrics, StoreOptions};
+pub use store::Store;
 pub use watch::Watch;
 pub use writer::{Committed, Op, Precondition};
 

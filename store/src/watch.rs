@@ -9,7 +9,7 @@
 
 use crate::keys::{self, CF_LOG, CF_OBJECTS, CF_SUCCESSORS};
 use crate::record::LogRecord;
-use crate::store::Shared;
+use crate::shared::Shared;
 use crate::{Event, Store, StoreError};
 use bytes::Bytes;
 use rocksdb::{Direction, IteratorMode, ReadOptions};

@@ -8,7 +8,7 @@
 
 use crate::keys::{self, CF_LOG, CF_META, CF_OBJECTS, CF_SUCCESSORS};
 use crate::record::LogRecord;
-use crate::store::Shared;
+use crate::shared::Shared;
 use crate::{Event, EventKind, StoreError, Versioned};
 use bytes::Bytes;
 use prost::Message;

@@ -9,6 +9,7 @@
 //! tenancy API the way a test reads it: create a Workspace, wait until it is Ready, find
 //! the process its `spec.URL` points at, and list the logical clusters a shard hosts.
 
+use protocol::wellknown::CLUSTER_ANNOTATION;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -44,9 +45,6 @@ pub const ROOT_SHARD_NAME: &str = "root";
 
 /// The gauge every shard exports with the number of shards in its ring.
 const RING_GAUGE: &str = "atoll_ring_shards";
-
-/// The annotation that names an object's logical cluster.
-const CLUSTER_ANNOTATION: &str = "kcp.io/cluster";
 
 /// The Workspace collection, relative to a logical cluster's URL.
 const WORKSPACES_API: &str = "apis/tenancy.kcp.io/v1alpha1/workspaces";

@@ -7,13 +7,13 @@
 //! (uid, source resourceVersion, `kcp.io/path`, content), and nothing of deleted ones. No
 //! assertion is about time: convergence is polled with a generous deadline.
 
+use protocol::wellknown::{ORIGIN_ANNOTATION, REPLICATE_ANNOTATION, SOURCE_RV_ANNOTATION};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http::{Method, StatusCode};
 use protocol::cache::{change, watch_event, Batch, Change, Replica, ReplicaKey, WatchRequest};
-use protocol::replication::{ORIGIN_ANNOTATION, REPLICATE_ANNOTATION, SOURCE_RV_ANNOTATION};
 use serde_json::{json, Value};
 use tests::cache::topology::{FIRST, PARENT, REGION_A, REGION_B, SECOND};
 use tests::cache::{self, CacheServerOptions, CacheServerProcess, CacheTopology, ReplicaId, CONVERGE_TIMEOUT};

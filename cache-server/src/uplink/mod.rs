@@ -21,7 +21,7 @@ pub mod plan;
 pub mod shards;
 
 use crate::replicas;
-use crate::server::State;
+use crate::state::State;
 use anyhow::Context;
 use bytes::Bytes;
 use http::Uri;
@@ -65,7 +65,7 @@ impl Uplink {
         let mut shutdown = self.state.shutdown.clone();
         tokio::select! {
             _ = sender::run(outbox, target) => {}
-            _ = crate::server::stopped(&mut shutdown) => {}
+            _ = crate::state::stopped(&mut shutdown) => {}
         }
     }
 }

@@ -10,11 +10,11 @@
 //! tombstone, or this cache's parent relaying it as a tombstone).
 
 use super::Uplink;
-use crate::apply::{SHARD_GROUP, SHARD_RESOURCE};
 use crate::replicas;
-use crate::server::State;
+use crate::state::State;
 use protocol::cache::watch_event::Kind;
 use protocol::cache::{Replica, WatchEvent};
+use protocol::types::{CORE_KCP_GROUP as SHARD_GROUP, SHARD_RESOURCE};
 use protocol::watcher::cache::{CacheConsumer, CacheSource};
 use protocol::watcher::{drive, Backoff};
 use std::sync::Arc;
@@ -33,7 +33,7 @@ impl Uplink {
         let mut shutdown = self.state.shutdown.clone();
         tokio::select! {
             _ = drive::run("shard deletions", &mut source, Backoff::reconnect()) => {}
-            _ = crate::server::stopped(&mut shutdown) => {}
+            _ = crate::state::stopped(&mut shutdown) => {}
         }
     }
 }

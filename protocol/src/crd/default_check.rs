@@ -11,7 +11,8 @@ use serde_json::Value;
 use super::field_error::{BadValue, FieldError};
 use super::listtype::validate_embedded;
 use super::node::{Additional, Node};
-use super::openapi_walk::{to_field_errors, Walker};
+use super::openapi_walk::Walker;
+use super::outcome::to_field_errors;
 use super::{child, key};
 
 /// How deep schemas and values are followed (see the structural rules).

@@ -30,7 +30,7 @@
 //! - `schema_check`: one schema, in kube's order; `structural`: the structural rules;
 //!   `schema_rules`: the per-node OpenAPI rules; `default_check`: defaults and pruning.
 //! - `object`: custom resources; `openapi_walk`: kube-openapi's value validation and
-//!   `scalar_checks` its type, number and enum checks; `formats`: string formats; `listtype`: embedded resources and list uniqueness.
+//!   `scalar_checks` its type, number and enum checks, both reporting an `outcome`; `formats`: string formats; `listtype`: embedded resources and list uniqueness.
 //! - `default`: defaulting; `node`: reading schema JSON.
 
 mod default;
@@ -41,6 +41,7 @@ mod listtype;
 mod node;
 mod object;
 mod openapi_walk;
+mod outcome;
 mod scalar_checks;
 mod schema_check;
 mod schema_rules;

@@ -16,7 +16,8 @@ use serde_json::Value;
 use super::field_error::FieldError;
 use super::listtype::{validate_embedded, validate_list_types};
 use super::node::Node;
-use super::openapi_walk::{to_field_errors, Walker};
+use super::openapi_walk::Walker;
+use super::outcome::to_field_errors;
 
 /// Validates `object`, a whole custom resource, against `schema`, one version's
 /// `openAPIV3Schema`, and returns every error, with paths rooted at the object

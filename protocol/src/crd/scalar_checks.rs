@@ -6,7 +6,7 @@ use serde_json::{Number, Value};
 use super::field_error::go_float;
 use super::formats;
 use super::node::Node;
-use super::openapi_walk::{enum_text, Code, Outcome};
+use super::outcome::{enum_text, Code, Outcome};
 use crate::names::go_quote;
 
 /// A JSON number as kube decodes it: int64 when it fits, float64 otherwise.

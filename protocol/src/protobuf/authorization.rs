@@ -7,9 +7,9 @@
 //! which the decoder has no kind for; send a SubjectAccessReview with `extra` as JSON),
 //! and the 1.31 field and label selector attributes (not used by RBAC).
 
-use super::tables::{list, non_zero, on_wire};
 use super::FieldKind::{self, String};
 use super::Message;
+use super::{list, non_zero, on_wire};
 
 const fn message(tag: u32, json_name: &'static str, message: &'static Message) -> super::Field {
     on_wire(tag, json_name, FieldKind::Message(message))

@@ -46,6 +46,24 @@ pub const MAGIC: &[u8; 4] = b"k8s\0";
 /// The media type of Kubernetes protobuf bodies.
 pub const CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
 
+// Field constructors of the schema tables ([`tables`] and [`authorization`]): here, next
+// to the types they build, so neither table module needs the other.
+
+/// A pointer field, or a value field without `omitempty`.
+const fn on_wire(tag: u32, json_name: &'static str, kind: FieldKind) -> Field {
+    Field { tag, json_name, kind, repeated: false, presence: Presence::OnWire }
+}
+
+/// A value field with `omitempty`.
+const fn non_zero(tag: u32, json_name: &'static str, kind: FieldKind) -> Field {
+    Field { tag, json_name, kind, repeated: false, presence: Presence::NonZero }
+}
+
+/// A list field. Presence does not matter: an empty list never reaches the wire.
+const fn list(tag: u32, json_name: &'static str, kind: FieldKind) -> Field {
+    Field { tag, json_name, kind, repeated: true, presence: Presence::OnWire }
+}
+
 /// Decodes a Kubernetes protobuf body into the object's JSON: `kind` and `apiVersion` from the
 /// envelope first, then the object's fields.
 pub fn decode_object(body: &[u8]) -> Result<Value, ProtobufError> {

@@ -5,22 +5,7 @@
 //! Also [`message_for`], which picks the table for a top-level kind.
 
 use super::FieldKind::{self, Bool, Bytes, BytesMap, Int32, Int64, Json, MicroTime, String, StringMap, Time};
-use super::{Field, Message, Presence};
-
-/// A pointer field, or a value field without `omitempty`.
-pub(super) const fn on_wire(tag: u32, json_name: &'static str, kind: FieldKind) -> Field {
-    Field { tag, json_name, kind, repeated: false, presence: Presence::OnWire }
-}
-
-/// A value field with `omitempty`.
-pub(super) const fn non_zero(tag: u32, json_name: &'static str, kind: FieldKind) -> Field {
-    Field { tag, json_name, kind, repeated: false, presence: Presence::NonZero }
-}
-
-/// A list field. Presence does not matter: an empty list never reaches the wire.
-pub(super) const fn list(tag: u32, json_name: &'static str, kind: FieldKind) -> Field {
-    Field { tag, json_name, kind, repeated: true, presence: Presence::OnWire }
-}
+use super::{list, non_zero, on_wire, Field, Message};
 
 // Wrappers of the wire format itself (k8s.io/apimachinery/pkg/runtime and intstr, and the
 // protobuf map-entry convention). Their tables name fields for errors and fix wire types.

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::label::{Operator, Requirement};
+use super::requirement::{Operator, Requirement};
 use crate::names::{go_quote, qualified_name};
 
 /// Token kinds of kube's label-selector lexer.

@@ -9,13 +9,16 @@
 //!
 //! Files: `error` holds the error type both kinds of selector share, `label` the label
 //! selector model, its matching and the `metav1.LabelSelector` conversion, `label_parser`
-//! kube's label-selector lexer and parser, and `field` field selectors.
+//! kube's label-selector lexer and parser, `requirement` one validated term of a label
+//! selector, and `field` field selectors.
 
 mod error;
 mod field;
 mod label;
 mod label_parser;
+mod requirement;
 
 pub use error::SelectorError;
 pub use field::FieldSelector;
-pub use label::{LabelSelector, Operator, Requirement};
+pub use label::LabelSelector;
+pub use requirement::{Operator, Requirement};

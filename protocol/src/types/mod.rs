@@ -10,6 +10,7 @@
 //! - `logical_cluster`: [`LogicalCluster`], what a logical cluster says about itself.
 //! - `workspace`: [`Workspace`] and [`WorkspaceType`], how users create logical clusters
 //!   in a tree and what kinds of workspace they may create where.
+//! - `owner`: [`Owner`], the creator record a workspace's owner annotation holds.
 //! - `shard`: [`Shard`], one Atoll server process logical clusters are placed on.
 //! - `apis`: [`ApiExport`], [`ApiResourceSchema`], [`ApiExportEndpointSlice`] and
 //!   [`ApiBinding`] (`apis.kcp.io/v1alpha1`), how workspaces publish and bind APIs.
@@ -23,11 +24,13 @@
 
 mod apis;
 mod logical_cluster;
+mod owner;
 mod shard;
 mod workspace;
 
 pub use apis::*;
 pub use logical_cluster::*;
+pub use owner::Owner;
 pub use shard::*;
 pub use workspace::*;
 

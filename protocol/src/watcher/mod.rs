@@ -13,6 +13,7 @@
 //! `protocol` is the one crate both depend on that sits below both; the store adapter
 //! lives in the shard, so that `store` stays free of the wire.
 
+#[cfg(feature = "grpc")]
 pub mod cache;
 pub mod drive;
 

@@ -1,6 +1,7 @@
 //! Generated mode: the installation's CAs, created once in the shared PKI directory under
 //! its lock, and this process's leaves, issued from them into the process's own directory.
 
+use protocol::wellknown::MASTERS_GROUP;
 use std::path::Path;
 
 use anyhow::ensure;
@@ -9,7 +10,7 @@ use super::files::{CertDir, LeafRequirement};
 use super::issue::{issue_client_cert_with, issue_serving_cert, served_hosts, CertifiedKey};
 use super::{
     cache_user, front_proxy_user, peer_client_user, PkiOptions, Role, ServingMaterial, ADMIN_USER, CLIENT_CA_NAME,
-    FRONT_PROXY_CA_NAME, MASTERS_GROUP, SERVING_CA_NAME,
+    FRONT_PROXY_CA_NAME, SERVING_CA_NAME,
 };
 
 const SERVING_LEAF_NAME: &str = "serving";

@@ -40,7 +40,6 @@ use files::CertDir;
 use issue::issue_client_cert_with;
 
 const ADMIN_USER: &str = "admin";
-const MASTERS_GROUP: &str = "system:masters";
 const PEER_CLIENT_USER_PREFIX: &str = "system:atoll:shard:";
 const FRONT_PROXY_USER_PREFIX: &str = "system:atoll:front-proxy:";
 const CACHE_USER_PREFIX: &str = "system:atoll:cache:";

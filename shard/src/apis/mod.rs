@@ -30,7 +30,7 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 /// The API group of exports and bindings.
-pub const APIS_GROUP: &str = "apis.kcp.io";
+pub use protocol::types::APIS_KCP_GROUP as APIS_GROUP;
 
 /// Which kind of the group a row serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use super::bootstrap;
 use super::policy::PolicyRule;
 use super::resolver::{visit_rules, PolicyError, PolicySource};
 use super::rules;
-use crate::tenancy::owner::Owner;
+use protocol::types::Owner;
 use security::authn::Identity;
 use std::ops::ControlFlow;
 
@@ -80,7 +80,7 @@ pub fn decide(
     if identity.is_master() {
         return Ok(Decision::Allowed(Allowance::Masters));
     }
-    if owner.is_some_and(|owner| owner.is(identity)) {
+    if owner.is_some_and(|owner| owner.is_user(&identity.user, &identity.uid)) {
         return Ok(Decision::Allowed(Allowance::Owner));
     }
     if !has_workspace_access(policy, identity)? {
@@ -132,7 +132,7 @@ pub fn rules_for(
     identity: &Identity,
     namespace: &str,
 ) -> Result<Rules, PolicyError> {
-    if identity.is_master() || owner.is_some_and(|owner| owner.is(identity)) {
+    if identity.is_master() || owner.is_some_and(|owner| owner.is_user(&identity.user, &identity.uid)) {
         return Ok(Rules { rules: bootstrap::cluster_admin_rules().to_vec(), errors: Vec::new() });
     }
     let mut rules = Vec::new();

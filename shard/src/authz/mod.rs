@@ -99,7 +99,7 @@ fn authorize_by_policy(
 /// A 404 from resolving the logical cluster, as a non-master sees it: the same 403 as a
 /// cluster it may not access. Masters keep the 404 and its explanation.
 pub fn conceal_missing_cluster(identity: &Identity, request: &Request<'_>, error: ApiError) -> ApiError {
-    if error.code != 404 || identity.is_master() {
+    if !error.is_not_found() || identity.is_master() {
         return error;
     }
     let attributes = Attributes::of_request(request.method, request.target, request.query);

@@ -3,12 +3,11 @@
 
 use super::attributes::{Attributes, NonResourceAttributes, ResourceAttributes, ACCESS_VERB};
 use super::policy::PolicyRule;
+use protocol::types::TENANCY_KCP_GROUP;
 
 /// RBAC's wildcard for verbs, groups, resources and paths.
 const ALL: &str = "*";
 
-/// The group and resource kcp grants workspace access on (the older, resource form).
-const TENANCY_GROUP: &str = "tenancy.kcp.io";
 const WORKSPACE_CONTENT: &str = "workspaces/content";
 
 /// Whether `rule` allows the request (kube's `RuleAllows`).
@@ -41,7 +40,7 @@ fn allows_non_resource(rule: &PolicyRule, n: &NonResourceAttributes) -> bool {
 pub fn grants_workspace_access(rule: &PolicyRule) -> bool {
     allows(rule, &Attributes::workspace_access())
         || (verb_matches(rule, ACCESS_VERB)
-            && api_group_matches(rule, TENANCY_GROUP)
+            && api_group_matches(rule, TENANCY_KCP_GROUP)
             && resource_matches(rule, WORKSPACE_CONTENT, "content"))
 }
 

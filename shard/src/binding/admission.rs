@@ -6,7 +6,7 @@
 //! the cache (only those annotated `internal.kcp.io/replicate` leave their shard), so a
 //! binding can be authorized while the exporting shard is down.
 
-use super::{export_ref, APIS_GROUP};
+use super::export_ref;
 use crate::authz::attributes::{Attributes, ResourceAttributes};
 use crate::authz::policy::{Binding, Role};
 use crate::authz::resolver::{visit_rules, PolicyError, PolicySource};
@@ -14,6 +14,7 @@ use crate::authz::{rules, store_policy::StorePolicy};
 use crate::cache::lister;
 use crate::http::status::{ApiError, ApiResult};
 use crate::state::Shard;
+use protocol::types::APIS_KCP_GROUP;
 use security::authn::Identity;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -38,7 +39,7 @@ pub fn check_bind(shard: &Shard, identity: &Identity, cluster: &str, binding: &V
     };
     let attributes = Attributes::Resource(ResourceAttributes {
         verb: "bind".into(),
-        group: APIS_GROUP.into(),
+        group: APIS_KCP_GROUP.into(),
         version: "v1alpha1".into(),
         resource: "apiexports".into(),
         name: reference.name.clone(),
@@ -47,14 +48,15 @@ pub fn check_bind(shard: &Shard, identity: &Identity, cluster: &str, binding: &V
     let allowed = match lister::local_cluster(shard, &reference.path) {
         Some(export_cluster) => {
             let policy = StorePolicy::new(shard, &export_cluster);
-            if policy.owner().is_some_and(|owner| owner.is(identity)) {
+            if policy.owner().is_some_and(|owner| owner.is_user(&identity.user, &identity.uid)) {
                 return Ok(());
             }
             allows(&policy, identity, &attributes)?
         }
         None => {
             let Some(export_cluster) = shard.cache.cluster_of_path(&reference.path).or_else(|| {
-                lister::get(shard, APIS_GROUP, "apiexports", &reference.path, "", &reference.name).map(|f| f.cluster)
+                lister::get(shard, APIS_KCP_GROUP, "apiexports", &reference.path, "", &reference.name)
+                    .map(|f| f.cluster)
             }) else {
                 return Err(denied(format!("workspace {} is not known to this shard", reference.path)));
             };

@@ -1,5 +1,5 @@
 //! Which resources each logical cluster's APIBindings bind: group and resource → the
-//! bound CRD (in [`super::BOUND_CRDS_CLUSTER`]) that defines and stores them.
+//! bound CRD (in [`protocol::wellknown::BOUND_CRDS_CLUSTER`]) that defines and stores them.
 //!
 //! Filled from the store at start and kept current by the binding controller, from the
 //! bindings' `status.boundResources`: a binding serves once it is Bound.

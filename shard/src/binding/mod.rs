@@ -33,6 +33,7 @@ use crate::storage::{self, ObjectRef, WriteOptions};
 use bound::BoundResources;
 use parking_lot::Mutex;
 use protocol::meta;
+use protocol::types::APIS_KCP_GROUP;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -183,7 +184,7 @@ async fn bind(
             true,
         ));
     };
-    let Some(export) = lister::get(shard, APIS_GROUP, "apiexports", &reference.path, "", &reference.name) else {
+    let Some(export) = lister::get(shard, APIS_KCP_GROUP, "apiexports", &reference.path, "", &reference.name) else {
         let message = format!("APIExport {reference} not found (or not replicated to this shard yet)");
         return Ok(waiting("APIExportValid", "APIExportNotFound", message, false));
     };
@@ -202,7 +203,8 @@ async fn bind(
         .collect();
     let mut bound_resources = Vec::new();
     for schema_name in schema_names {
-        let Some(found) = lister::get(shard, APIS_GROUP, "apiresourceschemas", &export.cluster, "", schema_name) else {
+        let Some(found) = lister::get(shard, APIS_KCP_GROUP, "apiresourceschemas", &export.cluster, "", schema_name)
+        else {
             let message = format!("APIResourceSchema {schema_name} of APIExport {reference} not found");
             return Ok(waiting("APIExportValid", "APIResourceSchemaNotFound", message, false));
         };

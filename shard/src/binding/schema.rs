@@ -1,12 +1,9 @@
 //! Pure conversions of the binding controller: an APIResourceSchema bound under an export
 //! identity → the bound CRD the shard serves it from, and the binding's status entries.
 
-use super::IDENTITY_ANNOTATION;
 use protocol::meta;
+use protocol::wellknown::{IDENTITY_ANNOTATION, SCHEMA_ANNOTATION};
 use serde_json::{json, Map, Value};
-
-/// Annotation of a bound CRD naming the APIResourceSchema it was made from.
-pub const SCHEMA_ANNOTATION: &str = "apis.kcp.io/schema";
 
 /// The name of the bound CRD of a schema under an identity: a schema may be exported by
 /// several exports, each storing its objects apart.

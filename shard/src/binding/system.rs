@@ -7,10 +7,11 @@
 
 use crate::peer::PeerError;
 use crate::registry::ResourceType;
-use crate::state::{Shard, ROOT_CLUSTER};
+use crate::state::Shard;
 use crate::storage::{self, ObjectRef, WriteOptions};
 use anyhow::Context;
 use parking_lot::RwLock;
+use protocol::path::ROOT;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -48,7 +49,12 @@ impl SystemIdentities {
 }
 
 fn exports_row(shard: &Shard) -> Option<Arc<ResourceType>> {
-    shard.registry.all().iter().find(|r| r.group == super::APIS_GROUP && r.resource == "apiexports").cloned()
+    shard
+        .registry
+        .all()
+        .iter()
+        .find(|r| r.group == protocol::types::APIS_KCP_GROUP && r.resource == "apiexports")
+        .cloned()
 }
 
 /// On the root shard: creates the system exports (once) and learns their identities.
@@ -62,12 +68,12 @@ pub async fn ensure_on_root(shard: &Shard, system: &SystemIdentities) -> anyhow:
             "metadata": {"name": name},
             "spec": {},
         });
-        match storage::create(shard, &rt, ROOT_CLUSTER, export, WriteOptions::default()).await {
+        match storage::create(shard, &rt, ROOT, export, WriteOptions::default()).await {
             Ok(_) => {}
-            Err(e) if e.code == 409 => {}
+            Err(e) if e.is_already_exists() => {}
             Err(e) => anyhow::bail!("create the system APIExport {name}: {}", e.message),
         }
-        let at = ObjectRef { cluster: ROOT_CLUSTER, namespace: None, name };
+        let at = ObjectRef { cluster: ROOT, namespace: None, name };
         let (stored, _) = storage::get(shard, &rt, &at).map_err(|e| anyhow::anyhow!("{}", e.message))?;
         if let Some(identity) = identity_of(&stored) {
             identities.insert(group.to_string(), identity);
@@ -125,7 +131,7 @@ pub async fn load_or_fetch(shard: Arc<Shard>, system: Arc<SystemIdentities>, roo
 async fn fetch(shard: &Shard, root_url: &str) -> Result<BTreeMap<String, String>, PeerError> {
     let mut identities = BTreeMap::new();
     for (name, group) in SYSTEM_EXPORTS {
-        let path = format!("/clusters/{ROOT_CLUSTER}/apis/apis.kcp.io/v1alpha1/apiexports/{name}");
+        let path = format!("/clusters/{ROOT}/apis/apis.kcp.io/v1alpha1/apiexports/{name}");
         let export = shard.peers.get(root_url, &path).await?;
         if let Some(identity) = identity_of(&export) {
             identities.insert(group.to_string(), identity);

@@ -126,7 +126,7 @@ fn decode(replica: &Replica) -> Option<(GroupResource, ObjectKey, Arc<Value>)> {
 }
 
 fn remember_path(paths: &mut HashMap<String, String>, cluster: &str, object: &Value) {
-    if let Some(path) = meta::annotations(object).get(crate::paths::PATH_ANNOTATION) {
+    if let Some(path) = meta::annotations(object).get(protocol::wellknown::PATH_ANNOTATION) {
         paths.insert(path.clone(), cluster.to_string());
     }
 }

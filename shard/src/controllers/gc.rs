@@ -146,10 +146,10 @@ impl Collector {
         match outcome {
             Ok(()) => true,
             // Gone, or replaced by a namesake: nothing left to do about this UID.
-            Err(e) if e.code == 404 => true,
+            Err(e) if e.is_not_found() => true,
             // Changed since it was indexed: the change is queued behind us, the retry is a
             // safety net.
-            Err(e) if e.code == 409 => {
+            Err(e) if e.is_conflict() => {
                 tracing::debug!(error = %e.message, "object changed under the garbage collector");
                 false
             }

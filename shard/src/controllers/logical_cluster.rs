@@ -2,18 +2,18 @@
 //! every object in the cluster, then release the LogicalCluster so the cluster is gone.
 
 use super::{for_each_object, REQUEUE_DELAY};
-use crate::http::status::ApiError;
-use crate::objects::{self, CLUSTER_ANNOTATION};
-use crate::state::{Shard, LOGICAL_CLUSTER_OBJECT};
+use crate::objects;
+use crate::state::Shard;
 use crate::storage::{self, ObjectRef};
 use parking_lot::Mutex;
 use protocol::meta;
+use protocol::types::LOGICAL_CLUSTER_NAME;
+use protocol::wellknown::CLUSTER_ANNOTATION;
+pub use protocol::wellknown::LOGICAL_CLUSTER_FINALIZER as FINALIZER;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use store::{Precondition, StoreError};
-
-pub use crate::tenancy::strategy::LOGICAL_CLUSTER_FINALIZER as FINALIZER;
 
 /// Watches LogicalClusters and empties the deleting ones.
 pub async fn run(shard: Arc<Shard>) {
@@ -100,13 +100,13 @@ async fn empty_cluster(shard: &Shard, cluster: &str) -> Pass {
     if found {
         return Pass::Progress;
     }
-    let at = ObjectRef { cluster, namespace: None, name: LOGICAL_CLUSTER_OBJECT };
+    let at = ObjectRef { cluster, namespace: None, name: LOGICAL_CLUSTER_NAME };
     match storage::remove_finalizer(shard, &lc_rt, &at, FINALIZER).await {
-        Ok(_) | Err(ApiError { code: 404, .. }) => {
+        Err(e) if !e.is_not_found() => Pass::Failed,
+        Ok(_) | Err(_) => {
             shard.registry.forget_cluster(cluster);
             Pass::Done
         }
-        Err(_) => Pass::Failed,
     }
 }
 

@@ -5,8 +5,9 @@
 use crate::membership::Persisted;
 use crate::objects;
 use crate::peer::PeerError;
-use crate::state::{Shard, ROOT_CLUSTER};
+use crate::state::Shard;
 use crate::storage::{self, ObjectRef, WriteOptions};
+use protocol::path::ROOT as ROOT_CLUSTER;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,7 +57,7 @@ async fn register(shard: &Shard) -> anyhow::Result<()> {
         let at = ObjectRef { cluster: ROOT_CLUSTER, namespace: None, name: &shard.name };
         match storage::create(shard, &rt, ROOT_CLUSTER, desired.clone(), WriteOptions::default()).await {
             Ok(_) => return Ok(()),
-            Err(e) if e.code == 409 => {}
+            Err(e) if e.is_already_exists() => {}
             Err(e) => anyhow::bail!("{}", e.message),
         }
         storage::guaranteed_update(shard, &rt, &at, None, WriteOptions::default(), |old| {

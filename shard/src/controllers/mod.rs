@@ -71,7 +71,9 @@ where
         if !wants(&object) {
             return;
         }
-        let Some(cluster) = meta::annotations(&object).get(objects::CLUSTER_ANNOTATION).cloned() else { return };
+        let Some(cluster) = meta::annotations(&object).get(protocol::wellknown::CLUSTER_ANNOTATION).cloned() else {
+            return;
+        };
         let name = meta::name(&object).unwrap_or_default().to_string();
         if !busy.lock().insert((cluster.clone(), name.clone())) {
             return;

@@ -49,7 +49,7 @@ async fn finalize(shard: &Shard, cluster: &str, namespace: &str) -> bool {
     }
     match storage::finalize_namespace(shard, cluster, namespace).await {
         Ok(_) => true,
-        Err(e) if e.code == 404 => true,
+        Err(e) if e.is_not_found() => true,
         Err(e) => {
             tracing::warn!(error = %e.message, "finalizing namespace failed; retrying");
             false

@@ -14,15 +14,16 @@
 
 use super::for_each_object;
 use crate::http::status::ApiResult;
-use crate::objects::CLUSTER_ANNOTATION;
 use crate::peer::PeerError;
 use crate::state::Shard;
 use crate::storage::{self, ObjectRef, WriteOptions};
 use crate::strategy::UNRESTRICTED_WRITE as SCHEDULER_WRITE;
-use crate::tenancy::strategy::WORKSPACE_FINALIZER;
-use crate::tenancy::{self, clusters, SCHEDULED_CLUSTER_ANNOTATION, SCHEDULED_SHARD_ANNOTATION};
+use crate::tenancy::{self, clusters};
 use parking_lot::Mutex;
 use protocol::meta;
+use protocol::wellknown::{
+    CLUSTER_ANNOTATION, SCHEDULED_CLUSTER_ANNOTATION, SCHEDULED_SHARD_ANNOTATION, WORKSPACE_FINALIZER,
+};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -139,7 +140,7 @@ async fn reconcile(shard: &Shard, suspects: &Suspects, cluster: &str, name: &str
     loop {
         let workspace = match storage::get(shard, &rt, &at) {
             Ok((workspace, _)) => workspace,
-            Err(e) if e.code == 404 => return,
+            Err(e) if e.is_not_found() => return,
             Err(e) => {
                 tracing::warn!(error = %e.message, "reading the workspace failed");
                 Value::Null
@@ -203,7 +204,7 @@ async fn schedule(shard: &Shard, suspects: &Suspects, at: &ObjectRef<'_>, worksp
     let body = tenancy::logical_cluster_for(workspace, &parent);
     let logical_cluster = match clusters::create(shard, info, &cluster, &body).await {
         Ok(lc) => lc,
-        Err(PeerError::Status { code: 409, .. }) => match clusters::get(shard, info, &cluster).await {
+        Err(e) if e.is_already_exists() => match clusters::get(shard, info, &cluster).await {
             Ok(existing) if tenancy::owned_by(&existing, workspace) => existing,
             Ok(_) => {
                 tracing::info!(%cluster, %target, "logical cluster name taken by someone else; drawing again");
@@ -288,7 +289,7 @@ async fn finalize(shard: &Shard, at: &ObjectRef<'_>, workspace: &Value) -> ApiRe
     if let Some((cluster, target)) = placement(workspace) {
         match shard.membership.current().shard(&target).cloned() {
             Some(info) => match clusters::get(shard, &info, &cluster).await {
-                Err(PeerError::Status { code: 404, .. }) => {}
+                Err(e) if e.is_not_found() => {}
                 Ok(lc) if !tenancy::owned_by(&lc, workspace) => {}
                 Ok(lc) => {
                     if !meta::is_deleting(&lc) {
@@ -311,7 +312,7 @@ async fn finalize(shard: &Shard, at: &ObjectRef<'_>, workspace: &Value) -> ApiRe
     let rt = shard.registry.workspaces();
     match storage::remove_finalizer(shard, &rt, at, WORKSPACE_FINALIZER).await {
         Ok(_) => Ok(Next::Done),
-        Err(e) if e.code == 404 => Ok(Next::Done),
+        Err(e) if e.is_not_found() => Ok(Next::Done),
         Err(e) => Err(e),
     }
 }

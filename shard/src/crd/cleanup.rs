@@ -36,7 +36,7 @@ async fn clean_up(shard: &Shard, cluster: &str, crd_name: &str) -> bool {
         let namespace = rt.namespaced.then_some(namespace);
         let at = ObjectRef { cluster, namespace, name };
         let deleted = storage::delete(shard, &rt, &at, &DeletePreconditions::default(), WriteOptions::default()).await;
-        if matches!(deleted, Ok(storage::Deleted::Gone(_))) || deleted.is_err_and(|e| e.code == 404) {
+        if matches!(deleted, Ok(storage::Deleted::Gone(_))) || deleted.is_err_and(|e| e.is_not_found()) {
             remaining -= 1;
         }
     }
@@ -52,7 +52,7 @@ async fn remove_finalizer(shard: &Shard, cluster: &str, crd_name: &str) -> bool 
     let at = ObjectRef { cluster, namespace: None, name: crd_name };
     match storage::remove_finalizer(shard, &rt, &at, CLEANUP_FINALIZER).await {
         Ok(_) => true,
-        Err(e) if e.code == 404 => true,
+        Err(e) if e.is_not_found() => true,
         Err(e) => {
             tracing::warn!(error = %e.message, "removing the CRD cleanup finalizer failed; retrying");
             false

@@ -24,6 +24,22 @@ impl ApiError {
         ApiError { code, reason, message: message.into(), details: None }
     }
 
+    /// Whether this is a 404 NotFound: the object, or the logical cluster, does not exist.
+    pub fn is_not_found(&self) -> bool {
+        self.code == 404
+    }
+
+    /// Whether this is a 409 AlreadyExists: a create found the name taken.
+    pub fn is_already_exists(&self) -> bool {
+        self.code == 409 && self.reason == "AlreadyExists"
+    }
+
+    /// Whether this is a 409 Conflict: a write lost against a concurrent change (stale
+    /// resourceVersion), a failed precondition, or fields other appliers own.
+    pub fn is_conflict(&self) -> bool {
+        self.code == 409 && self.reason == "Conflict"
+    }
+
     fn with_details(mut self, details: Value) -> Self {
         self.details = Some(details);
         self
@@ -214,6 +230,26 @@ impl From<store::StoreError> for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn callers_branch_on_kinds_of_error() {
+        let cm = GroupResource::new("", "configmaps");
+        // (error, not found, already exists, conflict)
+        let cases = [
+            (ApiError::not_found(&cm, "a"), true, false, false),
+            (ApiError::not_found_message("no such path"), true, false, false),
+            (ApiError::already_exists(&cm, "a"), false, true, false),
+            (ApiError::conflict(&cm, "a", "stale"), false, false, true),
+            (ApiError::conflict_with_causes("owned by kubectl", vec![]), false, false, true),
+            (ApiError::forbidden("no"), false, false, false),
+            (ApiError::expired("too old"), false, false, false),
+        ];
+        for (error, not_found, already_exists, conflict) in cases {
+            assert_eq!(error.is_not_found(), not_found, "{error:?}");
+            assert_eq!(error.is_already_exists(), already_exists, "{error:?}");
+            assert_eq!(error.is_conflict(), conflict, "{error:?}");
+        }
+    }
 
     #[test]
     fn statuses_carry_code_reason_and_details() {

@@ -16,10 +16,7 @@ use std::cmp::Reverse;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// The system logical cluster holding this shard's bound CRDs (APIBindings').
-pub const BOUND_CRDS_CLUSTER: &str = "system:bound-crds";
-/// Annotation of a bound CRD: the identity hash of the export it serves.
-pub const IDENTITY_ANNOTATION: &str = "apis.kcp.io/identity-hash";
+pub use protocol::wellknown::{BOUND_CRDS_CLUSTER, IDENTITY_ANNOTATION};
 
 /// kube's version priority as a sort key (smaller sorts first): GA versions by number
 /// descending, then betas, then alphas (each by major, then minor, descending), then

@@ -18,7 +18,6 @@
 pub mod replica;
 
 use crate::objects;
-use crate::paths::PATH_ANNOTATION;
 use crate::state::Shard;
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -26,6 +25,7 @@ use protocol::cache::cache_client::CacheClient;
 use protocol::cache::{Change, ListRequest, Replica};
 use protocol::meta;
 use protocol::replication::REPLICATED;
+use protocol::wellknown::PATH_ANNOTATION;
 use security::grpc::GrpcClient;
 use std::collections::HashMap;
 use std::sync::Arc;

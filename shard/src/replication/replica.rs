@@ -3,7 +3,8 @@
 
 use protocol::cache::{change, Change, Replica, ReplicaKey};
 use protocol::meta;
-use protocol::replication::{self, ORIGIN_ANNOTATION, SOURCE_RV_ANNOTATION};
+use protocol::replication;
+use protocol::wellknown::{ORIGIN_ANNOTATION, SOURCE_RV_ANNOTATION};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -40,9 +41,9 @@ pub fn replica_of(origin: &str, parts: &KeyParts<'_>, object: &Value, path: Opti
     let source_rv: u64 = meta::meta_str(object, "resourceVersion")?.parse().ok()?;
     let mut object = object.clone();
     if let Some(path) = path {
-        meta::set_annotation(&mut object, crate::paths::PATH_ANNOTATION, path);
+        meta::set_annotation(&mut object, protocol::wellknown::PATH_ANNOTATION, path);
     }
-    meta::set_annotation(&mut object, crate::objects::CLUSTER_ANNOTATION, parts.cluster);
+    meta::set_annotation(&mut object, protocol::wellknown::CLUSTER_ANNOTATION, parts.cluster);
     meta::set_annotation(&mut object, SOURCE_RV_ANNOTATION, &source_rv.to_string());
     meta::set_annotation(&mut object, ORIGIN_ANNOTATION, origin);
     Some(Replica {

@@ -52,7 +52,10 @@ async fn create_fills_server_fields_and_refuses_a_taken_name() {
     let created = f.create(config_map("a")).await.unwrap();
     assert!(meta::meta_str(&created, "uid").is_some_and(|uid| uid.len() == 36));
     assert!(meta::meta_str(&created, "creationTimestamp").is_some());
-    assert_eq!(meta::annotations(&created).get(objects::CLUSTER_ANNOTATION).map(String::as_str), Some(CLUSTER));
+    assert_eq!(
+        meta::annotations(&created).get(protocol::wellknown::CLUSTER_ANNOTATION).map(String::as_str),
+        Some(CLUSTER)
+    );
     let (stored, rv) = f.stored("a").unwrap();
     assert_eq!(meta::meta_str(&created, "resourceVersion"), Some(rv.to_string().as_str()));
     assert_eq!(stored["data"], json!({"k": "v"}));

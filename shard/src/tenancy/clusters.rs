@@ -5,8 +5,9 @@
 use crate::http::status::ApiError;
 use crate::membership::ShardInfo;
 use crate::peer::{logical_cluster_path, PeerError};
-use crate::state::{Shard, LOGICAL_CLUSTER_OBJECT};
+use crate::state::Shard;
 use crate::storage::{self, DeletePreconditions, ObjectRef, WriteOptions};
+use protocol::types::LOGICAL_CLUSTER_NAME;
 use serde_json::Value;
 
 fn local(shard: &Shard, target: &ShardInfo) -> bool {
@@ -31,7 +32,7 @@ pub async fn get(shard: &Shard, target: &ShardInfo, cluster: &str) -> Result<Val
     if !local(shard, target) {
         return shard.peers.get(&target.base_url, &logical_cluster_path(cluster, true)).await;
     }
-    let at = ObjectRef { cluster, namespace: None, name: LOGICAL_CLUSTER_OBJECT };
+    let at = ObjectRef { cluster, namespace: None, name: LOGICAL_CLUSTER_NAME };
     storage::get(shard, &shard.registry.logical_clusters(), &at).map(|(object, _)| object).map_err(status)
 }
 
@@ -40,7 +41,7 @@ pub async fn delete(shard: &Shard, target: &ShardInfo, cluster: &str) -> Result<
     if !local(shard, target) {
         return shard.peers.delete(&target.base_url, &logical_cluster_path(cluster, true)).await.map(drop);
     }
-    let at = ObjectRef { cluster, namespace: None, name: LOGICAL_CLUSTER_OBJECT };
+    let at = ObjectRef { cluster, namespace: None, name: LOGICAL_CLUSTER_NAME };
     let rt = shard.registry.logical_clusters();
     storage::delete(shard, &rt, &at, &DeletePreconditions::default(), WriteOptions::default())
         .await

@@ -12,22 +12,20 @@ pub mod types;
 
 use crate::http::status::{ApiError, ApiResult};
 use crate::objects;
-use crate::paths::PATH_ANNOTATION;
-use crate::state::{Shard, LOGICAL_CLUSTER_OBJECT, ROOT_CLUSTER};
+use crate::state::Shard;
 use crate::storage::{self, ObjectRef};
 use protocol::meta;
+use protocol::path::ROOT;
+use protocol::types::LOGICAL_CLUSTER_NAME;
+use protocol::wellknown::{
+    OWNER_ANNOTATION, PATH_ANNOTATION, SCHEDULED_CLUSTER_ANNOTATION, SCHEDULED_SHARD_ANNOTATION,
+    WORKSPACE_TYPE_ANNOTATION,
+};
 use serde_json::{json, Value};
 use types::TypeRef;
 
-/// Annotation on a LogicalCluster naming its workspace type as `path:name`.
-pub const TYPE_ANNOTATION: &str = "tenancy.kcp.io/workspace-type";
-/// Annotation on a Workspace: the logical-cluster name the scheduler drew, written
-/// before the LogicalCluster is created so that a restart finds it again.
-pub const SCHEDULED_CLUSTER_ANNOTATION: &str = "internal.tenancy.kcp.io/cluster";
-/// Annotation on a Workspace: the shard the drawn name maps to.
-pub const SCHEDULED_SHARD_ANNOTATION: &str = "internal.tenancy.kcp.io/shard";
 /// The type of the root logical cluster.
-pub const ROOT_TYPE: TypeRef<'static> = TypeRef { path: ROOT_CLUSTER, name: "root" };
+pub const ROOT_TYPE: TypeRef<'static> = TypeRef { path: ROOT, name: "root" };
 
 /// What a workspace needs to know about the logical cluster it is created in.
 #[derive(Debug, Clone)]
@@ -50,7 +48,7 @@ pub fn parent(shard: &Shard, cluster: &str) -> ApiResult<Parent> {
     Ok(Parent {
         cluster: cluster.to_string(),
         path: annotations.get(PATH_ANNOTATION).cloned().unwrap_or_else(|| cluster.to_string()),
-        workspace_type: annotations.get(TYPE_ANNOTATION).cloned(),
+        workspace_type: annotations.get(WORKSPACE_TYPE_ANNOTATION).cloned(),
     })
 }
 
@@ -68,7 +66,7 @@ pub fn find_type(shard: &Shard, reference: TypeRef<'_>) -> Option<Value> {
     if let Some(found) = cached {
         return Some(found.object);
     }
-    if reference.path == ROOT_CLUSTER {
+    if reference.path == ROOT {
         return shard.membership.current().root_workspace_type(reference.name);
     }
     None
@@ -76,7 +74,7 @@ pub fn find_type(shard: &Shard, reference: TypeRef<'_>) -> Option<Value> {
 
 /// The root cluster when this shard hosts it (its path is its name).
 fn local_root(shard: &Shard, path: &str) -> Option<String> {
-    (path == ROOT_CLUSTER && shard.cluster_exists(ROOT_CLUSTER)).then(|| ROOT_CLUSTER.to_string())
+    (path == ROOT && shard.cluster_exists(ROOT)).then(|| ROOT.to_string())
 }
 
 /// Admission of a new Workspace in `cluster`: defaults `spec.type` (from the parent's
@@ -104,7 +102,7 @@ pub fn admit_workspace(shard: &Shard, cluster: &str, object: &mut Value) -> ApiR
                     let in_parent = TypeRef { path: &parent.path, name };
                     match find_type(shard, in_parent) {
                         Some(object) => (in_parent, Some(object)),
-                        None => (TypeRef { path: ROOT_CLUSTER, name }, None),
+                        None => (TypeRef { path: ROOT, name }, None),
                     }
                 }
             }
@@ -170,17 +168,17 @@ pub fn record_draw(workspace: &mut Value, cluster: &str, target: &str) {
 /// The LogicalCluster a scheduled workspace brings to life, as posted to the target shard.
 pub fn logical_cluster_for(workspace: &Value, parent: &Parent) -> Value {
     let name = meta::name(workspace).unwrap_or_default();
-    let type_ref = workspace.pointer("/spec/type").and_then(|t| types::reference(t, ROOT_CLUSTER));
+    let type_ref = workspace.pointer("/spec/type").and_then(|t| types::reference(t, ROOT));
     let type_annotation = type_ref.unwrap_or(types::DEFAULT_TYPE).qualified();
     let initializers = workspace.pointer("/status/initializers").cloned().unwrap_or_else(|| json!([]));
     let mut logical_cluster = json!({
         "apiVersion": "core.kcp.io/v1alpha1",
         "kind": "LogicalCluster",
         "metadata": {
-            "name": LOGICAL_CLUSTER_OBJECT,
+            "name": LOGICAL_CLUSTER_NAME,
             "annotations": {
                 PATH_ANNOTATION: format!("{}:{name}", parent.path),
-                TYPE_ANNOTATION: type_annotation,
+                WORKSPACE_TYPE_ANNOTATION: type_annotation,
             },
         },
         "spec": {
@@ -195,8 +193,8 @@ pub fn logical_cluster_for(workspace: &Value, parent: &Parent) -> Value {
         },
     });
     // The workspace's owner is the logical cluster's owner (see [`owner`]).
-    if let Some(owner) = meta::annotations(workspace).get(owner::OWNER_ANNOTATION) {
-        meta::set_annotation(&mut logical_cluster, owner::OWNER_ANNOTATION, owner);
+    if let Some(owner) = meta::annotations(workspace).get(OWNER_ANNOTATION) {
+        meta::set_annotation(&mut logical_cluster, OWNER_ANNOTATION, owner);
     }
     logical_cluster
 }
@@ -221,21 +219,20 @@ mod tests {
         let parent = Parent { cluster: "abc".into(), path: "root:org".into(), workspace_type: None };
         let lc = logical_cluster_for(&workspace, &parent);
         assert_eq!(lc["metadata"]["annotations"][PATH_ANNOTATION], "root:org:team");
-        assert_eq!(lc["metadata"]["annotations"][TYPE_ANNOTATION], "root:universal");
+        assert_eq!(lc["metadata"]["annotations"][WORKSPACE_TYPE_ANNOTATION], "root:universal");
         assert_eq!(lc["spec"]["owner"]["cluster"], "abc");
         assert_eq!(lc["spec"]["initializers"], json!(["root:init"]));
         assert!(owned_by(&lc, &workspace));
         assert!(!owned_by(&lc, &json!({"metadata": {"uid": "u-2"}})));
-        assert!(lc["metadata"]["annotations"].get(owner::OWNER_ANNOTATION).is_none());
+        assert!(lc["metadata"]["annotations"].get(OWNER_ANNOTATION).is_none());
     }
 
     #[test]
     fn logical_cluster_inherits_the_workspace_owner() {
         let owner = r#"{"username":"alice"}"#;
-        let workspace =
-            json!({"metadata": {"name": "team", "uid": "u-1", "annotations": {owner::OWNER_ANNOTATION: owner}}});
+        let workspace = json!({"metadata": {"name": "team", "uid": "u-1", "annotations": {OWNER_ANNOTATION: owner}}});
         let parent = Parent { cluster: "root".into(), path: "root".into(), workspace_type: None };
         let lc = logical_cluster_for(&workspace, &parent);
-        assert_eq!(lc["metadata"]["annotations"][owner::OWNER_ANNOTATION], owner);
+        assert_eq!(lc["metadata"]["annotations"][OWNER_ANNOTATION], owner);
     }
 }

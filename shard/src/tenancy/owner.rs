@@ -11,54 +11,10 @@
 //!
 //! Pure: the caller reads and writes the objects.
 
+use protocol::types::Owner;
+use protocol::wellknown::OWNER_ANNOTATION;
 use security::authn::Identity;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeMap;
-
-/// Annotation on a Workspace and its LogicalCluster: the creator, as kcp's
-/// `authentication.k8s.io/v1` UserInfo JSON.
-pub const OWNER_ANNOTATION: &str = "experimental.tenancy.kcp.io/owner";
-
-/// Who created a workspace (kcp's JSON form of `authentication.k8s.io/v1` UserInfo).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Owner {
-    /// The user name.
-    #[serde(default)]
-    pub username: String,
-    /// The user's UID; empty for certificate users, which carry none.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub uid: String,
-    /// The user's groups at creation time (informational: ownership follows the user).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub groups: Vec<String>,
-    /// The user's extra attributes at creation time.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub extra: BTreeMap<String, Vec<String>>,
-}
-
-impl Owner {
-    /// The owner record of `identity`.
-    pub fn of(identity: &Identity) -> Owner {
-        Owner {
-            username: identity.user.clone(),
-            uid: identity.uid.clone(),
-            groups: identity.groups.clone(),
-            extra: identity.extra.clone(),
-        }
-    }
-
-    /// Parses an annotation value; a malformed one names no owner.
-    pub fn parse(annotation: &str) -> Option<Owner> {
-        serde_json::from_str::<Owner>(annotation).ok().filter(|owner| !owner.username.is_empty())
-    }
-
-    /// Whether `identity` is this owner: the same user name and, when both carry one, the
-    /// same UID (a re-created user of the same name with another UID is someone else).
-    pub fn is(&self, identity: &Identity) -> bool {
-        self.username == identity.user && (self.uid.is_empty() || identity.uid.is_empty() || self.uid == identity.uid)
-    }
-}
 
 /// Workspace admission: records the creator as owner. Skipped for system:masters, as in
 /// kcp, who may set any owner themselves; this also keeps the objects of administrators'
@@ -67,8 +23,13 @@ pub fn record_creator(identity: &Identity, workspace: &mut Value) {
     if identity.is_master() {
         return;
     }
-    let value = serde_json::to_string(&Owner::of(identity)).expect("owner records serialize");
-    protocol::meta::set_annotation(workspace, OWNER_ANNOTATION, &value);
+    let owner = Owner {
+        username: identity.user.clone(),
+        uid: identity.uid.clone(),
+        groups: identity.groups.clone(),
+        extra: identity.extra.clone(),
+    };
+    protocol::meta::set_annotation(workspace, OWNER_ANNOTATION, &owner.to_annotation());
 }
 
 /// The owner recorded in an object's annotations, if any.
@@ -112,7 +73,7 @@ mod tests {
             (user("bob", "u-1", &[]), false),
         ];
         for (identity, expected) in cases {
-            assert_eq!(owner.is(&identity), expected, "{identity:?}");
+            assert_eq!(owner.is_user(&identity.user, &identity.uid), expected, "{identity:?}");
         }
         assert_eq!(Owner::parse("not json"), None);
         assert_eq!(Owner::parse(r#"{"uid":"u"}"#), None);

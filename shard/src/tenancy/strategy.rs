@@ -3,27 +3,24 @@
 //! namespace every new cluster gets) and Workspaces (admission against their type, the
 //! placement only the scheduler writes, the creator recorded as owner).
 
-use super::owner::OWNER_ANNOTATION;
-use super::{SCHEDULED_CLUSTER_ANNOTATION, SCHEDULED_SHARD_ANNOTATION};
 use crate::http::status::{ApiError, ApiResult};
-use crate::paths::{PathIndex, PATH_ANNOTATION};
+use crate::paths::PathIndex;
 use crate::registry::strategy::{Causes, Committed, Hook, Strategy, WithGeneration};
 use crate::registry::Core;
 use crate::registry::{Registry, ResourceType};
 use crate::state::Shard;
 use crate::storage::{self, WriteOptions};
 use crate::strategy::{invalid, keep_annotation};
+use protocol::wellknown::{
+    OWNER_ANNOTATION, PATH_ANNOTATION, SCHEDULED_CLUSTER_ANNOTATION, SCHEDULED_SHARD_ANNOTATION,
+};
 
 use protocol::meta;
 use security::authn::Identity;
 use serde_json::{json, Value};
 use std::sync::{Arc, Weak};
 
-/// The finalizer every LogicalCluster carries until the deletion controller has removed
-/// the cluster's content.
-pub const LOGICAL_CLUSTER_FINALIZER: &str = "core.kcp.io/logicalcluster-deletion";
-/// The finalizer every Workspace carries until its logical cluster is gone.
-pub const WORKSPACE_FINALIZER: &str = "tenancy.kcp.io/workspace-deletion";
+pub use protocol::wellknown::{LOGICAL_CLUSTER_FINALIZER, WORKSPACE_FINALIZER};
 /// Workspace spec fields only the scheduler writes.
 const WORKSPACE_SYSTEM_SPEC: [&str; 2] = ["cluster", "URL"];
 
@@ -54,7 +51,8 @@ impl Strategy for LogicalCluster {
         add_finalizer(object, LOGICAL_CLUSTER_FINALIZER);
         let initializers = object.pointer("/spec/initializers").cloned().unwrap_or_else(|| json!([]));
         let ready = initializers.as_array().is_none_or(Vec::is_empty);
-        let cluster = meta::annotations(object).get(crate::objects::CLUSTER_ANNOTATION).cloned().unwrap_or_default();
+        let cluster =
+            meta::annotations(object).get(protocol::wellknown::CLUSTER_ANNOTATION).cloned().unwrap_or_default();
         object["status"] = json!({
             "phase": if ready { "Ready" } else { "Initializing" },
             "initializers": initializers,
@@ -75,7 +73,7 @@ impl Strategy for LogicalCluster {
 
     fn validate(&self, _rt: &ResourceType, _old: Option<&Value>, object: &Value) -> Causes {
         let name = meta::name(object).unwrap_or_default();
-        if name == crate::state::LOGICAL_CLUSTER_OBJECT {
+        if name == protocol::types::LOGICAL_CLUSTER_NAME {
             return Vec::new();
         }
         let message =

@@ -60,7 +60,7 @@ pub async fn handle_collection(ctx: &Ctx, body: hyper::body::Incoming) -> ApiRes
         match outcome {
             Ok(Deleted::Gone(_)) => deleted.push(object),
             Ok(Deleted::Pending(pending)) => deleted.push(pending),
-            Err(e) if e.code == 404 => {}
+            Err(e) if e.is_not_found() => {}
             Err(e) => return Err(e),
         }
     }

@@ -71,7 +71,7 @@ async fn server_side_apply(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<
     crate::validation::check_types(ctx, &config)?;
     let at = ctx.object_ref()?;
     match storage::get(&ctx.shard, &ctx.rt, &at) {
-        Err(e) if e.code == 404 && ctx.req.subresource.is_none() => {
+        Err(e) if e.is_not_found() && ctx.req.subresource.is_none() => {
             let mut object = managed_fields::apply(ctx, None, &config)?;
             super::body::admit_caller(ctx, &mut object)?;
             let created = storage::create(&ctx.shard, &ctx.rt, at.cluster, object, options).await?;

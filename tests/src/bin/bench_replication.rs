@@ -16,6 +16,7 @@
 //! from the watch. It prints p50/p90/p99/max lag and the achieved write rate for each
 //! topology, against the goals: p99 < 50 ms through one cache, < 100 ms through two levels.
 
+use protocol::wellknown::REPLICATE_ANNOTATION;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -29,7 +30,6 @@ use clap::Parser;
 use hdrhistogram::Histogram;
 use http::{Method, StatusCode};
 use protocol::cache::{watch_event, WatchEvent, WatchRequest};
-use protocol::replication::REPLICATE_ANNOTATION;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;

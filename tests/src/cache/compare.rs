@@ -6,18 +6,12 @@
 //! empty list means the cache equals the sources, deletions included: a replica whose
 //! source is gone is a difference too.
 
+use protocol::wellknown::{CLUSTER_ANNOTATION, ORIGIN_ANNOTATION, PATH_ANNOTATION, SOURCE_RV_ANNOTATION};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use protocol::cache::{Replica, ReplicaKey};
-use protocol::replication::{ORIGIN_ANNOTATION, SOURCE_RV_ANNOTATION};
 use serde_json::Value;
-
-/// The annotation that names an object's logical cluster on wildcard lists.
-pub const CLUSTER_ANNOTATION: &str = "kcp.io/cluster";
-
-/// The annotation with a logical cluster's canonical path, which replicas keep.
-pub const PATH_ANNOTATION: &str = "kcp.io/path";
 
 /// Annotations that say where an object is served or replicated from rather than what it
 /// is; they differ between a source and its replica by design, and are checked on their

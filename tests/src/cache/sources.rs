@@ -2,15 +2,15 @@
 //! through the shard's wildcard endpoint (`/clusters/*/apis/...`) with the admin
 //! certificate, straight from the shard.
 
+use protocol::wellknown::{CLUSTER_ANNOTATION, PATH_ANNOTATION};
 use std::collections::BTreeMap;
 
+use super::compare::{ReplicaId, SourceObject};
+use crate::shard::ShardProcess;
 use anyhow::Context;
 use http::StatusCode;
 use protocol::replication::{is_replicated, Replicated, REPLICATED};
 use serde_json::Value;
-
-use super::compare::{ReplicaId, SourceObject, CLUSTER_ANNOTATION, PATH_ANNOTATION};
-use crate::shard::ShardProcess;
 
 /// The version a shard serves each replicated group at.
 ///

@@ -22,14 +22,14 @@ pub mod topology;
 
 pub use client::CacheClient;
 pub use compare::{ReplicaId, Scope, SourceObject};
-pub use topology::{CacheSpec, CacheTopology, ShardCaches};
-
+use protocol::wellknown::MASTERS_GROUP;
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+pub use topology::{CacheSpec, CacheTopology, ShardCaches};
 
 use anyhow::Context;
 use http::StatusCode;
@@ -54,9 +54,6 @@ pub const LOG_FILE: &str = "cache-server.log";
 
 /// The admin user the harness reads and tampers as (group `system:masters`).
 pub const ADMIN_USER: &str = "admin";
-
-/// The group that may do anything, on caches as on shards.
-pub const MASTERS_GROUP: &str = "system:masters";
 
 /// How often readiness and convergence are polled.
 const POLL_INTERVAL: Duration = Duration::from_millis(100);
