@@ -35,7 +35,7 @@ use parking_lot::Mutex;
 use protocol::meta;
 use protocol::types::APIS_KCP_GROUP;
 use serde_json::{json, Value};
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::Arc;
 use store::{ListOptions, Precondition, StoreError};
 
@@ -76,7 +76,7 @@ pub fn export_ref(binding: &Value, cluster: &str) -> Option<ExportRef> {
 /// cannot be read yet.
 pub async fn run(shard: Arc<Shard>, state: Arc<strategy::BindingState>) {
     let Some(rt) = bindings_row(&shard) else { return };
-    let busy: Arc<Mutex<HashSet<(String, String)>>> = Arc::default();
+    let busy: Busy = Arc::default();
     let prefix = objects::collection_prefix(&rt, None, None);
     let options = ListOptions { prefix: prefix.into_bytes(), ..ListOptions::default() };
     let page = loop {
@@ -100,15 +100,20 @@ pub async fn run(shard: Arc<Shard>, state: Arc<strategy::BindingState>) {
     }
 }
 
-/// Starts a reconcile loop for the binding `id` (cluster, name) unless one runs.
-fn offer(
-    shard: &Arc<Shard>,
-    state: &Arc<strategy::BindingState>,
-    busy: &Arc<Mutex<HashSet<(String, String)>>>,
-    id: (String, String),
-) {
-    if !busy.lock().insert(id.clone()) {
-        return;
+/// Bindings (cluster, name) with a reconcile loop running, each with whether it was
+/// written again while its loop ran.
+type Busy = Arc<Mutex<HashMap<(String, String), bool>>>;
+
+/// Starts a reconcile loop for the binding `id` (cluster, name), or, when one runs, makes
+/// it pass once more after it finishes: a write during a pass may change what to do.
+fn offer(shard: &Arc<Shard>, state: &Arc<strategy::BindingState>, busy: &Busy, id: (String, String)) {
+    {
+        let mut running = busy.lock();
+        if let Some(written_again) = running.get_mut(&id) {
+            *written_again = true;
+            return;
+        }
+        running.insert(id.clone(), false);
     }
     let (shard, state, busy) = (shard.clone(), state.clone(), busy.clone());
     tokio::spawn(async move {
@@ -116,13 +121,30 @@ fn offer(
         loop {
             let done =
                 tracing::Instrument::instrument(reconcile(&shard, &state.bound, &id.0, &id.1), span.clone()).await;
-            if done {
+            if done && !pass_again(&busy, &id) {
                 break;
             }
-            tokio::time::sleep(REQUEUE_DELAY).await;
+            if !done {
+                tokio::time::sleep(REQUEUE_DELAY).await;
+            }
         }
-        busy.lock().remove(&id);
     });
+}
+
+/// After a finished pass: true (and the mark cleared) when the binding was written while
+/// it ran; otherwise the loop ends and leaves the busy set.
+fn pass_again(busy: &Busy, id: &(String, String)) -> bool {
+    let mut running = busy.lock();
+    match running.get_mut(id) {
+        Some(written_again) if *written_again => {
+            *written_again = false;
+            true
+        }
+        _ => {
+            running.remove(id);
+            false
+        }
+    }
 }
 
 /// What binding found: the status to write, and whether the work is finished.
@@ -345,6 +367,18 @@ fn with_transition_times(old: Option<&Value>, wanted: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_binding_written_during_a_pass_gets_one_more() {
+        let busy: Busy = Arc::default();
+        let id = ("c".to_string(), "b".to_string());
+        busy.lock().insert(id.clone(), false);
+        assert!(!pass_again(&busy, &id), "not written again: the loop ends");
+        assert!(busy.lock().is_empty(), "and leaves the busy set");
+        busy.lock().insert(id.clone(), true);
+        assert!(pass_again(&busy, &id), "written again: one more pass");
+        assert!(!pass_again(&busy, &id), "then it ends");
+    }
 
     #[test]
     fn references_default_to_the_own_workspace() {
