@@ -17,9 +17,13 @@ pub struct Handles {
 
 /// The resource table with every feature's strategies. `shard` is the shard under
 /// construction (`Arc::new_cyclic`): strategies that need more than the core keep a weak
-/// reference to it; `paths` and `base_url` go to the LogicalCluster strategy.
-pub fn registry(shard: Weak<Shard>, paths: Arc<PathIndex>, base_url: String) -> (Registry, Handles) {
+/// reference to it; `paths` and `base_url` go to the LogicalCluster strategy; `root_ca`
+/// (the installation's CA, PEM) is what every namespace's `kube-root-ca.crt` holds.
+pub fn registry(shard: Weak<Shard>, paths: Arc<PathIndex>, base_url: String, root_ca: &str) -> (Registry, Handles) {
     let mut registry = crate::strategy::kube_registry();
+    let root_ca = Some(Arc::from(root_ca));
+    registry.set_strategy("", "configmaps", Arc::new(crate::strategy::ConfigMap { root_ca }));
+    crate::workloads::register(&mut registry);
     crate::tenancy::strategy::register(&mut registry, shard.clone(), paths, base_url);
     crate::crd::strategy::register(&mut registry);
     crate::apis::register(&mut registry);
@@ -45,11 +49,26 @@ mod tests {
 
     #[test]
     fn features_give_their_rows_the_behaviour_the_table_had() {
-        let (registry, _) = registry(Weak::new(), Arc::default(), "https://shard".into());
+        let (registry, _) = registry(Weak::new(), Arc::default(), "https://shard".into(), "CA");
         for row in registry.all() {
-            // kube sets generations for kinds with a spec controllers act on: kcp's kinds and
-            // CRDs here, not ConfigMaps, Secrets, RBAC and the like.
-            let tracks = row.group.ends_with(".kcp.io") || row.resource == "customresourcedefinitions";
+            // kube sets generations for kinds with a spec controllers act on: kcp's kinds,
+            // CRDs and the controllers of pods here, not ConfigMaps, Secrets, RBAC, Pods,
+            // Services and the like.
+            let workload_controller = matches!(
+                row.resource.as_str(),
+                "deployments"
+                    | "replicasets"
+                    | "statefulsets"
+                    | "daemonsets"
+                    | "replicationcontrollers"
+                    | "jobs"
+                    | "cronjobs"
+                    | "ingresses"
+                    | "networkpolicies"
+                    | "poddisruptionbudgets"
+            );
+            let tracks =
+                row.group.ends_with(".kcp.io") || row.resource == "customresourcedefinitions" || workload_controller;
             assert_eq!(row.strategy.tracks_generation(), tracks, "{}.{}", row.resource, row.group);
             let review = row.group == "authorization.k8s.io";
             assert_eq!(row.strategy.stored(), !review, "{}.{}", row.resource, row.group);

@@ -80,6 +80,14 @@ pub fn scan(
     Ok(())
 }
 
+/// Every stored object of `rt` in `cluster` (all namespaces), decoded, in key order.
+pub fn list_in_cluster(store: &store::Store, rt: &ResourceType, cluster: &str) -> ApiResult<Vec<Value>> {
+    let prefix = collection_prefix(rt, Some(cluster), None);
+    let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };
+    let page = store.list(&options, |_, _| true).map_err(ApiError::from)?;
+    page.items.iter().map(|(_, stored)| decode(stored)).collect()
+}
+
 /// Deserializes a stored object and stamps its resourceVersion.
 pub fn decode(stored: &Versioned) -> ApiResult<Value> {
     let mut object: Value = serde_json::from_slice(&stored.value)

@@ -3,9 +3,11 @@
 //! JSON patch (RFC 6902) and JSON merge patch (RFC 7386) come from the `json-patch`
 //! crate. Strategic merge patch is kube's merge patch with directives and merge keys; this
 //! module implements the directives kubectl emits (`$patch`, `$retainKeys`,
-//! `$setElementOrder/…`, `$deleteFromPrimitiveList/…`) and merges lists of objects by
-//! the merge keys of the built-in types' list fields.
+//! `$setElementOrder/…`, `$deleteFromPrimitiveList/…`) and merges each list as the
+//! resource's schema says (`x-kubernetes-patch-strategy`, `x-kubernetes-patch-merge-key`),
+//! as kube reads its types' patch tags.
 
+use protocol::managed::{PatchList, PathElement, SchemaShape};
 use serde_json::{Map, Value};
 
 /// Which patch format a request body is in.
@@ -85,123 +87,163 @@ pub fn apply_merge_patch(target: &mut Value, patch: &Value) -> Result<(), String
     Ok(())
 }
 
-/// Merge keys of list fields of the built-in types, by field name (kube's
-/// `patchMergeKey` tags); other lists are replaced whole.
-fn merge_key(field: &str) -> Option<&'static str> {
-    Some(match field {
-        "ownerReferences" => "uid",
-        "containers" | "initContainers" | "ephemeralContainers" | "env" | "volumes" | "imagePullSecrets" => "name",
-        "volumeMounts" => "mountPath",
-        "ports" => "containerPort",
-        "conditions" => "type",
-        "secrets" => "name",
-        _ => return None,
-    })
+/// How a strategic merge patch treats the list at a path (fields, with list items as
+/// [`PathElement::Index`]): from the resource's schema.
+pub type ListStrategy<'a> = &'a dyn Fn(&[PathElement]) -> PatchList;
+
+/// The list strategies of a resource's schema, `root` (a `$ref` into the built-in
+/// components). A node the schema does not describe is replaced, as kube replaces every
+/// list its types do not tag.
+pub fn schema_lists(root: &Value) -> impl Fn(&[PathElement]) -> PatchList + '_ {
+    let shape = SchemaShape::new(root, protocol::openapi::builtin_components());
+    move |path: &[PathElement]| shape.patch_list(path).unwrap_or(PatchList::Replace)
 }
 
-/// Applies a strategic merge patch to an object.
-pub fn apply_strategic_merge_patch(target: &mut Value, patch: &Value) -> Result<(), String> {
+/// Applies a strategic merge patch to an object; each list merges or is replaced as
+/// `lists` says its schema wants.
+pub fn apply_strategic_merge_patch(target: &mut Value, patch: &Value, lists: ListStrategy<'_>) -> Result<(), String> {
     let Value::Object(patch) = patch else {
         return Err("a strategic merge patch must be a JSON object".into());
     };
     if !target.is_object() {
         *target = Value::Object(Map::new());
     }
-    merge_map(target.as_object_mut().expect("object"), patch)
+    let mut merger = Merger { lists, path: Vec::new() };
+    merger.merge_map(target.as_object_mut().expect("object"), patch)
 }
 
-fn merge_map(target: &mut Map<String, Value>, patch: &Map<String, Value>) -> Result<(), String> {
-    match patch.get("$patch").and_then(Value::as_str) {
-        Some("replace") => {
-            *target = patch.iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k.clone(), v.clone())).collect();
-            return Ok(());
-        }
-        Some("delete") => {
-            target.clear();
-            return Ok(());
-        }
-        Some(other) if other != "merge" => return Err(format!("unknown patch directive $patch: {other}")),
-        _ => {}
-    }
-    if let Some(Value::Array(keep)) = patch.get("$retainKeys") {
-        let keep: Vec<&str> = keep.iter().filter_map(Value::as_str).collect();
-        target.retain(|k, _| keep.contains(&k.as_str()) || patch.contains_key(k));
-    }
-    for (key, value) in patch {
-        if let Some(field) = key.strip_prefix("$deleteFromPrimitiveList/") {
-            let remove: Vec<&Value> = value.as_array().map(|a| a.iter().collect()).unwrap_or_default();
-            if let Some(Value::Array(list)) = target.get_mut(field) {
-                list.retain(|item| !remove.contains(&item));
-            }
-            continue;
-        }
-        if key.starts_with('$') {
-            continue;
-        }
-        merge_field(target, key, value)?;
-    }
-    Ok(())
+struct Merger<'a> {
+    lists: ListStrategy<'a>,
+    path: Vec<PathElement>,
 }
 
-fn merge_field(target: &mut Map<String, Value>, key: &str, value: &Value) -> Result<(), String> {
-    match value {
-        Value::Null => {
-            target.remove(key);
-        }
-        Value::Object(patch_map) => {
-            let entry = target.entry(key.to_string()).or_insert_with(|| Value::Object(Map::new()));
-            if !entry.is_object() {
-                *entry = Value::Object(Map::new());
+impl Merger<'_> {
+    fn merge_map(&mut self, target: &mut Map<String, Value>, patch: &Map<String, Value>) -> Result<(), String> {
+        match patch.get("$patch").and_then(Value::as_str) {
+            Some("replace") => {
+                *target =
+                    patch.iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k.clone(), v.clone())).collect();
+                return Ok(());
             }
-            merge_map(entry.as_object_mut().expect("object"), patch_map)?;
-        }
-        Value::Array(items) => match (merge_key(key), target.get_mut(key)) {
-            (Some(merge_key), Some(Value::Array(existing))) if items.iter().all(Value::is_object) => {
-                merge_list(existing, items, merge_key)?;
+            Some("delete") => {
+                target.clear();
+                return Ok(());
             }
-            _ => {
-                target.insert(key.to_string(), Value::Array(strip_directives(items)));
-            }
-        },
-        scalar => {
-            target.insert(key.to_string(), scalar.clone());
+            Some(other) if other != "merge" => return Err(format!("unknown patch directive $patch: {other}")),
+            _ => {}
         }
+        if let Some(Value::Array(keep)) = patch.get("$retainKeys") {
+            let keep: Vec<&str> = keep.iter().filter_map(Value::as_str).collect();
+            target.retain(|k, _| keep.contains(&k.as_str()) || patch.contains_key(k));
+        }
+        for (key, value) in patch {
+            if let Some(field) = key.strip_prefix("$deleteFromPrimitiveList/") {
+                let remove: Vec<&Value> = value.as_array().map(|a| a.iter().collect()).unwrap_or_default();
+                if let Some(Value::Array(list)) = target.get_mut(field) {
+                    list.retain(|item| !remove.contains(&item));
+                }
+                continue;
+            }
+            if key.starts_with('$') {
+                continue;
+            }
+            self.path.push(PathElement::field(key.as_str()));
+            let merged = self.merge_field(target, key, value);
+            self.path.pop();
+            merged?;
+        }
+        Ok(())
     }
-    Ok(())
+
+    fn merge_field(&mut self, target: &mut Map<String, Value>, key: &str, value: &Value) -> Result<(), String> {
+        match value {
+            Value::Null => {
+                target.remove(key);
+            }
+            Value::Object(patch_map) => {
+                let entry = target.entry(key.to_string()).or_insert_with(|| Value::Object(Map::new()));
+                if !entry.is_object() {
+                    *entry = Value::Object(Map::new());
+                }
+                self.merge_map(entry.as_object_mut().expect("object"), patch_map)?;
+            }
+            Value::Array(items) => {
+                let replace_all =
+                    items.iter().any(|item| item.get("$patch").and_then(Value::as_str) == Some("replace"));
+                match ((self.lists)(&self.path), target.get_mut(key)) {
+                    (PatchList::Merge { .. }, _) if replace_all => {
+                        target.insert(key.to_string(), Value::Array(strip_directives(items)));
+                    }
+                    (PatchList::Merge { key: Some(merge_key) }, Some(Value::Array(existing)))
+                        if items.iter().all(Value::is_object) =>
+                    {
+                        self.merge_list(existing, items, &merge_key)?;
+                    }
+                    (PatchList::Merge { key: None }, Some(Value::Array(existing)))
+                        if !items.iter().any(Value::is_object) =>
+                    {
+                        for item in items {
+                            if !existing.contains(item) {
+                                existing.push(item.clone());
+                            }
+                        }
+                    }
+                    _ => {
+                        target.insert(key.to_string(), Value::Array(strip_directives(items)));
+                    }
+                }
+            }
+            scalar => {
+                target.insert(key.to_string(), scalar.clone());
+            }
+        }
+        Ok(())
+    }
+
+    fn merge_list(&mut self, existing: &mut Vec<Value>, patch: &[Value], merge_key: &str) -> Result<(), String> {
+        self.path.push(PathElement::Index(0));
+        let merged = (|| {
+            for item in patch {
+                let key_value = item.get(merge_key).cloned();
+                let position =
+                    key_value.as_ref().and_then(|kv| existing.iter().position(|e| e.get(merge_key) == Some(kv)));
+                let deleting = item.get("$patch").and_then(Value::as_str) == Some("delete");
+                match (position, deleting) {
+                    (Some(i), true) => {
+                        existing.remove(i);
+                    }
+                    (None, true) => {}
+                    (Some(i), false) => self.merge_map(
+                        existing[i].as_object_mut().ok_or("list item is not an object")?,
+                        item.as_object().expect("checked"),
+                    )?,
+                    (None, false) => {
+                        let mut fresh = Map::new();
+                        self.merge_map(&mut fresh, item.as_object().expect("checked"))?;
+                        existing.push(Value::Object(fresh));
+                    }
+                }
+            }
+            Ok(())
+        })();
+        self.path.pop();
+        merged
+    }
 }
 
 fn strip_directives(items: &[Value]) -> Vec<Value> {
     items.iter().filter(|item| item.get("$patch").is_none()).cloned().collect()
 }
 
-fn merge_list(existing: &mut Vec<Value>, patch: &[Value], merge_key: &str) -> Result<(), String> {
-    for item in patch {
-        let key_value = item.get(merge_key).cloned();
-        let position = key_value.as_ref().and_then(|kv| existing.iter().position(|e| e.get(merge_key) == Some(kv)));
-        let deleting = item.get("$patch").and_then(Value::as_str) == Some("delete");
-        match (position, deleting) {
-            (Some(i), true) => {
-                existing.remove(i);
-            }
-            (None, true) => {}
-            (Some(i), false) => merge_map(
-                existing[i].as_object_mut().ok_or("list item is not an object")?,
-                item.as_object().expect("checked"),
-            )?,
-            (None, false) => {
-                let mut fresh = Map::new();
-                merge_map(&mut fresh, item.as_object().expect("checked"))?;
-                existing.push(Value::Object(fresh));
-            }
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn config_map_lists() -> impl Fn(&[PathElement]) -> PatchList {
+        let root: &'static Value = Box::leak(Box::new(protocol::openapi::schema_ref("io.k8s.api.core.v1.ConfigMap")));
+        schema_lists(root)
+    }
 
     #[test]
     fn strategic_merge_patch_cases() {
@@ -224,24 +266,156 @@ mod tests {
                 json!({"data": {"$patch": "replace", "c": "3"}}),
                 json!({"data": {"c": "3"}}),
             ),
-            // lists without a merge key are replaced
+            // lists the schema does not tag are replaced
             (json!({"finalizers": ["a", "b"]}), json!({"finalizers": ["c"]}), json!({"finalizers": ["c"]})),
+            // metadata.finalizers is a merged set: a controller adding its finalizer keeps the others
+            (
+                json!({"metadata": {"finalizers": ["a", "b"]}}),
+                json!({"metadata": {"finalizers": ["c", "a"]}}),
+                json!({"metadata": {"finalizers": ["a", "b", "c"]}}),
+            ),
             // $deleteFromPrimitiveList
             (
-                json!({"finalizers": ["a", "b"]}),
-                json!({"$deleteFromPrimitiveList/finalizers": ["a"]}),
-                json!({"finalizers": ["b"]}),
+                json!({"metadata": {"finalizers": ["a", "b"]}}),
+                json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}}),
+                json!({"metadata": {"finalizers": ["b"]}}),
             ),
             // lists with a merge key merge by it, and $patch: delete removes an item
             (
-                json!({"ownerReferences": [{"uid": "1", "name": "a"}, {"uid": "2", "name": "b"}]}),
-                json!({"ownerReferences": [{"uid": "2", "name": "B"}, {"uid": "1", "$patch": "delete"}, {"uid": "3", "name": "c"}]}),
-                json!({"ownerReferences": [{"uid": "2", "name": "B"}, {"uid": "3", "name": "c"}]}),
+                json!({"metadata": {"ownerReferences": [{"uid": "1", "name": "a"}, {"uid": "2", "name": "b"}]}}),
+                json!({"metadata": {"ownerReferences": [{"uid": "2", "name": "B"}, {"uid": "1", "$patch": "delete"}, {"uid": "3", "name": "c"}]}}),
+                json!({"metadata": {"ownerReferences": [{"uid": "2", "name": "B"}, {"uid": "3", "name": "c"}]}}),
+            ),
+            // a $patch: replace item replaces a merged list whole
+            (
+                json!({"metadata": {"ownerReferences": [{"uid": "1"}]}}),
+                json!({"metadata": {"ownerReferences": [{"$patch": "replace"}, {"uid": "9"}]}}),
+                json!({"metadata": {"ownerReferences": [{"uid": "9"}]}}),
             ),
         ];
+        let lists = config_map_lists();
         for (mut target, patch, expected) in cases {
-            apply_strategic_merge_patch(&mut target, &patch).unwrap();
+            apply_strategic_merge_patch(&mut target, &patch, &lists).unwrap();
             assert_eq!(target, expected, "patch {patch}");
+        }
+    }
+
+    #[test]
+    fn deployment_lists_follow_their_schema() {
+        let root = protocol::openapi::schema_ref("io.k8s.api.apps.v1.Deployment");
+        let lists = schema_lists(&root);
+        let mut deployment = json!({"spec": {"template": {"spec": {"containers": [
+            {"name": "web", "image": "nginx:1", "args": ["a", "b"], "env": [{"name": "A", "value": "1"}]},
+            {"name": "side", "image": "busybox"}]}}}});
+        let patch = json!({"spec": {"template": {"spec": {"containers": [
+            {"name": "web", "image": "nginx:2", "args": ["c"], "env": [{"name": "B", "value": "2"}]}]}}}});
+        apply_strategic_merge_patch(&mut deployment, &patch, &lists).unwrap();
+        let containers = &deployment["spec"]["template"]["spec"]["containers"];
+        assert_eq!(containers.as_array().unwrap().len(), 2, "containers merge by name");
+        assert_eq!(containers[0]["image"], "nginx:2");
+        assert_eq!(containers[0]["args"], json!(["c"]), "args are replaced, as kube does");
+        assert_eq!(containers[0]["env"], json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]));
+    }
+
+    /// Every list field of every served built-in kind, against kube's published
+    /// extensions (`list_semantics.json`, read independently here): a strategic merge
+    /// patch merges exactly the lists kube tags `merge`, by their merge key, and replaces
+    /// the rest.
+    #[test]
+    fn every_builtin_list_field_patches_as_its_schema_says() {
+        let published: Value =
+            serde_json::from_str(include_str!("../../protocol/src/openapi/list_semantics.json")).unwrap();
+        let components = protocol::openapi::builtin_components();
+        let registry = crate::assemble::registry(std::sync::Weak::new(), Default::default(), String::new(), "CA").0;
+        let mut checked = 0;
+        let mut merged = 0;
+        for row in registry.all() {
+            if !row.schema_name.starts_with("io.k8s.") {
+                continue;
+            }
+            let root = protocol::openapi::schema_ref(&row.schema_name);
+            let lists = schema_lists(&root);
+            let mut seen = std::collections::HashSet::new();
+            walk_lists(components, &row.schema_name, &mut Vec::new(), &mut seen, &mut |schema, field, path| {
+                let tags = published.pointer(&format!("/{schema}/{field}"));
+                let strategy = tags.and_then(|t| t.get("x-kubernetes-patch-strategy")).and_then(Value::as_str);
+                let merges = strategy.is_some_and(|s| s.split(',').any(|p| p == "merge"));
+                let key = tags.and_then(|t| t.get("x-kubernetes-patch-merge-key")).and_then(Value::as_str);
+                let expected =
+                    if merges { PatchList::Merge { key: key.map(String::from) } } else { PatchList::Replace };
+                assert_eq!(lists(path), expected, "{} {schema}.{field} at {path:?}", row.kind);
+                // Below another list, building the object would need that list's keys too.
+                if !path.iter().any(|element| matches!(element, PathElement::Index(_))) {
+                    check_patch_behaviour(&lists, path, &expected);
+                }
+                checked += 1;
+                merged += usize::from(merges);
+            });
+        }
+        assert!(checked > 300 && merged > 40, "walked {checked} list fields, {merged} merged");
+    }
+
+    /// Builds an object with a list at `path` and patches it: merged lists keep the old
+    /// item beside the new one, replaced lists do not.
+    fn check_patch_behaviour(lists: &dyn Fn(&[PathElement]) -> PatchList, path: &[PathElement], expected: &PatchList) {
+        let item = |n: u32| match expected {
+            PatchList::Merge { key: Some(key) } => json!({ key.as_str(): format!("k{n}") }),
+            _ => json!(format!("v{n}")),
+        };
+        let wrap = |leaf: Value| {
+            path.iter().rev().fold(leaf, |inner, element| match element {
+                PathElement::Field(name) => json!({ name.as_str(): inner }),
+                _ => json!([inner]),
+            })
+        };
+        let mut target = wrap(json!([item(1)]));
+        let patch = wrap(json!([item(2)]));
+        apply_strategic_merge_patch(&mut target, &patch, lists).unwrap();
+        let mut pointer = String::new();
+        for element in path {
+            match element {
+                PathElement::Field(name) => pointer.push_str(&format!("/{name}")),
+                _ => pointer.push_str("/0"),
+            }
+        }
+        let length = target.pointer(&pointer).and_then(Value::as_array).map(Vec::len);
+        let wanted = if matches!(expected, PatchList::Replace) { 1 } else { 2 };
+        assert_eq!(length, Some(wanted), "{pointer}: {target}");
+    }
+
+    /// Calls `visit(schema, field, path)` for every array property reachable from the
+    /// component `name`, each (schema, field) once.
+    fn walk_lists(
+        components: &Map<String, Value>,
+        name: &str,
+        path: &mut Vec<PathElement>,
+        seen: &mut std::collections::HashSet<(String, String)>,
+        visit: &mut dyn FnMut(&str, &str, &[PathElement]),
+    ) {
+        let Some(properties) = components.get(name).and_then(|s| s.get("properties")).and_then(Value::as_object) else {
+            return;
+        };
+        for (field, property) in properties {
+            if !seen.insert((name.to_string(), field.clone())) {
+                continue;
+            }
+            path.push(PathElement::field(field.as_str()));
+            let reference = |schema: &Value| -> Option<String> {
+                let direct = schema.get("$ref").and_then(Value::as_str);
+                let wrapped = schema.pointer("/allOf/0/$ref").and_then(Value::as_str);
+                direct.or(wrapped).and_then(protocol::openapi::ref_name).map(String::from)
+            };
+            if property.get("type").and_then(Value::as_str) == Some("array") {
+                visit(name, field, path);
+                if let Some(item) = property.get("items").and_then(|items| reference(items)) {
+                    path.push(PathElement::Index(0));
+                    walk_lists(components, &item, path, seen, visit);
+                    path.pop();
+                }
+            } else if let Some(child) = reference(property) {
+                walk_lists(components, &child, path, seen, visit);
+            }
+            path.pop();
         }
     }
 

@@ -246,7 +246,8 @@ fn assemble_shard(
     let paths = Arc::new(PathIndex::default());
     let mut handles = None;
     let shard = Arc::new_cyclic(|weak| {
-        let (registry, features) = assemble::registry(weak.clone(), paths.clone(), base_url.clone());
+        let (registry, features) =
+            assemble::registry(weak.clone(), paths.clone(), base_url.clone(), &material.ca_cert_pem);
         handles = Some(features);
         Shard {
             core: Core { store, registry },

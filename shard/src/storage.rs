@@ -8,6 +8,7 @@
 //! HTTP concerns (parameters, bodies, formats) stay in [`crate::verbs`].
 
 use crate::http::status::{success_status, ApiError, ApiResult};
+use crate::namespace_defaults::IMPLICIT_RV;
 use crate::objects;
 use crate::registry::Core;
 use crate::registry::ResourceType;
@@ -66,12 +67,51 @@ pub fn object_error(rt: &ResourceType, name: &str, error: StoreError) -> ApiErro
     }
 }
 
-/// The current object and its resourceVersion.
+/// The current object and its resourceVersion ([`IMPLICIT_RV`] for an object served in
+/// every namespace but not stored).
 pub fn get(core: &Core, rt: &ResourceType, at: &ObjectRef<'_>) -> ApiResult<(Value, u64)> {
     match core.store.get(at.key(rt).as_bytes()).map_err(ApiError::from)? {
         Some(stored) => Ok((objects::decode(&stored)?, stored.rv)),
-        None => Err(ApiError::not_found(&rt.group_resource(), at.name)),
+        None => match implicit(core, rt, at)? {
+            Some(object) => Ok((object, IMPLICIT_RV)),
+            None => Err(ApiError::not_found(&rt.group_resource(), at.name)),
+        },
     }
+}
+
+/// The implicit object at `at` (kube's controllers keep it in every namespace), when the
+/// resource has one by that name and the namespace exists and is not terminating.
+fn implicit(core: &Core, rt: &ResourceType, at: &ObjectRef<'_>) -> ApiResult<Option<Value>> {
+    let Some(namespace) = at.namespace else { return Ok(None) };
+    if !rt.strategy.implicit_names().contains(&at.name) {
+        return Ok(None);
+    }
+    let namespaces = core.registry.namespaces();
+    let ns_at = ObjectRef { cluster: at.cluster, namespace: None, name: namespace };
+    let Some(stored) = core.store.get(ns_at.key(&namespaces).as_bytes()).map_err(ApiError::from)? else {
+        return Ok(None);
+    };
+    let ns = objects::decode(&stored)?;
+    if meta::is_deleting(&ns) {
+        return Ok(None);
+    }
+    Ok(rt.strategy.implicit(at.cluster, &ns, at.name))
+}
+
+/// The implicit objects of `namespaces` (stored namespace objects)
+/// that nothing stored shadows: what a list adds to the stored items.
+pub fn implicit_objects(core: &Core, rt: &ResourceType, cluster: &str, namespaces: &[Value]) -> ApiResult<Vec<Value>> {
+    let mut objects = Vec::new();
+    for ns in namespaces.iter().filter(|ns| !meta::is_deleting(ns)) {
+        let namespace = meta::name(ns).unwrap_or_default();
+        for name in rt.strategy.implicit_names() {
+            let at = ObjectRef { cluster, namespace: Some(namespace), name };
+            if core.store.get(at.key(rt).as_bytes()).map_err(ApiError::from)?.is_none() {
+                objects.extend(rt.strategy.implicit(cluster, ns, name));
+            }
+        }
+    }
+    Ok(objects)
 }
 
 /// Now, as kube writes timestamps (RFC 3339, whole seconds, UTC).
@@ -133,6 +173,9 @@ async fn create_once(
         check_namespace_accepts_content(core, cluster, ns)?;
     }
     let at = ObjectRef { cluster, namespace: namespace.as_deref(), name: &name };
+    if implicit(core, rt, &at)?.is_some() {
+        return Err(ApiError::already_exists(&rt.group_resource(), &name));
+    }
     rt.strategy.before_create(core, cluster, &mut object, options.dry_run).await?;
     if options.dry_run {
         // A dry run answers what the write would: 409 when the name is taken.
@@ -200,13 +243,18 @@ pub async fn replace(
         rt.strategy.after_delete(core, at.cluster, &new, committed.rv);
         return Ok(new);
     }
-    let committed = core
-        .store
-        .put(key, objects::encode(&new)?, Precondition::ResourceVersion(old_rv))
-        .await
-        .map_err(|e| object_error(rt, at.name, e))?;
+    // The first write of an implicit object stores it; a concurrent first write is a
+    // conflict to retry on, as a changed stored object is.
+    let (precondition, created) = match old_rv {
+        IMPLICIT_RV => (Precondition::MustNotExist, true),
+        rv => (Precondition::ResourceVersion(rv), false),
+    };
+    let committed = core.store.put(key, objects::encode(&new)?, precondition).await.map_err(|e| match e {
+        StoreError::AlreadyExists => ApiError::conflict(&rt.group_resource(), at.name, STALE),
+        e => object_error(rt, at.name, e),
+    })?;
     meta::set_meta_str(&mut new, "resourceVersion", Some(&committed.rv.to_string()));
-    let done = Committed { rt, cluster: at.cluster, object: &new, rv: committed.rv, created: false };
+    let done = Committed { rt, cluster: at.cluster, object: &new, rv: committed.rv, created };
     rt.strategy.after_commit(core, done).await?;
     Ok(new)
 }
@@ -345,7 +393,9 @@ async fn remove_now(
     rv: u64,
     options: WriteOptions,
 ) -> ApiResult<Deleted> {
-    if !options.dry_run {
+    // An implicit object was never stored; kube's controller would recreate it at once, so
+    // it stays served.
+    if !options.dry_run && rv != IMPLICIT_RV {
         let committed = core
             .store
             .delete(at.key(rt), Precondition::ResourceVersion(rv))

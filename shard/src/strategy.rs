@@ -7,6 +7,7 @@
 //! this module imports none of them.
 
 use crate::http::status::{ApiError, ApiResult};
+use crate::namespace_defaults;
 use crate::registry::strategy::Strategy;
 use crate::registry::{NameRule, Registry, ResourceType};
 use base64::Engine;
@@ -20,7 +21,8 @@ pub use crate::registry::strategy::{Causes, Committed};
 /// Gives the plain Kubernetes kinds of the table their strategies.
 pub fn register(registry: &mut Registry) {
     registry.set_strategy("", "namespaces", Arc::new(Namespace));
-    registry.set_strategy("", "configmaps", Arc::new(ConfigMap));
+    registry.set_strategy("", "configmaps", Arc::new(ConfigMap { root_ca: None }));
+    registry.set_strategy("", "serviceaccounts", Arc::new(ServiceAccount));
     registry.set_strategy("", "secrets", Arc::new(Secret));
     registry.set_strategy("events.k8s.io", "events", Arc::new(EventsV1));
 }
@@ -337,13 +339,45 @@ fn validate_data(object: &Value, fields: &[&str], causes: &mut Vec<(String, Stri
 
 /// ConfigMaps: `data` and `binaryData` keys and size are checked.
 #[derive(Debug, Default)]
-pub struct ConfigMap;
+pub struct ConfigMap {
+    /// The installation's CA, served in every namespace as `kube-root-ca.crt` (kube's
+    /// root-CA publisher); `None` serves no such ConfigMap.
+    pub root_ca: Option<Arc<str>>,
+}
 
 impl Strategy for ConfigMap {
     fn validate(&self, _rt: &ResourceType, _old: Option<&Value>, object: &Value) -> Causes {
         let mut causes = Vec::new();
         validate_data(object, &["data", "binaryData"], &mut causes);
         causes
+    }
+
+    fn implicit_names(&self) -> &'static [&'static str] {
+        match self.root_ca {
+            Some(_) => &[namespace_defaults::ROOT_CA_CONFIG_MAP],
+            None => &[],
+        }
+    }
+
+    fn implicit(&self, cluster: &str, namespace: &Value, name: &str) -> Option<Value> {
+        let ca = self.root_ca.as_deref().filter(|_| name == namespace_defaults::ROOT_CA_CONFIG_MAP)?;
+        Some(namespace_defaults::root_ca_config_map(cluster, namespace, ca))
+    }
+}
+
+/// ServiceAccounts: every namespace has a `default` one (kube's service-account
+/// controller).
+#[derive(Debug, Default)]
+pub struct ServiceAccount;
+
+impl Strategy for ServiceAccount {
+    fn implicit_names(&self) -> &'static [&'static str] {
+        &[namespace_defaults::DEFAULT_SERVICE_ACCOUNT]
+    }
+
+    fn implicit(&self, cluster: &str, namespace: &Value, name: &str) -> Option<Value> {
+        (name == namespace_defaults::DEFAULT_SERVICE_ACCOUNT)
+            .then(|| namespace_defaults::default_service_account(cluster, namespace))
     }
 }
 

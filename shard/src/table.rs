@@ -128,6 +128,7 @@ fn cell(column: &Column, object: &Value, now: jiff::Timestamp) -> Value {
             Value::from(age(stamp, now))
         }
         Cell::JsonPath(path) => json_path_cell(path, &column.kind, object, now),
+        Cell::Computed(computed) => (computed.1)(object, now),
         Cell::SubjectsOfKind(kind) => {
             let subjects = object.get("subjects").and_then(Value::as_array).cloned().unwrap_or_default();
             let names: Vec<String> = subjects

@@ -120,5 +120,11 @@ pub fn check_types(ctx: &Ctx, object: &Value) -> ApiResult<()> {
             )));
         }
     }
+    if let Some(error) = ctx.rt.strategy.decode_error(&ctx.rt, object) {
+        return Err(ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: {error}",
+            ctx.rt.kind, ctx.rt.version, ctx.rt.kind
+        )));
+    }
     Ok(())
 }

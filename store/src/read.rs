@@ -24,6 +24,9 @@ pub struct ListOptions {
     pub limit: Option<usize>,
     /// List the state as of this resourceVersion instead of the newest.
     pub at_rv: Option<u64>,
+    /// Count the keys after a page cut short by `limit` ([`ListPage::remaining`]), in the
+    /// same snapshot: kube's `remainingItemCount`.
+    pub count_remaining: bool,
 }
 
 /// One page of a list.
@@ -35,6 +38,8 @@ pub struct ListPage {
     pub rv: u64,
     /// Where the next page starts, when the limit cut the list short.
     pub next: Option<Vec<u8>>,
+    /// How many keys follow this page (from `next` on), when asked for and cut short.
+    pub remaining: Option<u64>,
 }
 
 /// Keys whose state at the listed resourceVersion differs from the newest: `None` means
@@ -89,7 +94,16 @@ impl Store {
                 items.push((key, value));
             }
         }
-        Ok(ListPage { items, rv: at, next })
+        let mut remaining = None;
+        if options.count_remaining && next.is_some() {
+            let mut count = 1;
+            for entry in merged {
+                entry?;
+                count += 1;
+            }
+            remaining = Some(count);
+        }
+        Ok(ListPage { items, rv: at, next, remaining })
     }
 }
 

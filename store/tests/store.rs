@@ -114,6 +114,29 @@ async fn paged_lists_filter_and_continue() {
     assert_eq!(seen, vec!["p/0", "p/2", "p/4", "p/6", "p/8"]);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unfiltered_pages_count_what_remains_at_their_revision() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    for i in 0..7 {
+        store.put(format!("p/{i}"), "v", Precondition::None).await.unwrap();
+    }
+    store.put("q/0", "v", Precondition::None).await.unwrap();
+    let mut options =
+        ListOptions { prefix: b"p/".to_vec(), limit: Some(3), count_remaining: true, ..ListOptions::default() };
+    let first = store.list(&options, |_, _| true).unwrap();
+    assert_eq!(first.remaining, Some(4));
+    // Writes after the first page do not change what the old revision holds.
+    store.put("p/9", "v", Precondition::None).await.unwrap();
+    options.start = first.next.clone();
+    options.at_rv = Some(first.rv);
+    let second = store.list(&options, |_, _| true).unwrap();
+    assert_eq!(second.remaining, Some(1));
+    options.start = second.next.clone();
+    let last = store.list(&options, |_, _| true).unwrap();
+    assert_eq!((last.items.len(), last.remaining, last.next), (1, None, None));
+}
+
 /// A generator seeded from `ATOLL_SEED` or at random; the seed is printed so a failure
 /// can be replayed.
 fn seeded_rng() -> (u64, rand::rngs::StdRng) {

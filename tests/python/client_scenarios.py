@@ -560,6 +560,88 @@ def scenario_create_from_yaml(api):
     delete_namespace_and_wait(core, "py-yaml")
 
 
+def scenario_workloads(api):
+    """A Deployment and a Service: create, patch three ways, list, watch, delete."""
+    core = client.CoreV1Api(api)
+    apps = client.AppsV1Api(api)
+    ns = "py-workloads"
+    core.create_namespace(namespace(ns))
+    start = apps.list_namespaced_deployment(ns).metadata.resource_version
+
+    labels = {"app": "shop"}
+    container = client.V1Container(name="web", image="nginx:1.27", ports=[client.V1ContainerPort(container_port=80)])
+    template = client.V1PodTemplateSpec(
+        metadata=client.V1ObjectMeta(labels=labels), spec=client.V1PodSpec(containers=[container])
+    )
+    spec = client.V1DeploymentSpec(selector=client.V1LabelSelector(match_labels=labels), template=template)
+    body = client.V1Deployment(api_version="apps/v1", kind="Deployment", metadata=client.V1ObjectMeta(name="shop"), spec=spec)
+    created = apps.create_namespaced_deployment(ns, body)
+    assert created.spec.replicas == 1, created.spec
+    assert created.spec.strategy.type == "RollingUpdate", created.spec.strategy
+    assert created.spec.template.spec.restart_policy == "Always"
+    assert created.spec.template.spec.containers[0].ports[0].protocol == "TCP"
+
+    # Strategic (a dict), JSON (a list) and merge patches.
+    sidecar = {"spec": {"template": {"spec": {"containers": [{"name": "log", "image": "busybox"}]}}}}
+    patched = apps.patch_namespaced_deployment("shop", ns, sidecar)
+    assert [c.name for c in patched.spec.template.spec.containers] == ["web", "log"], patched.spec.template
+    patched = apps.patch_namespaced_deployment("shop", ns, [{"op": "replace", "path": "/spec/replicas", "value": 4}])
+    assert patched.spec.replicas == 4
+    patched = apps.patch_namespaced_deployment(
+        "shop", ns, {"metadata": {"labels": {"tier": "web"}}}, _content_type="application/merge-patch+json"
+    )
+    assert patched.metadata.labels == {"tier": "web"}, patched.metadata.labels
+    scale = apps.read_namespaced_deployment_scale("shop", ns)
+    assert scale.spec.replicas == 4 and scale.status.selector == "app=shop", scale
+    apps.patch_namespaced_deployment_scale("shop", ns, {"spec": {"replicas": 2}})
+    assert apps.read_namespaced_deployment("shop", ns).spec.replicas == 2
+
+    service = client.V1Service(
+        api_version="v1",
+        kind="Service",
+        metadata=client.V1ObjectMeta(name="shop"),
+        spec=client.V1ServiceSpec(selector=labels, ports=[client.V1ServicePort(name="http", port=80)]),
+    )
+    created = core.create_namespaced_service(ns, service)
+    assert created.spec.type == "ClusterIP" and created.spec.ports[0].target_port == 80, created.spec
+    patched = core.patch_namespaced_service("shop", ns, {"spec": {"ports": [{"name": "https", "port": 443}]}})
+    assert [p.port for p in patched.spec.ports] == [80, 443], patched.spec.ports
+    patched = core.patch_namespaced_service("shop", ns, [{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}])
+    assert patched.metadata.labels == {"a": "b"}
+    patched = core.patch_namespaced_service(
+        "shop", ns, {"spec": {"sessionAffinity": "ClientIP"}}, _content_type="application/merge-patch+json"
+    )
+    assert patched.spec.session_affinity == "ClientIP"
+    assert names(core.list_namespaced_service(ns).items) == ["shop"]
+    assert names(apps.list_namespaced_deployment(ns).items) == ["shop"]
+
+    # A wrong type is kube's 400, a missing selector its 422.
+    bad = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "bad"}, "spec": {"replicas": "two"}}
+    expect_api_error(400, apps.create_namespaced_deployment, ns, bad)
+    unselected = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "bad"},
+        "spec": {"template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "i"}]}}},
+    }
+    invalid = expect_api_error(422, apps.create_namespaced_deployment, ns, unselected)
+    assert "spec.selector: Required value" in invalid.get("message", ""), invalid
+
+    core.delete_namespaced_service("shop", ns)
+    apps.delete_namespaced_deployment("shop", ns)
+    stream = watch.Watch().stream(
+        apps.list_namespaced_deployment,
+        ns,
+        resource_version=start,
+        timeout_seconds=WATCH_TIMEOUT_S,
+        _request_timeout=WATCH_READ_LIMIT_S,
+    )
+    seen = [(e["type"], e["object"].metadata.name) for e in stream if e["type"] != "BOOKMARK"]
+    kinds = [kind for kind, _ in seen]
+    assert kinds[0] == "ADDED" and kinds[-1] == "DELETED" and set(kinds[1:-1]) == {"MODIFIED"}, seen
+    delete_namespace_and_wait(core, ns)
+
+
 SCENARIOS = [
     scenario_namespaces,
     scenario_configmaps,
@@ -568,6 +650,7 @@ SCENARIOS = [
     scenario_custom_resources,
     scenario_watch_resume,
     scenario_create_from_yaml,
+    scenario_workloads,
 ]
 
 

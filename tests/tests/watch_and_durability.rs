@@ -68,6 +68,38 @@ async fn watch_from_a_compacted_rv_is_an_in_band_410() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_continue_token_offers_the_inconsistent_rest() {
+    let shard = ShardProcess::start(small_retention()).await.unwrap();
+    let http = shard.http();
+    for i in 0..6 {
+        http.post_json(CMS, &configmap(&format!("a{i}"))).await.unwrap();
+    }
+    let page = http.get(&format!("{CMS}?limit=2")).await.unwrap().json().unwrap();
+    // The rest: a2..a5 and the namespace's kube-root-ca.crt.
+    assert_eq!(page["metadata"]["remainingItemCount"], 5, "unfiltered pages count the rest: {page}");
+    let filtered = http.get(&format!("{CMS}?limit=2&labelSelector=x!=y")).await.unwrap().json().unwrap();
+    assert!(filtered["metadata"].get("remainingItemCount").is_none(), "filtered pages do not: {filtered}");
+    let token = page["metadata"]["continue"].as_str().unwrap().to_string();
+    // Move the change log past the page's revision, then continue.
+    for i in 0..20 {
+        http.post_json(CMS, &configmap(&format!("b{i:02}"))).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let expired = http.get(&format!("{CMS}?limit=3&continue={token}")).await.unwrap();
+    assert_eq!(expired.status, 410, "{}", expired.text());
+    let status = expired.json().unwrap();
+    assert_eq!(status["reason"], "Expired");
+    assert!(status["message"].as_str().unwrap().contains("use the continue token in this response"), "{status}");
+    let fresh = status["metadata"]["continue"].as_str().expect("a fresh continue token in the Status").to_string();
+    let rest = http.get(&format!("{CMS}?limit=100&continue={fresh}")).await.unwrap().json().unwrap();
+    let names: Vec<&str> =
+        rest["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names[..4], ["a2", "a3", "a4", "a5"], "the rest from where the client was, at the newest state");
+    assert_eq!(names.len(), 25, "objects created since show up, as kube warns: {names:?}");
+    assert_eq!(names[24], "kube-root-ca.crt");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streaming_list_ends_with_an_initial_events_end_bookmark() {
     let shard = ShardProcess::start(ShardOptions::default()).await.unwrap();
     let http = shard.http();
@@ -93,7 +125,8 @@ async fn streaming_list_ends_with_an_initial_events_end_bookmark() {
     assert_eq!(page["items"].as_array().unwrap().len(), 2);
     let token = page["metadata"]["continue"].as_str().unwrap();
     let rest = http.get(&format!("{CMS}?limit=10&continue={token}")).await.unwrap().json().unwrap();
-    assert_eq!(rest["items"].as_array().unwrap().len(), 2, "{rest}");
+    // c, d and the namespace's kube-root-ca.crt.
+    assert_eq!(rest["items"].as_array().unwrap().len(), 3, "{rest}");
     assert_eq!(rest["metadata"]["resourceVersion"], page["metadata"]["resourceVersion"]);
 }
 

@@ -37,7 +37,7 @@ pub use entries::{decode_managed_fields, ManagedFieldsEntry, ManagedFieldsError,
 pub use fields::{compare, object_fields, Comparison};
 pub use fieldset::FieldSet;
 pub use path::{path_string, PathElement};
-pub use schema::{BuiltinShape, ListKind, SchemaShape, Shape};
+pub use schema::{BuiltinShape, ListKind, PatchList, SchemaShape, Shape};
 pub use update::update;
 
 /// The fields kube resets on writes to the main resource of most kinds: the status is

@@ -181,6 +181,38 @@ impl<'s> SchemaShape<'s> {
     }
 }
 
+/// How strategic merge patch treats a list, by the schema's patch extensions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PatchList {
+    /// The patch's list replaces the object's (no `merge` strategy).
+    Replace,
+    /// `x-kubernetes-patch-strategy: merge`: objects merge by the value of `key`
+    /// (`x-kubernetes-patch-merge-key`); scalars (no key) merge as a set.
+    Merge {
+        /// The merge key of object items.
+        key: Option<String>,
+    },
+}
+
+impl SchemaShape<'_> {
+    /// How strategic merge patch merges the list at `path` (list items as any non-field
+    /// element), or `None` when the schema does not describe the node.
+    ///
+    /// kube reads only `x-kubernetes-patch-strategy` and `x-kubernetes-patch-merge-key` (its
+    /// Go struct tags): a list-type without them is replaced. (Custom resources take no
+    /// strategic merge patch at all, in kube as here.)
+    pub fn patch_list(&self, path: &[PathElement]) -> Option<PatchList> {
+        let node = self.node(path)?;
+        let merges = node
+            .extension("x-kubernetes-patch-strategy")
+            .is_some_and(|strategy| strategy.split(',').any(|part| part.trim() == "merge"));
+        Some(match merges {
+            true => PatchList::Merge { key: node.extension("x-kubernetes-patch-merge-key").map(String::from) },
+            false => PatchList::Replace,
+        })
+    }
+}
+
 impl Shape for SchemaShape<'_> {
     fn list_kind(&self, path: &[PathElement]) -> ListKind {
         match self.node(path) {

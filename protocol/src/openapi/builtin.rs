@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
-use k8s_openapi::api::{coordination, core, events, rbac};
+use k8s_openapi::api::{apps, autoscaling, batch, coordination, core, discovery, events, networking, policy, rbac};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
@@ -16,8 +16,7 @@ use schemars::{JsonSchema, Schema};
 use serde_json::{json, Map, Value};
 
 use super::components::{
-    gvk_value, list_schema, with_gvk, DELETE_OPTIONS_SCHEMA, OBJECT_META_SCHEMA, PATCH_SCHEMA, PRESERVE_UNKNOWN_FIELDS,
-    STATUS_SCHEMA,
+    gvk_value, list_schema, with_gvk, DELETE_OPTIONS_SCHEMA, PATCH_SCHEMA, PRESERVE_UNKNOWN_FIELDS, STATUS_SCHEMA,
 };
 use crate::types::{
     ApiBinding, ApiExport, ApiExportEndpointSlice, ApiResourceSchema, LogicalCluster, Shard, Workspace, WorkspaceType,
@@ -54,6 +53,31 @@ const BUILTIN_KINDS: &[BuiltinKind] = &[
     builtin_kind!(core::v1::ServiceAccount),
     builtin_kind!(core::v1::Event),
     builtin_kind!(events::v1::Event),
+    // The workload kinds: stored and validated, run by no controller (a logical cluster is
+    // a control plane, as in kcp).
+    builtin_kind!(core::v1::Pod),
+    builtin_kind!(core::v1::Service),
+    builtin_kind!(core::v1::Endpoints),
+    builtin_kind!(core::v1::PersistentVolumeClaim),
+    builtin_kind!(core::v1::ResourceQuota),
+    builtin_kind!(core::v1::LimitRange),
+    builtin_kind!(core::v1::PodTemplate),
+    builtin_kind!(core::v1::ReplicationController),
+    builtin_kind!(apps::v1::Deployment),
+    builtin_kind!(apps::v1::StatefulSet),
+    builtin_kind!(apps::v1::DaemonSet),
+    builtin_kind!(apps::v1::ReplicaSet),
+    builtin_kind!(apps::v1::ControllerRevision),
+    builtin_kind!(batch::v1::Job),
+    builtin_kind!(batch::v1::CronJob),
+    builtin_kind!(networking::v1::Ingress),
+    builtin_kind!(networking::v1::IngressClass),
+    builtin_kind!(networking::v1::NetworkPolicy),
+    builtin_kind!(policy::v1::PodDisruptionBudget),
+    builtin_kind!(autoscaling::v2::HorizontalPodAutoscaler),
+    builtin_kind!(autoscaling::v1::HorizontalPodAutoscaler),
+    builtin_kind!(autoscaling::v1::Scale),
+    builtin_kind!(discovery::v1::EndpointSlice),
     builtin_kind!(coordination::v1::Lease),
     builtin_kind!(rbac::v1::Role),
     builtin_kind!(rbac::v1::RoleBinding),
@@ -257,43 +281,30 @@ fn drop_required_metadata(schema: &mut Value) {
     }
 }
 
-/// List semantics kube publishes (from Go struct tags) and k8s-openapi does not carry:
-/// kubectl's strategic merge patch merges these lists by key instead of replacing them.
+/// The list and map semantics kube-apiserver publishes in its OpenAPI v3 documents (from
+/// its Go types' `patchStrategy`, `patchMergeKey`, `listType`, `listMapKey` and
+/// `mapType` tags), which k8s-openapi does not carry: extracted once from Kubernetes
+/// 1.33's published documents into `list_semantics.json`, keyed by component and property
+/// (`""` for the schema itself). Strategic merge patch and field management read them.
+const LIST_SEMANTICS: &str = include_str!("list_semantics.json");
+
 fn apply_list_semantics(components: &mut Map<String, Value>) {
-    let map_list = |key: &str| {
-        json!({
-            "x-kubernetes-list-map-keys": [key],
-            "x-kubernetes-list-type": "map",
-            "x-kubernetes-patch-merge-key": key,
-            "x-kubernetes-patch-strategy": "merge"
-        })
+    let Ok(Value::Object(semantics)) = serde_json::from_str::<Value>(LIST_SEMANTICS) else {
+        unreachable!("list_semantics.json is a JSON object");
     };
-    let semantics = [
-        (
-            OBJECT_META_SCHEMA,
-            "finalizers",
-            json!({ "x-kubernetes-list-type": "set", "x-kubernetes-patch-strategy": "merge" }),
-        ),
-        (OBJECT_META_SCHEMA, "ownerReferences", map_list("uid")),
-        ("io.k8s.api.core.v1.ServiceAccount", "secrets", map_list("name")),
-        ("io.k8s.api.core.v1.NamespaceStatus", "conditions", map_list("type")),
-        (
-            "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps",
-            "x-kubernetes-validations",
-            map_list("rule"),
-        ),
-        (
-            "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus",
-            "conditions",
-            json!({ "x-kubernetes-list-map-keys": ["type"], "x-kubernetes-list-type": "map" }),
-        ),
-    ];
-    for (schema, property, extensions) in semantics {
-        let target =
-            components.get_mut(schema).and_then(|schema| schema.pointer_mut(&format!("/properties/{property}")));
-        debug_assert!(target.is_some(), "{schema} has no property {property}");
-        if let (Some(Value::Object(target)), Value::Object(extensions)) = (target, extensions) {
-            target.extend(extensions);
+    for (schema_name, properties) in semantics {
+        let (Some(schema), Value::Object(properties)) = (components.get_mut(&schema_name), properties) else {
+            continue;
+        };
+        for (property, extensions) in properties {
+            let target = if property.is_empty() {
+                Some(&mut *schema)
+            } else {
+                schema.pointer_mut(&format!("/properties/{}", property.replace('~', "~0").replace('/', "~1")))
+            };
+            if let (Some(Value::Object(target)), Value::Object(extensions)) = (target, extensions) {
+                target.extend(extensions);
+            }
         }
     }
 }
@@ -301,7 +312,7 @@ fn apply_list_semantics(components: &mut Map<String, Value>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::openapi::components::{assert_refs_resolve, schema_ref, GVK_EXTENSION};
+    use crate::openapi::components::{assert_refs_resolve, schema_ref, GVK_EXTENSION, OBJECT_META_SCHEMA};
 
     #[test]
     fn schema_names_for_builtin_kinds() {
@@ -328,7 +339,9 @@ mod tests {
             ("tenancy.kcp.io", "v1alpha1", "Workspace", Some("io.kcp.tenancy.v1alpha1.Workspace")),
             ("tenancy.kcp.io", "v1alpha1", "WorkspaceTypeList", Some("io.kcp.tenancy.v1alpha1.WorkspaceTypeList")),
             ("core.kcp.io", "v1alpha1", "Workspace", None),
-            ("", "v1", "Pod", None),
+            ("", "v1", "Pod", Some("io.k8s.api.core.v1.Pod")),
+            ("apps", "v1", "DeploymentList", Some("io.k8s.api.apps.v1.DeploymentList")),
+            ("", "v1", "Node", None),
             ("apps", "v1", "ConfigMap", None),
         ];
         for (group, version, kind, expected) in cases {

@@ -32,6 +32,7 @@ mod tables;
 #[cfg(test)]
 mod tests;
 mod wire;
+mod workloads;
 
 pub use error::ProtobufError;
 pub use tables::message_for;

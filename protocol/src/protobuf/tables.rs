@@ -308,6 +308,7 @@ pub fn message_for(api_version: &str, kind: &str) -> Option<&'static Message> {
     KINDS
         .iter()
         .chain(super::authorization::KINDS)
+        .chain(super::workloads::KINDS)
         .find(|(v, k, _)| *v == api_version && *k == kind)
         .map(|(_, _, message)| *message)
 }

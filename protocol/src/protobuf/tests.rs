@@ -117,8 +117,8 @@ fn envelope_errors() {
         ("no kind", envelope("v1", "", cm()), |e| matches!(e, ProtobufError::MissingTypeMeta)),
         (
             "deployment",
-            envelope("apps/v1", "Deployment", Enc::new()),
-            |e| matches!(e, ProtobufError::UnsupportedKind { api_version, kind } if api_version == "apps/v1" && kind == "Deployment"),
+            envelope("apps/v1", "StatefulSet", Enc::new()),
+            |e| matches!(e, ProtobufError::UnsupportedKind { api_version, kind } if api_version == "apps/v1" && kind == "StatefulSet"),
         ),
         ("wrong group", envelope("v1", "Role", Enc::new()), |e| matches!(e, ProtobufError::UnsupportedKind { .. })),
         (
@@ -135,6 +135,6 @@ fn envelope_errors() {
         let err = decode_object(&body).expect_err(name);
         assert!(expected(&err), "{name}: {err:?}");
     }
-    let unsupported = decode_object(&envelope("apps/v1", "Deployment", Enc::new())).unwrap_err().to_string();
+    let unsupported = decode_object(&envelope("apps/v1", "StatefulSet", Enc::new())).unwrap_err().to_string();
     assert!(unsupported.contains("application/json"), "{unsupported}");
 }

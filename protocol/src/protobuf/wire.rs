@@ -5,6 +5,7 @@
 
 use super::error::ProtobufError;
 use super::tables;
+use super::workloads;
 use base64::Engine as _;
 use prost::encoding::{decode_key, decode_varint, skip_field, DecodeContext, WireType};
 use serde_json::{Map, Value};
@@ -21,8 +22,8 @@ pub struct Message {
 }
 
 impl Message {
-    /// The index in `fields` of the field numbered `tag`. A linear scan: tables have at most 17
-    /// fields.
+    /// The index in `fields` of the field numbered `tag`. A linear scan: the largest table
+    /// (PodSpec) has under 40 fields.
     fn position(&self, tag: u32) -> Option<usize> {
         self.fields.iter().position(|field| field.tag == tag)
     }
@@ -65,6 +66,9 @@ pub enum FieldKind {
     MicroTime,
     /// `intstr.IntOrString` (`{1: type, 2: intVal, 3: strVal}`) → JSON number or string.
     IntOrString,
+    /// `resource.Quantity` (`{1: string}`) → that string, as Quantity marshals to JSON; an empty
+    /// message is the zero Quantity, `"0"`.
+    Quantity,
     /// A message whose field 1 holds JSON bytes (`runtime.RawExtension`, `metav1.FieldsV1`) →
     /// that JSON, parsed.
     Json,
@@ -72,8 +76,14 @@ pub enum FieldKind {
     StringMap,
     /// `map<string, bytes>` → JSON object of base64 strings.
     BytesMap,
+    /// `map<string, Quantity>` (`ResourceList`) → JSON object of quantity strings.
+    QuantityMap,
     /// A nested message, decoded with its own table.
     Message(&'static Message),
+    /// An embedded Go struct tagged `json:",inline"` (`Volume.VolumeSource`, `Probe.ProbeHandler`,
+    /// `ConfigMapKeySelector.LocalObjectReference`): a nested message on the wire whose JSON keys
+    /// join the enclosing object's, where the field stands.
+    Inline(&'static Message),
 }
 
 impl FieldKind {
@@ -306,7 +316,12 @@ impl<'a> MessageDecoder<'a> {
             if field.presence == Presence::NonZero && is_zero(&value) {
                 continue;
             }
-            object.insert(field.json_name.to_owned(), value);
+            match (field.kind, value) {
+                (FieldKind::Inline(_), Value::Object(inlined)) => object.extend(inlined),
+                (_, value) => {
+                    object.insert(field.json_name.to_owned(), value);
+                }
+            }
         }
         Ok(object)
     }
@@ -328,7 +343,7 @@ fn merge_field<'a>(
         return Ok(());
     }
     match field.kind {
-        FieldKind::StringMap | FieldKind::BytesMap => {
+        FieldKind::StringMap | FieldKind::BytesMap | FieldKind::QuantityMap => {
             let (key, entry_value) = decode_map_entry(field, bytes_or_empty(Some(value)))?;
             match slot {
                 Slot::Map(entries) => {
@@ -337,7 +352,7 @@ fn merge_field<'a>(
                 _ => *slot = Slot::Map(BTreeMap::from([(key, entry_value)])),
             }
         }
-        FieldKind::Message(nested) => {
+        FieldKind::Message(nested) | FieldKind::Inline(nested) => {
             if !matches!(slot, Slot::Nested(_)) {
                 *slot = Slot::Nested(MessageDecoder::new(nested));
             }
@@ -365,8 +380,11 @@ fn decode_single(message: &'static Message, field: &Field, value: WireValue<'_>)
         (FieldKind::Time, WireValue::Bytes(bytes)) => decode_time(bytes, TimePrecision::Seconds, at)?,
         (FieldKind::MicroTime, WireValue::Bytes(bytes)) => decode_time(bytes, TimePrecision::Micros, at)?,
         (FieldKind::IntOrString, WireValue::Bytes(bytes)) => decode_int_or_string(bytes, at)?,
+        (FieldKind::Quantity, WireValue::Bytes(bytes)) => decode_quantity(bytes)?,
         (FieldKind::Json, WireValue::Bytes(bytes)) => decode_json(bytes, at)?,
-        (FieldKind::Message(nested), WireValue::Bytes(bytes)) => Value::Object(decode_message(bytes, nested)?),
+        (FieldKind::Message(nested) | FieldKind::Inline(nested), WireValue::Bytes(bytes)) => {
+            Value::Object(decode_message(bytes, nested)?)
+        }
         // Maps are never repeated (a table test checks), so only a wire-type mismatch lands here.
         (kind, value) => {
             return Err(ProtobufError::WireTypeMismatch {
@@ -382,6 +400,7 @@ fn decode_single(message: &'static Message, field: &Field, value: WireValue<'_>)
 fn decode_map_entry(field: &Field, bytes: &[u8]) -> Result<(String, Value), ProtobufError> {
     let entry = match field.kind {
         FieldKind::BytesMap => &tables::BYTES_MAP_ENTRY,
+        FieldKind::QuantityMap => &workloads::QUANTITY_MAP_ENTRY,
         _ => &tables::STRING_MAP_ENTRY,
     };
     let [key, value] = last_values::<2>(bytes, entry)?;
@@ -462,6 +481,13 @@ fn decode_int_or_string(bytes: &[u8], at: impl Fn() -> String) -> Result<Value, 
         1 => Ok(Value::String(text(str_val))),
         other => Err(ProtobufError::InvalidIntOrString { at: at(), int_or_string_type: other }),
     }
+}
+
+/// Go's decoder also parses the string (`ParseQuantity`) and refuses a malformed one; here it
+/// passes through, and the server's own validation of the JSON refuses it instead.
+fn decode_quantity(bytes: &[u8]) -> Result<Value, ProtobufError> {
+    let [string] = last_values::<1>(bytes, &workloads::QUANTITY)?;
+    Ok(Value::String(if string.is_none() { "0".to_owned() } else { text(string) }))
 }
 
 fn decode_json(bytes: &[u8], at: impl Fn() -> String) -> Result<Value, ProtobufError> {

@@ -78,7 +78,7 @@ impl<'a> StorePolicy<'a> {
         let rt = self.shard.registry.rbac(resource);
         let prefix = objects::collection_prefix(&rt, Some(self.cluster), namespace);
         let options =
-            ListOptions { prefix: prefix.into_bytes(), start: None, limit: Some(POLICY_OBJECTS_MAX), at_rv: None };
+            ListOptions { prefix: prefix.into_bytes(), limit: Some(POLICY_OBJECTS_MAX), ..ListOptions::default() };
         let mut items = Vec::new();
         let page = self
             .shard

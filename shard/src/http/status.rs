@@ -14,6 +14,9 @@ pub struct ApiError {
     pub message: String,
     /// `details` of the Status, when there is an object to name.
     pub details: Option<Value>,
+    /// `metadata.continue` of the Status: a token to go on with (a 410 on an expired
+    /// continue token offers the inconsistent rest of the list).
+    pub list_continue: Option<String>,
 }
 
 /// A shorthand for handler results.
@@ -21,7 +24,7 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
     fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        ApiError { code, reason, message: message.into(), details: None }
+        ApiError { code, reason, message: message.into(), details: None, list_continue: None }
     }
 
     /// Whether this is a 404 NotFound: the object, or the logical cluster, does not exist.
@@ -186,6 +189,9 @@ impl ApiError {
         });
         if let Some(details) = &self.details {
             status["details"] = details.clone();
+        }
+        if let Some(token) = &self.list_continue {
+            status["metadata"]["continue"] = Value::from(token.clone());
         }
         status
     }

@@ -4,7 +4,7 @@
 use super::strategy;
 use super::{Cell, Column, NameRule, ResourceType};
 
-fn col(name: &str, kind: &str, description: &str, cell: Cell) -> Column {
+pub fn col(name: &str, kind: &str, description: &str, cell: Cell) -> Column {
     Column {
         name: name.into(),
         kind: kind.into(),
@@ -15,7 +15,7 @@ fn col(name: &str, kind: &str, description: &str, cell: Cell) -> Column {
     }
 }
 
-fn wide(name: &str, description: &str, cell: Cell) -> Column {
+pub fn wide(name: &str, description: &str, cell: Cell) -> Column {
     Column { priority: 1, ..col(name, "string", description, cell) }
 }
 
@@ -89,7 +89,7 @@ fn ready_column(condition: &str) -> Column {
 }
 
 /// A built-in resource row with the common defaults filled in.
-fn builtin(
+pub fn builtin(
     group: &str,
     version: &str,
     resource: &str,
@@ -115,6 +115,7 @@ fn builtin(
         schema_name: schema_name.into(),
         storage_group: group.into(),
         custom: None,
+        scale: None,
     }
 }
 
@@ -126,7 +127,7 @@ fn review(resource: &str, kind: &str, namespaced: bool) -> ResourceType {
     builtin("authorization.k8s.io", "v1", resource, singular, kind, namespaced, &schema_name)
 }
 
-fn strings(items: &[&str]) -> Vec<String> {
+pub fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 

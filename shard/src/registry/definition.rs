@@ -21,8 +21,6 @@ pub struct CustomVersion {
     pub schema: Value,
     /// The version objects are stored in.
     pub storage_version: String,
-    /// `spec.replicas`-style paths of the scale subresource, when it is enabled.
-    pub scale: Option<ScalePaths>,
     /// The CRD is being deleted: its objects can be read and deleted, not created.
     pub terminating: bool,
     /// The identity hash of the APIExport this resource is bound from (bound CRDs only):
@@ -117,10 +115,10 @@ pub fn resource_types(crd: &Value, strategy: &Arc<dyn Strategy>) -> Vec<Resource
                     }),
                     schema,
                     storage_version: storage_version.clone(),
-                    scale,
                     terminating,
                     identity: None,
                 })),
+                scale,
             })
         })
         .collect()

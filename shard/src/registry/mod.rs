@@ -10,7 +10,7 @@ pub mod custom;
 pub mod definition;
 pub mod strategy;
 
-pub use builtin::{age_column, builtin_resources};
+pub use builtin::{age_column, builtin, builtin_resources, col, strings, wide};
 pub use custom::CustomResources;
 
 use protocol::gvr::{GroupResource, GroupVersion};
@@ -51,10 +51,32 @@ pub enum Cell {
     AgeOf(&'static [&'static str]),
     /// Names of subjects of one kind in a binding, comma separated.
     SubjectsOfKind(&'static str),
+    /// A cell a function computes from the object and the time of the request (a
+    /// Deployment's `READY` is `readyReplicas/replicas`, a Service's `PORT(S)` joins its
+    /// ports): for built-in columns no pointer expresses.
+    Computed(Computed),
     /// A custom resource's printer column: a simple JSONPath (`.spec.replicas`,
     /// `.status.conditions[0].type`) and the column's OpenAPI type.
     JsonPath(String),
 }
+
+/// A printer cell's function, compared by name (function addresses are not stable).
+#[derive(Clone, Copy)]
+pub struct Computed(pub &'static str, pub fn(&serde_json::Value, jiff::Timestamp) -> serde_json::Value);
+
+impl std::fmt::Debug for Computed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Computed({})", self.0)
+    }
+}
+
+impl PartialEq for Computed {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Eq for Computed {}
 
 /// One printer column.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,6 +142,8 @@ pub struct ResourceType {
     pub storage_group: String,
     /// What a CustomResourceDefinition says about this version; `None` for built-ins.
     pub custom: Option<Arc<definition::CustomVersion>>,
+    /// Where the `scale` subresource reads and writes replica counts, when it is served.
+    pub scale: Option<definition::ScalePaths>,
 }
 
 /// The verbs every built-in resource supports, in discovery order.
@@ -293,6 +317,16 @@ impl Registry {
     /// Every served row the sources (APIBindings' bound resources) give `cluster`.
     pub fn source_rows(&self, cluster: &str) -> Vec<Arc<ResourceType>> {
         self.sources.iter().flat_map(|s| s.served(&self.custom, cluster)).collect()
+    }
+
+    /// Adds a feature's own built-in rows (served in every logical cluster); at start-up,
+    /// before the registry is shared. A row naming a group, version and resource already
+    /// in the table is a programming error.
+    pub fn add_rows(&mut self, rows: Vec<ResourceType>) {
+        for row in rows {
+            assert!(self.get(&row.group, &row.version, &row.resource).is_none(), "{} registered twice", row.resource);
+            self.all.push(Arc::new(row));
+        }
     }
 
     /// Adds a source of rows beyond the built-ins and CRDs; at start-up, before the

@@ -90,6 +90,25 @@ pub trait Strategy: Send + Sync + std::fmt::Debug {
         Ok(())
     }
 
+    /// Why a request body cannot be read as this resource's kind (kube's typed decoding:
+    /// a string where an integer belongs is a 400, not a stored object typed clients
+    /// cannot read); `None` when it can. Runs before any defaulting. Pure.
+    fn decode_error(&self, _rt: &ResourceType, _object: &Value) -> Option<String> {
+        None
+    }
+
+    /// Names of the objects this resource serves in every namespace without storing them
+    /// (a `default` ServiceAccount): see [`crate::namespace_defaults`].
+    fn implicit_names(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The implicit object `name` of `namespace` (its stored form) in `cluster`, served
+    /// while nothing is stored under its name. Pure.
+    fn implicit(&self, _cluster: &str, _namespace: &Value, _name: &str) -> Option<Value> {
+        None
+    }
+
     /// Defaults of a new object, after the generic metadata is filled. Pure.
     fn prepare_create(&self, _rt: &ResourceType, _object: &mut Value, _now: &str) -> ApiResult<()> {
         Ok(())

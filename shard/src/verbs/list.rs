@@ -22,6 +22,9 @@ pub async fn handle(ctx: &Ctx) -> ApiResult<Response> {
     if let Some(token) = &listed.continue_token {
         list_meta["continue"] = Value::from(token.clone());
     }
+    if let Some(remaining) = listed.remaining {
+        list_meta["remainingItemCount"] = Value::from(remaining);
+    }
     let list = json!({
         "kind": ctx.rt.list_kind(),
         "apiVersion": ctx.rt.api_version(),
@@ -39,6 +42,8 @@ pub struct Listed {
     pub rv: u64,
     /// Token for the next page.
     pub continue_token: Option<String>,
+    /// How many objects the following pages hold (unfiltered lists only, as in kube).
+    pub remaining: Option<u64>,
 }
 
 /// The label and field selectors of a request.
@@ -60,6 +65,11 @@ impl Selectors {
             }
         }
         Ok(Selectors { labels, fields })
+    }
+
+    /// Whether neither selector filters anything.
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty() && self.fields.is_empty()
     }
 
     /// Whether an object matches both selectors.
@@ -107,6 +117,13 @@ fn custom_field_value(rt: &ResourceType, object: &Value, field: &str) -> Option<
     }))
 }
 
+/// kube's message for a continue token older than the retained history.
+const EXPIRED_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// The resourceVersion of a continue token that lists the rest at the newest state (kube
+/// encodes it as -1; no revision is 0 here).
+const LATEST: u64 = 0;
+
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ContinueToken {
     rv: u64,
@@ -126,7 +143,9 @@ pub async fn collect(ctx: &Ctx, limit_override: Option<usize>) -> ApiResult<List
         Scope::Wildcard => ctx.namespace().map(str::to_string),
         Scope::Cluster(_) => None,
     };
-    let options = ListOptions { prefix: prefix.clone().into_bytes(), start, limit, at_rv };
+    // kube counts what remains only when no selector filters the list.
+    let count_remaining = selectors.is_empty() && wildcard_namespace.is_none();
+    let options = ListOptions { prefix: prefix.clone().into_bytes(), start, limit, at_rv, count_remaining };
     let mut decode_error = None;
     let mut items = Vec::new();
     let keep = |key: &[u8], stored: &store::Versioned| {
@@ -153,8 +172,61 @@ pub async fn collect(ctx: &Ctx, limit_override: Option<usize>) -> ApiResult<List
     if let Some(e) = decode_error {
         return Err(e);
     }
+    let mut remaining = page.remaining;
+    if let Scope::Cluster(cluster) = &ctx.scope {
+        let range = (options.start.as_deref().unwrap_or(prefix.as_bytes()), page.next.as_deref());
+        add_implicit(ctx, cluster, &selectors, range, &mut items, &mut remaining)?;
+    }
     let continue_token = page.next.map(|next| encode_token(page.rv, &next));
-    Ok(Listed { items, rv: page.rv, continue_token })
+    Ok(Listed { items, rv: page.rv, continue_token, remaining })
+}
+
+/// Adds the implicit objects (a namespace's `default` ServiceAccount) the page's key range
+/// `[start, next)` holds and nothing stored shadows, in key order; those after the page
+/// count in `remaining`.
+fn add_implicit(
+    ctx: &Ctx,
+    cluster: &str,
+    selectors: &Selectors,
+    (start, next): (&[u8], Option<&[u8]>),
+    items: &mut Vec<Value>,
+    remaining: &mut Option<u64>,
+) -> ApiResult<()> {
+    if ctx.rt.strategy.implicit_names().is_empty() {
+        return Ok(());
+    }
+    let namespaces_rt = ctx.shard.registry.namespaces();
+    let namespaces: Vec<Value> = match ctx.namespace() {
+        Some(namespace) => {
+            let at = crate::storage::ObjectRef { cluster, namespace: None, name: namespace };
+            match crate::storage::get(&ctx.shard, &namespaces_rt, &at) {
+                Ok((ns, _)) => vec![ns],
+                Err(e) if e.is_not_found() => Vec::new(),
+                Err(e) => return Err(e),
+            }
+        }
+        None => objects::list_in_cluster(&ctx.shard.store, &namespaces_rt, cluster)?,
+    };
+    let implicit = crate::storage::implicit_objects(&ctx.shard, &ctx.rt, cluster, &namespaces)?;
+    let key = |object: &Value| {
+        objects::key(&ctx.rt, cluster, meta::namespace(object), meta::name(object).unwrap_or_default()).into_bytes()
+    };
+    let after_page = |object: &Value| next.is_some_and(|next| key(object).as_slice() >= next);
+    if let Some(count) = remaining.as_mut() {
+        *count += implicit.iter().filter(|o| after_page(o)).count() as u64;
+    }
+    let added: Vec<Value> = implicit
+        .into_iter()
+        .filter(|o| key(o).as_slice() >= start && !after_page(o) && selectors.matches(&ctx.rt, o))
+        .collect();
+    if !added.is_empty() {
+        items.extend(added);
+        let position = |o: &Value| {
+            (meta::namespace(o).unwrap_or_default().to_string(), meta::name(o).unwrap_or_default().to_string())
+        };
+        items.sort_by_key(position);
+    }
+    Ok(())
 }
 
 fn collection_prefix(ctx: &Ctx) -> String {
@@ -200,8 +272,16 @@ async fn list_position(ctx: &Ctx, prefix: &str) -> ApiResult<(Option<u64>, Optio
             return Err(ApiError::bad_request("specifying resource version is not allowed when using continue"));
         }
         let token = decode_token(token, prefix)?;
+        if token.rv == LATEST {
+            // A token handed out with a 410: the rest of the list as it is now.
+            return Ok((None, Some(token.start.into_bytes())));
+        }
         if token.rv < ctx.shard.store.compacted_rv() {
-            return Err(ApiError::expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."));
+            // kube's offer: continue inconsistently from where the client was, at the
+            // newest state, with the token in the Status's metadata.
+            let mut error = ApiError::expired(EXPIRED_CONTINUE);
+            error.list_continue = Some(encode_token(LATEST, token.start.as_bytes()));
+            return Err(error);
         }
         return Ok((Some(token.rv), Some(token.start.into_bytes())));
     }

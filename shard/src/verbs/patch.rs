@@ -29,6 +29,12 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
     let bytes = http::read_body(body, length).await?;
     let patch: Value = serde_json::from_slice(&bytes)
         .map_err(|e| ApiError::bad_request(format!("the patch is not valid JSON: {e}")))?;
+    if patch_type == PatchType::Json && !patch.is_array() {
+        return Err(ApiError::bad_request(
+            "a JSON patch must be an array of operations, e.g. [{\"op\": \"replace\", \"path\": \"/spec/replicas\", \"value\": 3}]",
+        ));
+    }
+    let root = ctx.rt.schema_root();
     let at = ctx.object_ref()?;
     let mut warnings = Vec::new();
     let updated =
@@ -40,7 +46,9 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
             let applied = match patch_type {
                 PatchType::Json => patch::apply_json_patch(&mut patched, &patch),
                 PatchType::Merge => patch::apply_merge_patch(&mut patched, &patch),
-                PatchType::Strategic | PatchType::Apply => patch::apply_strategic_merge_patch(&mut patched, &patch),
+                PatchType::Strategic | PatchType::Apply => {
+                    patch::apply_strategic_merge_patch(&mut patched, &patch, &patch::schema_lists(&root))
+                }
             };
             applied.map_err(|why| ApiError::invalid(&ctx.rt.kind, &ctx.rt.group, at.name, &[(String::new(), why)]))?;
             check_identity_unchanged(ctx, current, &patched)?;

@@ -1,6 +1,6 @@
-//! The `scale` subresource of custom resources: an `autoscaling/v1` Scale view of the
-//! replica count at the CRD's `specReplicasPath`, which `kubectl scale` and autoscalers
-//! read and write.
+//! The `scale` subresource: an `autoscaling/v1` Scale view of the replica count at a
+//! row's spec-replicas path (a CRD's `specReplicasPath`, a Deployment's `.spec.replicas`),
+//! which `kubectl scale` and autoscalers read and write.
 
 use super::ctx::Ctx;
 use crate::http::status::{ApiError, ApiResult};
@@ -13,9 +13,8 @@ use serde_json::{json, Map, Value};
 
 fn paths(ctx: &Ctx) -> ApiResult<&ScalePaths> {
     ctx.rt
-        .custom
+        .scale
         .as_ref()
-        .and_then(|c| c.scale.as_ref())
         .ok_or_else(|| ApiError::not_found_message(format!("{} has no scale subresource", ctx.rt.resource)))
 }
 
@@ -94,7 +93,7 @@ fn scale_of(paths: &ScalePaths, object: &Value) -> Value {
     };
     let mut status = json!({"replicas": read(&paths.status_replicas).unwrap_or_else(|| json!(0))});
     if let Some(selector) = paths.label_selector.as_deref().and_then(read) {
-        status["selector"] = selector;
+        status["selector"] = selector_text(selector);
     }
     let mut metadata = Map::new();
     for field in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
@@ -109,6 +108,18 @@ fn scale_of(paths: &ScalePaths, object: &Value) -> Value {
         "spec": {"replicas": read(&paths.spec_replicas).unwrap_or_else(|| json!(0))},
         "status": status,
     })
+}
+
+/// A Scale's `status.selector` is text: a CRD's labelSelectorPath names a string, kept as
+/// it is; a built-in kind's names its `spec.selector` LabelSelector, rendered as kube does
+/// (`app=web,tier in (a,b)`).
+fn selector_text(selector: Value) -> Value {
+    match &selector {
+        Value::Object(_) => protocol::selector::LabelSelector::from_label_selector_json(&selector)
+            .map(|parsed| Value::from(parsed.to_string()))
+            .unwrap_or(selector),
+        _ => selector,
+    }
 }
 
 /// Sets a value at a simple `.a.b.c` path, creating objects on the way.
