@@ -3,8 +3,8 @@
 //! verifies the API server (the root-CA publisher). An empty workspace must not cost more
 //! for them, so they are not stored: the ServiceAccount and ConfigMap strategies serve
 //! them as present in every namespace until they are first written, when the write
-//! stores them ([`crate::storage`] handles objects at [`IMPLICIT_RV`]). Deleting one that
-//! was never written leaves it served, as kube's controllers would recreate it at once.
+//! stores them ([`crate::storage`] handles objects at [`IMPLICIT_RV`]). Deleting one stores
+//! a fresh one with a new uid, as kube's controllers recreate it at once.
 //! Pure: objects built from the namespace they live in.
 
 use protocol::meta;

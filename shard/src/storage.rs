@@ -98,6 +98,23 @@ fn implicit(core: &Core, rt: &ResourceType, at: &ObjectRef<'_>) -> ApiResult<Opt
     Ok(rt.strategy.implicit(at.cluster, &ns, at.name))
 }
 
+/// kube's controllers recreate a deleted `default` ServiceAccount (or root CA ConfigMap) at
+/// once, as a new object with a new uid: clients waiting for the deletion (`kubectl
+/// delete` does) see the old one gone. The new one is stored, so it keeps its uid.
+async fn recreate_implicit(core: &Core, rt: &ResourceType, at: &ObjectRef<'_>) -> ApiResult<()> {
+    let Some(mut fresh) = implicit(core, rt, at)? else { return Ok(()) };
+    let uid = uuid::Builder::from_random_bytes(rand::random()).into_uuid().to_string();
+    let metadata = meta::metadata_mut(&mut fresh);
+    metadata.insert("uid".into(), Value::from(uid));
+    metadata.insert("creationTimestamp".into(), Value::from(now()));
+    metadata.remove("resourceVersion");
+    match core.store.put(at.key(rt), objects::encode(&fresh)?, Precondition::MustNotExist).await {
+        // Someone wrote it first: theirs stands.
+        Ok(_) | Err(StoreError::AlreadyExists) => Ok(()),
+        Err(e) => Err(object_error(rt, at.name, e)),
+    }
+}
+
 /// The implicit objects of `namespaces` (stored namespace objects)
 /// that nothing stored shadows: what a list adds to the stored items.
 pub fn implicit_objects(core: &Core, rt: &ResourceType, cluster: &str, namespaces: &[Value]) -> ApiResult<Vec<Value>> {
@@ -393,8 +410,7 @@ async fn remove_now(
     rv: u64,
     options: WriteOptions,
 ) -> ApiResult<Deleted> {
-    // An implicit object was never stored; kube's controller would recreate it at once, so
-    // it stays served.
+    // An implicit object was never stored: there is nothing to remove.
     if !options.dry_run && rv != IMPLICIT_RV {
         let committed = core
             .store
@@ -402,6 +418,9 @@ async fn remove_now(
             .await
             .map_err(|e| object_error(rt, at.name, e))?;
         rt.strategy.after_delete(core, at.cluster, &object, committed.rv);
+    }
+    if !options.dry_run {
+        recreate_implicit(core, rt, at).await?;
     }
     Ok(Deleted::Gone(if rt.return_deleted_object {
         object

@@ -97,7 +97,7 @@ spec:
     let server_side = manifest.replace("name: api, labels", "name: api-ssa, labels");
     k().args(["apply", "--server-side", "-f", "-"]).stdin(server_side.clone()).ok();
     k().args(["apply", "--server-side", "-f", "-"]).stdin(server_side.replace("busybox:1.36", "busybox:1.37")).ok();
-    let ssa = get_json(&shard, &["deployment", "api-ssa"]);
+    let ssa = get_json(&shard, &["deployment", "api-ssa", "--show-managed-fields"]);
     assert_eq!(ssa["spec"]["template"]["spec"]["containers"][0]["image"], "busybox:1.37");
     assert_eq!(ssa["metadata"]["managedFields"][0]["manager"], "kubectl");
 
@@ -151,9 +151,9 @@ async fn every_namespace_has_a_default_service_account_and_the_root_ca() {
     assert_eq!(accounts.trim(), "serviceaccount/default");
     let ca = get_json(&shard, &["configmap", "kube-root-ca.crt", "-n", "team"]);
     let pem = ca["data"]["ca.crt"].as_str().unwrap();
-    let kubeconfig = std::fs::read_to_string(shard.kubeconfig_path()).unwrap();
+    let kubeconfig: Value = serde_json::from_str(&std::fs::read_to_string(shard.kubeconfig_path()).unwrap()).unwrap();
     assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"), "{pem}");
-    let ca_data = kubeconfig.lines().find_map(|l| l.trim().strip_prefix("certificate-authority-data: ")).unwrap();
+    let ca_data = kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"].as_str().unwrap();
     use base64::Engine;
     let trusted = base64::engine::general_purpose::STANDARD.decode(ca_data).unwrap();
     assert_eq!(pem.trim(), String::from_utf8(trusted).unwrap().trim(), "the CA clients trust");
@@ -177,10 +177,14 @@ async fn every_namespace_has_a_default_service_account_and_the_root_ca() {
     let accounts = k().args(["get", "sa", "-n", "team", "-o", "name"]).ok().stdout;
     assert_eq!(accounts.trim(), "serviceaccount/default", "stored once, listed once");
 
-    // Deleted, it is back at once, as kube's controller would recreate it.
+    // Deleted, it is back at once as a new object, as kube's controller recreates it
+    // (kubectl's wait for the deletion sees the uid change).
     k().args(["delete", "sa", "default", "-n", "team"]).ok();
     let back = get_json(&shard, &["sa", "default", "-n", "team"]);
-    assert!(back["metadata"].get("labels").is_none(), "the implicit one again: {back}");
+    assert!(back["metadata"].get("labels").is_none(), "a fresh one: {back}");
+    assert_ne!(back["metadata"]["uid"], after["metadata"]["uid"]);
+    k().args(["delete", "configmap", "kube-root-ca.crt", "-n", "team"]).ok();
+    assert!(get_json(&shard, &["configmap", "kube-root-ca.crt", "-n", "team"])["data"]["ca.crt"].is_string());
 
     // A strategic merge patch adding a finalizer keeps everyone else's (the list is a set).
     k().args(["create", "configmap", "held", "-n", "team"]).ok();
