@@ -139,7 +139,8 @@ async fn users_need_workspace_access_and_then_rbac() {
     apply(&shard, CLUSTER, &role_binding("alice-view", "default", "alice", "ClusterRole", "view"));
     assert_ok(get(&alice, &format!("{cms}/x")).await);
     let listed = assert_ok(get(&alice, &cms).await);
-    assert_eq!(listed.json().unwrap()["items"].as_array().map(Vec::len), Some(2));
+    // x, y and the namespace's kube-root-ca.crt.
+    assert_eq!(listed.json().unwrap()["items"].as_array().map(Vec::len), Some(3));
     assert_ok(get(&alice, "/clusters/team/api/v1/namespaces/default").await);
     assert_forbidden(&post(&alice, &cms, &config_map("z")).await, r#"cannot create resource "configmaps""#);
     assert_forbidden(&get(&alice, &configmaps(CLUSTER, "other")).await, r#"in the namespace "other""#);

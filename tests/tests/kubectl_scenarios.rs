@@ -144,9 +144,10 @@ async fn apply_get_label_annotate_patch(target: &Target) {
     kubectl().args(["annotate", "configmap", "settings", "-n", "shop", "owner=team-a"]).ok();
     let labelled = kubectl().args(["get", "configmaps", "-n", "shop", "-l", "tier=silver", "-o", "name"]).ok().stdout;
     assert_eq!(labelled.trim(), "configmap/settings");
-    let none =
+    // Only the namespace's kube-root-ca.crt (unlabelled, as in kube) is not silver.
+    let others =
         kubectl().args(["get", "configmaps", "-n", "shop", "-l", "tier notin (silver)", "-o", "name"]).ok().stdout;
-    assert_eq!(none.trim(), "");
+    assert_eq!(others.trim(), "configmap/kube-root-ca.crt");
 
     kubectl()
         .args(["patch", "configmap", "settings", "-n", "shop", "--type", "merge", "-p", r#"{"data":{"size":"4"}}"#])

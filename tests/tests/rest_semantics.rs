@@ -52,7 +52,8 @@ async fn generate_name_dry_run_preconditions_and_collections() {
     let left = http.get(CMS).await.unwrap().json().unwrap();
     let names: Vec<&str> =
         left["items"].as_array().unwrap().iter().map(|o| o["metadata"]["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["c2"]);
+    // The namespace's kube-root-ca.crt stays, as in kube.
+    assert_eq!(names, ["c2", "kube-root-ca.crt"]);
 
     // Generation moves with content changes, not with metadata changes.
     let path = format!("{CMS}/c2");

@@ -481,6 +481,9 @@ pub fn rows() -> Vec<ResourceType> {
         ..rows.iter().find(|r| r.resource == "horizontalpodautoscalers").expect("v2 row").clone()
     });
     for row in &mut rows {
+        // kube's pod, service and claim storage answer a delete with the object.
+        row.return_deleted_object =
+            row.group.is_empty() && matches!(row.resource.as_str(), "pods" | "services" | "persistentvolumeclaims");
         row.scale = match (row.group.as_str(), row.resource.as_str()) {
             ("", "replicationcontrollers") => scale(Some(".spec.selector")),
             ("apps", "deployments" | "replicasets" | "statefulsets") => scale(Some(".spec.selector")),
