@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # Runs a benchmark program: `scripts/bench.sh store [flags]` runs bench-store,
 # `scripts/bench.sh workspaces [flags]` runs bench-workspaces,
-# `scripts/bench.sh proxy [flags]` runs bench-proxy (shard direct vs front-proxy vs nginx), and
+# `scripts/bench.sh proxy [flags]` runs bench-proxy (shard direct vs front-proxy vs nginx),
 # `scripts/bench.sh replication [flags]` runs bench-replication (lag through one cache and
-# through a regional cache under a parent).
+# through a regional cache under a parent), and `scripts/bench.sh placement [flags]` runs
+# bench-placement (one scheduling decision over 10,000 candidate clusters).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-name="${1:?usage: scripts/bench.sh store|workspaces|proxy|replication [flags]}"
+name="${1:?usage: scripts/bench.sh store|workspaces|proxy|replication|placement [flags]}"
 shift
 # Checked before building, so a typo does not cost a build.
 case "$name" in
-    store | workspaces | proxy | replication) ;;
+    store | workspaces | proxy | replication | placement) ;;
     *)
-        echo "unknown benchmark: $name (known: store, workspaces, proxy, replication)" >&2
+        echo "unknown benchmark: $name (known: store, workspaces, proxy, replication, placement)" >&2
         exit 2
         ;;
 esac

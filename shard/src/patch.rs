@@ -407,7 +407,7 @@ mod tests {
             };
             if property.get("type").and_then(Value::as_str) == Some("array") {
                 visit(name, field, path);
-                if let Some(item) = property.get("items").and_then(|items| reference(items)) {
+                if let Some(item) = property.get("items").and_then(&reference) {
                     path.push(PathElement::Index(0));
                     walk_lists(components, &item, path, seen, visit);
                     path.pop();

@@ -114,11 +114,13 @@ async fn streaming_list_ends_with_an_initial_events_end_bookmark() {
         tokio::time::sleep(Duration::from_millis(300)).await;
         writer.post_json(CMS, &configmap("d")).await.unwrap();
     });
-    let events = read_lines(response, 5).await;
+    let events = read_lines(response, 6).await;
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["ADDED", "ADDED", "ADDED", "BOOKMARK", "ADDED"], "{events:?}");
-    assert_eq!(events[3]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
-    assert_eq!(events[4]["object"]["metadata"]["name"], "d");
+    // a, b, c and the namespace's kube-root-ca.crt, then the bookmark, then d.
+    assert_eq!(kinds, ["ADDED", "ADDED", "ADDED", "ADDED", "BOOKMARK", "ADDED"], "{events:?}");
+    assert_eq!(events[3]["object"]["metadata"]["name"], "kube-root-ca.crt");
+    assert_eq!(events[4]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+    assert_eq!(events[5]["object"]["metadata"]["name"], "d");
 
     // Paged lists are consistent snapshots.
     let page = http.get(&format!("{CMS}?limit=2")).await.unwrap().json().unwrap();

@@ -283,6 +283,11 @@ async fn kube_rs_creates_patches_lists_watches_and_deletes_workloads() {
     // The namespace's implicit objects are typed objects too.
     let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
     assert!(accounts.get_opt("default").await.unwrap().is_some());
+    let mut initial = accounts.watch(&WatchParams::default().timeout(2), "0").await.unwrap().boxed();
+    match tokio::time::timeout(Duration::from_secs(10), initial.try_next()).await.unwrap().unwrap() {
+        Some(WatchEvent::Added(account)) => assert_eq!(account.metadata.name.as_deref(), Some("default")),
+        other => panic!("a watch from 0 starts with the default ServiceAccount: {other:?}"),
+    }
     let configs: Api<ConfigMap> = Api::namespaced(client, "default");
     let ca = configs.get("kube-root-ca.crt").await.unwrap();
     assert!(ca.data.unwrap()["ca.crt"].starts_with("-----BEGIN CERTIFICATE-----"));

@@ -13,7 +13,7 @@ pub struct ApiError {
     /// What went wrong and, where it helps, what to do about it.
     pub message: String,
     /// `details` of the Status, when there is an object to name.
-    pub details: Option<Value>,
+    pub details: Option<Box<Value>>,
     /// `metadata.continue` of the Status: a token to go on with (a 410 on an expired
     /// continue token offers the inconsistent rest of the list).
     pub list_continue: Option<String>,
@@ -44,7 +44,7 @@ impl ApiError {
     }
 
     fn with_details(mut self, details: Value) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 
@@ -188,7 +188,7 @@ impl ApiError {
             "code": self.code,
         });
         if let Some(details) = &self.details {
-            status["details"] = details.clone();
+            status["details"] = Value::clone(details);
         }
         if let Some(token) = &self.list_continue {
             status["metadata"]["continue"] = Value::from(token.clone());

@@ -192,22 +192,7 @@ fn add_implicit(
     items: &mut Vec<Value>,
     remaining: &mut Option<u64>,
 ) -> ApiResult<()> {
-    if ctx.rt.strategy.implicit_names().is_empty() {
-        return Ok(());
-    }
-    let namespaces_rt = ctx.shard.registry.namespaces();
-    let namespaces: Vec<Value> = match ctx.namespace() {
-        Some(namespace) => {
-            let at = crate::storage::ObjectRef { cluster, namespace: None, name: namespace };
-            match crate::storage::get(&ctx.shard, &namespaces_rt, &at) {
-                Ok((ns, _)) => vec![ns],
-                Err(e) if e.is_not_found() => Vec::new(),
-                Err(e) => return Err(e),
-            }
-        }
-        None => objects::list_in_cluster(&ctx.shard.store, &namespaces_rt, cluster)?,
-    };
-    let implicit = crate::storage::implicit_objects(&ctx.shard, &ctx.rt, cluster, &namespaces)?;
+    let implicit = implicit_objects(ctx, cluster)?;
     let key = |object: &Value| {
         objects::key(&ctx.rt, cluster, meta::namespace(object), meta::name(object).unwrap_or_default()).into_bytes()
     };
@@ -227,6 +212,27 @@ fn add_implicit(
         items.sort_by_key(position);
     }
     Ok(())
+}
+
+/// The implicit objects (a namespace's `default` ServiceAccount) of the request's
+/// namespace, or of every namespace of `cluster`, that nothing stored shadows.
+pub fn implicit_objects(ctx: &Ctx, cluster: &str) -> ApiResult<Vec<Value>> {
+    if ctx.rt.strategy.implicit_names().is_empty() {
+        return Ok(Vec::new());
+    }
+    let namespaces_rt = ctx.shard.registry.namespaces();
+    let namespaces: Vec<Value> = match ctx.namespace() {
+        Some(namespace) => {
+            let at = crate::storage::ObjectRef { cluster, namespace: None, name: namespace };
+            match crate::storage::get(&ctx.shard, &namespaces_rt, &at) {
+                Ok((ns, _)) => vec![ns],
+                Err(e) if e.is_not_found() => Vec::new(),
+                Err(e) => return Err(e),
+            }
+        }
+        None => objects::list_in_cluster(&ctx.shard.store, &namespaces_rt, cluster)?,
+    };
+    crate::storage::implicit_objects(&ctx.shard, &ctx.rt, cluster, &namespaces)
 }
 
 fn collection_prefix(ctx: &Ctx) -> String {

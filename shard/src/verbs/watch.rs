@@ -10,6 +10,7 @@ use crate::objects;
 use crate::table::{self, IncludeObject};
 use bytes::Bytes;
 use http_body_util::{BodyExt, StreamBody};
+use protocol::meta;
 use serde_json::{json, Value};
 use std::time::Duration;
 use store::{EventKind, ListOptions, StoreError};
@@ -184,6 +185,22 @@ async fn send_initial_state(encoder: &mut Encoder<'_>, tx: &mpsc::Sender<Bytes>)
         let Ok(object) = objects::decode(stored) else { continue };
         if encoder.plan.selectors.matches(&encoder.ctx.rt, &object) {
             send(tx, encoder.frame("ADDED", &object)).await?;
+        }
+    }
+    // The namespaces' implicit objects (a `default` ServiceAccount) exist as far as a
+    // client can tell, so the initial state holds them too.
+    if let Scope::Cluster(cluster) = &encoder.ctx.scope {
+        let implicit = super::list::implicit_objects(encoder.ctx, cluster).unwrap_or_default();
+        for object in implicit {
+            let key = objects::key(
+                &encoder.ctx.rt,
+                cluster,
+                meta::namespace(&object),
+                meta::name(&object).unwrap_or_default(),
+            );
+            if encoder.plan.key_matches(key.as_bytes()) && encoder.plan.selectors.matches(&encoder.ctx.rt, &object) {
+                send(tx, encoder.frame("ADDED", &object)).await?;
+            }
         }
     }
     Some(page.rv)

@@ -8,6 +8,9 @@ use jiff::Timestamp;
 use protocol::selector::LabelSelector;
 use serde_json::Value;
 
+/// How a computed cell is made: from the object and the request's time.
+pub type CellFn = fn(&Value, Timestamp) -> Value;
+
 /// kube's placeholder for an empty cell.
 const NONE: &str = "<none>";
 
@@ -28,7 +31,7 @@ fn or_none(joined: String) -> Value {
 }
 
 /// A cell computed by `f`, named for equality and debugging.
-pub fn computed(name: &'static str, f: fn(&Value, Timestamp) -> Value) -> Cell {
+pub fn computed(name: &'static str, f: CellFn) -> Cell {
     Cell::Computed(Computed(name, f))
 }
 
@@ -522,7 +525,7 @@ mod tests {
                      "template": {"spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}, {"name": "side", "image": "busybox"}]}}},
             "status": {"readyReplicas": 2}
         });
-        let cases: Vec<(fn(&Value, Timestamp) -> Value, &Value, Value)> = vec![
+        let cases: Vec<(CellFn, &Value, Value)> = vec![
             (ready_of_replicas, &deployment, json!("2/3")),
             (template_containers, &deployment, json!("nginx,side")),
             (template_images, &deployment, json!("nginx:1.27,busybox")),

@@ -1,7 +1,7 @@
 //! The registry rows of the workload kinds, as kube-apiserver serves them: groups,
 //! versions, short names, the `all` category, subresources and printer columns.
 
-use super::columns::{self as c, computed};
+use super::columns::{self as c, computed, CellFn};
 use super::strategy::{AutoscalerV1, Workload};
 use crate::registry::definition::ScalePaths;
 use crate::registry::{age_column, builtin, col, strings, wide, Cell, Column, ResourceType};
@@ -10,11 +10,7 @@ use std::sync::Arc;
 
 const AGE: &str = "CreationTimestamp is a timestamp representing the server time when this object was created.";
 
-fn text(
-    name: &'static str,
-    description: &str,
-    f: fn(&serde_json::Value, jiff::Timestamp) -> serde_json::Value,
-) -> Column {
+fn text(name: &'static str, description: &str, f: CellFn) -> Column {
     col(name, "string", description, computed(name, f))
 }
 
@@ -22,16 +18,12 @@ fn number(name: &str, description: &str, pointer: &'static str) -> Column {
     col(name, "integer", description, Cell::Pointer(pointer))
 }
 
-fn wide_text(
-    name: &'static str,
-    description: &str,
-    f: fn(&serde_json::Value, jiff::Timestamp) -> serde_json::Value,
-) -> Column {
+fn wide_text(name: &'static str, description: &str, f: CellFn) -> Column {
     wide(name, description, computed(name, f))
 }
 
 /// The wide `CONTAINERS`, `IMAGES` and `SELECTOR` columns of controllers of pods.
-fn template_wide(selector: fn(&serde_json::Value, jiff::Timestamp) -> serde_json::Value) -> Vec<Column> {
+fn template_wide(selector: CellFn) -> Vec<Column> {
     vec![
         wide_text("Containers", "Names of each container in the template.", c::template_containers),
         wide_text("Images", "Images referenced by each container in the template.", c::template_images),
@@ -493,7 +485,7 @@ pub fn rows() -> Vec<ResourceType> {
     rows
 }
 
-fn hpa_columns(targets: fn(&serde_json::Value, jiff::Timestamp) -> serde_json::Value) -> Vec<Column> {
+fn hpa_columns(targets: CellFn) -> Vec<Column> {
     vec![
         text("Reference", "The target of the autoscaler.", c::hpa_reference),
         text("Targets", "Current and target values of the metrics.", targets),

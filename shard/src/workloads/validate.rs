@@ -134,11 +134,10 @@ pub fn validate(group: &str, kind: &str, old: Option<&Value>, object: &Value) ->
             }
         }
         ("networking.k8s.io", "IngressClass") => required(&mut causes, object, "/spec/controller"),
-        ("policy", "PodDisruptionBudget") => {
-            if object.pointer("/spec/minAvailable").is_some() && object.pointer("/spec/maxUnavailable").is_some() {
-                causes
-                    .push(("spec".into(), "Invalid value: minAvailable and maxUnavailable cannot be both set".into()));
-            }
+        ("policy", "PodDisruptionBudget")
+            if object.pointer("/spec/minAvailable").is_some() && object.pointer("/spec/maxUnavailable").is_some() =>
+        {
+            causes.push(("spec".into(), "Invalid value: minAvailable and maxUnavailable cannot be both set".into()));
         }
         ("autoscaling", "HorizontalPodAutoscaler") => {
             required(&mut causes, object, "/spec/scaleTargetRef/kind");
