@@ -1,7 +1,7 @@
 //! What shards replicate to cache servers, and how a cache server keys replicas.
 //!
-//! One table ([`REPLICATED`]) decides which objects leave their shard; later work extends
-//! it (placement adds Locations and SyncTargets). Keys order group and resource first, so a
+//! One table ([`REPLICATED`]) decides which objects leave their shard (placement's
+//! Locations and SyncTargets among them). Keys order group and resource first, so a
 //! cache informer lists and watches one resource across every shard and logical cluster
 //! under one prefix.
 
@@ -36,6 +36,9 @@ pub const REPLICATED: &[Replicated] = &[
     Replicated { group: "apis.kcp.io", resource: "apiexportendpointslices", rule: Rule::All },
     Replicated { group: "tenancy.kcp.io", resource: "workspacetypes", rule: Rule::All },
     Replicated { group: "core.kcp.io", resource: "shards", rule: Rule::All },
+    // Placement controllers on every shard read inventory workspaces through the cache.
+    Replicated { group: "workload.kcp.io", resource: "synctargets", rule: Rule::All },
+    Replicated { group: "scheduling.kcp.io", resource: "locations", rule: Rule::All },
     Replicated { group: "rbac.authorization.k8s.io", resource: "clusterroles", rule: Rule::Annotated },
     Replicated { group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", rule: Rule::Annotated },
 ];

@@ -24,6 +24,7 @@ pub fn registry(shard: Weak<Shard>, paths: Arc<PathIndex>, base_url: String, roo
     let root_ca = Some(Arc::from(root_ca));
     registry.set_strategy("", "configmaps", Arc::new(crate::strategy::ConfigMap { root_ca }));
     crate::workloads::register(&mut registry);
+    crate::tmc::register(&mut registry);
     crate::tenancy::strategy::register(&mut registry, shard.clone(), paths, base_url);
     crate::crd::strategy::register(&mut registry);
     crate::apis::register(&mut registry);

@@ -69,6 +69,7 @@ pub mod store_watch;
 pub mod strategy;
 pub mod table;
 pub mod tenancy;
+pub mod tmc;
 pub mod validation;
 pub mod verbs;
 pub mod workloads;

@@ -19,7 +19,8 @@ use super::components::{
     gvk_value, list_schema, with_gvk, DELETE_OPTIONS_SCHEMA, PATCH_SCHEMA, PRESERVE_UNKNOWN_FIELDS, STATUS_SCHEMA,
 };
 use crate::types::{
-    ApiBinding, ApiExport, ApiExportEndpointSlice, ApiResourceSchema, LogicalCluster, Shard, Workspace, WorkspaceType,
+    ApiBinding, ApiExport, ApiExportEndpointSlice, ApiResourceSchema, Location, LogicalCluster, Placement, Shard,
+    SyncTarget, Workspace, WorkspaceType,
 };
 
 /// A built-in kind: its identity, its schema's components key and how to generate it.
@@ -92,6 +93,9 @@ const BUILTIN_KINDS: &[BuiltinKind] = &[
     builtin_kind!(ApiResourceSchema),
     builtin_kind!(ApiExportEndpointSlice),
     builtin_kind!(ApiBinding),
+    builtin_kind!(SyncTarget),
+    builtin_kind!(Location),
+    builtin_kind!(Placement),
 ];
 
 /// Schemas every document may need besides the kinds: operation bodies and replies, list

@@ -5,8 +5,10 @@
 //! their schemas next to the built-in ones: the doc comments on fields become the
 //! descriptions `kubectl explain` prints, so they are written for users, not for us.
 //!
-//! Field names follow kcp's `core.kcp.io/v1alpha1` and `tenancy.kcp.io/v1alpha1` exactly,
-//! so kcp clients and manifests work unchanged. One file per kind family:
+//! Field names follow kcp's `core.kcp.io/v1alpha1`, `tenancy.kcp.io/v1alpha1`,
+//! `apis.kcp.io/v1alpha1` and (TMC, as of kcp v0.11) `workload.kcp.io/v1alpha1` and
+//! `scheduling.kcp.io/v1alpha1` exactly, so kcp clients and manifests work unchanged. One
+//! file per kind family:
 //! - `logical_cluster`: [`LogicalCluster`], what a logical cluster says about itself.
 //! - `workspace`: [`Workspace`] and [`WorkspaceType`], how users create logical clusters
 //!   in a tree and what kinds of workspace they may create where.
@@ -14,6 +16,10 @@
 //! - `shard`: [`Shard`], one Atoll server process logical clusters are placed on.
 //! - `apis`: [`ApiExport`], [`ApiResourceSchema`], [`ApiExportEndpointSlice`] and
 //!   [`ApiBinding`] (`apis.kcp.io/v1alpha1`), how workspaces publish and bind APIs.
+//! - `workload`: [`SyncTarget`] (`workload.kcp.io/v1alpha1`, kcp v0.11's TMC), a physical
+//!   cluster workloads are synced to, and the labels, annotations and finalizers of syncing.
+//! - `scheduling`: [`Location`] and [`Placement`] (`scheduling.kcp.io/v1alpha1`, kcp v0.11's
+//!   TMC), how namespaces choose a set of SyncTargets to be scheduled to.
 //!
 //! Every kind has a `<Kind>List` without a schema of its own: [`crate::openapi`] derives
 //! all list schemas from their item kind.
@@ -25,13 +31,17 @@
 mod apis;
 mod logical_cluster;
 mod owner;
+mod scheduling;
 mod shard;
+mod workload;
 mod workspace;
 
 pub use apis::*;
 pub use logical_cluster::*;
 pub use owner::Owner;
+pub use scheduling::*;
 pub use shard::*;
+pub use workload::*;
 pub use workspace::*;
 
 /// Serde default of `apiVersion`, so objects decoded without type meta still carry it.
@@ -162,5 +172,8 @@ mod tests {
         assert_kind::<Shard, ShardList>("core.kcp.io/v1alpha1", "shards");
         assert_kind::<Workspace, WorkspaceList>("tenancy.kcp.io/v1alpha1", "workspaces");
         assert_kind::<WorkspaceType, WorkspaceTypeList>("tenancy.kcp.io/v1alpha1", "workspacetypes");
+        assert_kind::<SyncTarget, SyncTargetList>("workload.kcp.io/v1alpha1", "synctargets");
+        assert_kind::<Location, LocationList>("scheduling.kcp.io/v1alpha1", "locations");
+        assert_kind::<Placement, PlacementList>("scheduling.kcp.io/v1alpha1", "placements");
     }
 }
