@@ -40,6 +40,7 @@ pub fn start_controllers(shard: Arc<Shard>, handles: Handles) {
     tokio::spawn(crate::controllers::logical_cluster::run(shard.clone()));
     tokio::spawn(crate::controllers::gc::run(shard.clone()));
     tokio::spawn(crate::controllers::workspace::run(shard.clone()));
+    tokio::spawn(crate::tmc::placement::run(shard.clone()));
     tokio::spawn(crate::binding::run(shard.clone(), handles.bindings));
     tokio::spawn(crate::controllers::membership::run(shard));
 }

@@ -45,6 +45,7 @@ pub mod authz;
 pub mod binding;
 pub mod bootstrap;
 pub mod cache;
+pub mod conditions;
 pub mod controllers;
 pub mod crd;
 pub mod discovery;

@@ -42,7 +42,7 @@ spec:
   - matchLabels: {cloud: aws}
   locationResource: {group: workload.kcp.io, version: v1alpha1, resource: synctargets}
   namespaceSelector: {}
-  locationWorkspace: root:inventory
+  locationWorkspace: root
 "#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -61,7 +61,19 @@ async fn kcp_manifests_apply_and_the_inventory_reaches_the_cache() {
     assert!(locations.contains("RESOURCE") && locations.contains("synctargets"), "{locations}");
     let placement: Value = k().args(["get", "placement", "on-aws", "-o", "json"]).ok().json().unwrap();
     assert_eq!(placement["spec"]["locationSelectors"][0]["matchLabels"]["cloud"], "aws");
-    assert_eq!(placement["spec"]["locationWorkspace"], "root:inventory");
+    assert_eq!(placement["spec"]["locationWorkspace"], "root");
+    // The controller chooses the one matching Location through the framework.
+    k().args(["wait", "--for=jsonpath={.status.phase}=Unbound", "placement/on-aws", "--timeout=30s"]).ok();
+    let placement: Value = k().args(["get", "placement", "on-aws", "-o", "json"]).ok().json().unwrap();
+    assert_eq!(placement["status"]["selectedLocation"], serde_json::json!({"path": "root", "locationName": "aws"}));
+    assert_eq!(placement["status"]["conditions"][0]["status"], "True");
+    let nowhere = r#"{"apiVersion":"scheduling.kcp.io/v1alpha1","kind":"Placement","metadata":{"name":"on-azure"},
+        "spec":{"locationSelectors":[{"matchLabels":{"cloud":"azure"}}],
+        "locationResource":{"group":"workload.kcp.io","version":"v1alpha1","resource":"synctargets"}}}"#;
+    k().args(["create", "-f", "-"]).stdin(nowhere).ok();
+    k().args(["wait", "--for=jsonpath={.status.phase}=Pending", "placement/on-azure", "--timeout=30s"]).ok();
+    let pending: Value = k().args(["get", "placement", "on-azure", "-o", "json"]).ok().json().unwrap();
+    assert_eq!(pending["status"]["conditions"][0]["reason"], "LocationNotFound");
     let everything = k().args(["get", "kcp", "-o", "name"]).ok().stdout;
     for name in
         ["synctarget.workload.kcp.io/aws-east", "location.scheduling.kcp.io/aws", "placement.scheduling.kcp.io/on-aws"]

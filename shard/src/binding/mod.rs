@@ -168,14 +168,14 @@ async fn reconcile(shard: &Shard, bound: &BoundResources, cluster: &str, name: &
             return false;
         }
     };
-    let unchanged = binding.get("status").is_some_and(|status| same_status(status, &outcome.status));
+    let unchanged = binding.get("status").is_some_and(|status| crate::conditions::same_status(status, &outcome.status));
     let written = if unchanged {
         binding
     } else {
         let status = outcome.status.clone();
         let update = storage::guaranteed_update(shard, &rt, &at, Some("status"), WriteOptions::default(), |old| {
             let mut new = old.clone();
-            new["status"] = with_transition_times(old.get("status"), &status);
+            new["status"] = crate::conditions::with_transition_times(old.get("status"), &status);
             Ok(new)
         });
         match update.await {
@@ -330,40 +330,6 @@ fn condition(kind: &str, status: &str, reason: &str, message: &str) -> Value {
     condition
 }
 
-/// Whether `current` already says what `wanted` does (ignoring transition times).
-fn same_status(current: &Value, wanted: &Value) -> bool {
-    let strip = |status: &Value| -> Value {
-        let mut status = status.clone();
-        if let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) {
-            for c in conditions {
-                if let Some(c) = c.as_object_mut() {
-                    c.remove("lastTransitionTime");
-                }
-            }
-        }
-        status
-    };
-    strip(current) == strip(wanted)
-}
-
-/// `wanted` with each condition's lastTransitionTime kept from `old` when its status did
-/// not change, else now.
-fn with_transition_times(old: Option<&Value>, wanted: &Value) -> Value {
-    let mut status = wanted.clone();
-    let old_conditions = old.and_then(|s| s.get("conditions")).and_then(Value::as_array).cloned().unwrap_or_default();
-    if let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) {
-        for c in conditions {
-            let previous = old_conditions.iter().find(|o| o.get("type") == c.get("type"));
-            let time = match previous {
-                Some(p) if p.get("status") == c.get("status") => p.get("lastTransitionTime").cloned(),
-                _ => None,
-            };
-            c["lastTransitionTime"] = time.unwrap_or_else(|| json!(storage::now()));
-        }
-    }
-    status
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -387,15 +353,5 @@ mod tests {
         let binding = json!({"spec": {"reference": {"export": {"path": "root:org", "name": "widgets"}}}});
         assert_eq!(export_ref(&binding, "abc").unwrap().to_string(), "root:org:widgets");
         assert!(export_ref(&json!({"spec": {}}), "abc").is_none());
-    }
-
-    #[test]
-    fn transition_times_survive_unchanged_conditions() {
-        let old = json!({"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "t0"}]});
-        let wanted = json!({"conditions": [{"type": "Ready", "status": "True"}]});
-        assert_eq!(with_transition_times(Some(&old), &wanted)["conditions"][0]["lastTransitionTime"], "t0");
-        assert!(same_status(&old, &wanted));
-        let flipped = json!({"conditions": [{"type": "Ready", "status": "False"}]});
-        assert_ne!(with_transition_times(Some(&old), &flipped)["conditions"][0]["lastTransitionTime"], "t0");
     }
 }

@@ -6,6 +6,8 @@
 //! (`protocol::replication`), so placement on any shard can read them. The feature adds
 //! its own rows; their schemas are Atoll's kcp types (`protocol::types`).
 
+pub mod placement;
+
 use crate::registry::strategy::{Causes, Strategy};
 use crate::registry::{age_column, builtin, col, strings, wide, Cell, Column, Registry, ResourceType};
 use protocol::selector::LabelSelector;
