@@ -67,6 +67,14 @@ async fn kcp_manifests_apply_and_the_inventory_reaches_the_cache() {
     let placement: Value = k().args(["get", "placement", "on-aws", "-o", "json"]).ok().json().unwrap();
     assert_eq!(placement["status"]["selectedLocation"], serde_json::json!({"path": "root", "locationName": "aws"}));
     assert_eq!(placement["status"]["conditions"][0]["status"], "True");
+    // The Location counts the SyncTargets it selects, and the Ready ones.
+    let second = r#"{"apiVersion":"workload.kcp.io/v1alpha1","kind":"SyncTarget","metadata":{"name":"aws-west","labels":{"cloud":"aws"}},"spec":{"unschedulable":false}}"#;
+    k().args(["create", "-f", "-"]).stdin(second).ok();
+    k().args(["wait", "--for=jsonpath={.status.instances}=2", "location/aws", "--timeout=30s"]).ok();
+    let ready =
+        r#"{"status":{"conditions":[{"type":"Ready","status":"True","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}"#;
+    k().args(["patch", "synctarget", "aws-west", "--subresource=status", "--type=merge", "-p", ready]).ok();
+    k().args(["wait", "--for=jsonpath={.status.availableInstances}=1", "location/aws", "--timeout=30s"]).ok();
     let nowhere = r#"{"apiVersion":"scheduling.kcp.io/v1alpha1","kind":"Placement","metadata":{"name":"on-azure"},
         "spec":{"locationSelectors":[{"matchLabels":{"cloud":"azure"}}],
         "locationResource":{"group":"workload.kcp.io","version":"v1alpha1","resource":"synctargets"}}}"#;

@@ -6,6 +6,7 @@
 //! (`protocol::replication`), so placement on any shard can read them. The feature adds
 //! its own rows; their schemas are Atoll's kcp types (`protocol::types`).
 
+pub mod location;
 pub mod placement;
 
 use crate::registry::strategy::{Causes, Strategy};

@@ -27,22 +27,29 @@ use std::time::Duration;
 /// no local write announces).
 const RESYNC: Duration = Duration::from_secs(2);
 
-/// Runs the controller until the process ends.
+/// Runs the TMC controllers (Location status, then Placements' Locations) until the
+/// process ends.
 pub async fn run(shard: Arc<Shard>) {
     let mut tick = tokio::time::interval(RESYNC);
     loop {
         tick.tick().await;
-        let Some(rt) = shard.registry.get(SCHEDULING_KCP_GROUP, "v1alpha1", PLACEMENT_RESOURCE) else { return };
-        let mut placements = Vec::new();
-        if let Err(error) =
-            objects::scan(&shard.store, &rt, |cluster, object| placements.push((cluster.to_string(), object.clone())))
-        {
-            tracing::warn!(%error, "listing placements failed");
-            continue;
-        }
-        for (cluster, placement) in placements {
-            if let Err(error) = reconcile(&shard, &rt, &cluster, &placement).await {
-                tracing::warn!(%error, %cluster, "placement status update failed; retrying");
+        for (resource, what) in [(LOCATION_RESOURCE, "location"), (PLACEMENT_RESOURCE, "placement")] {
+            let Some(rt) = shard.registry.get(SCHEDULING_KCP_GROUP, "v1alpha1", resource) else { return };
+            let mut objects = Vec::new();
+            if let Err(error) =
+                objects::scan(&shard.store, &rt, |cluster, object| objects.push((cluster.to_string(), object.clone())))
+            {
+                tracing::warn!(%error, what, "listing failed");
+                continue;
+            }
+            for (cluster, object) in objects {
+                let done = match resource {
+                    LOCATION_RESOURCE => super::location::reconcile(&shard, &rt, &cluster, &object).await,
+                    _ => reconcile(&shard, &rt, &cluster, &object).await,
+                };
+                if let Err(error) = done {
+                    tracing::warn!(%error, %cluster, what, "status update failed; retrying");
+                }
             }
         }
     }
