@@ -35,6 +35,11 @@ fn row(group: &str, resource: &str, kind: &str, columns: Vec<crate::registry::Co
     }
 }
 
+/// A column shown from `kubectl get -o wide` on, at kcp's `priority`.
+fn shown_at(priority: i32, name: &str, description: &str, cell: Cell) -> Column {
+    Column { priority, ..wide(name, description, cell) }
+}
+
 fn rows() -> Vec<ResourceType> {
     debug_assert_eq!((WORKLOAD_KCP_VERSION, SCHEDULING_KCP_VERSION), ("v1alpha1", "v1alpha1"));
     let ready = ".status.conditions[?(@.type==\"Ready\")].status".to_string();
@@ -45,23 +50,19 @@ fn rows() -> Vec<ResourceType> {
             SYNC_TARGET_KIND,
             vec![
                 wide("Location", "The name of the sync target.", Cell::Name),
-                Column { priority: 2, ..wide("Ready", "Whether the sync target is ready.", Cell::JsonPath(ready)) },
-                Column {
-                    priority: 3,
-                    ..wide(
-                        "Synced API resources",
-                        "The resources the agent syncs.",
-                        Cell::Pointer("/status/syncedResources"),
-                    )
-                },
-                Column {
-                    priority: 4,
-                    ..wide(
-                        "Key",
-                        "The sync target's key.",
-                        Cell::Pointer("/metadata/labels/internal.workload.kcp.io~1key"),
-                    )
-                },
+                shown_at(2, "Ready", "Whether the sync target is ready.", Cell::JsonPath(ready)),
+                shown_at(
+                    3,
+                    "Synced API resources",
+                    "The resources the agent syncs.",
+                    Cell::Pointer("/status/syncedResources"),
+                ),
+                shown_at(
+                    4,
+                    "Key",
+                    "The sync target's key.",
+                    Cell::Pointer("/metadata/labels/internal.workload.kcp.io~1key"),
+                ),
                 age_column(),
             ],
         ),

@@ -35,6 +35,12 @@ pub fn computed(name: &'static str, f: CellFn) -> Cell {
     Cell::Computed(Computed(name, f))
 }
 
+/// One field of every container in the list at `pointer`, comma separated; `<none>`
+/// without containers.
+fn container_fields(object: &Value, pointer: &str, field: &str) -> Value {
+    or_none(items(object, pointer).iter().map(|c| text(c, field)).collect::<Vec<_>>().join(","))
+}
+
 /// `ready/desired` of a controller's replicas (Deployment and StatefulSet `READY`).
 pub fn ready_of_replicas(object: &Value, _: Timestamp) -> Value {
     Value::from(format!("{}/{}", int(object, "/status/readyReplicas"), int(object, "/spec/replicas")))
@@ -42,26 +48,22 @@ pub fn ready_of_replicas(object: &Value, _: Timestamp) -> Value {
 
 /// Names of the pod template's containers (`CONTAINERS`, wide).
 pub fn template_containers(object: &Value, _: Timestamp) -> Value {
-    let containers = items(object, "/spec/template/spec/containers");
-    or_none(containers.iter().map(|c| text(c, "/name")).collect::<Vec<_>>().join(","))
+    container_fields(object, "/spec/template/spec/containers", "/name")
 }
 
 /// Images of the pod template's containers (`IMAGES`, wide).
 pub fn template_images(object: &Value, _: Timestamp) -> Value {
-    let containers = items(object, "/spec/template/spec/containers");
-    or_none(containers.iter().map(|c| text(c, "/image")).collect::<Vec<_>>().join(","))
+    container_fields(object, "/spec/template/spec/containers", "/image")
 }
 
-/// Containers and images of a CronJob's job template.
+/// Names of the containers of a CronJob's job template.
 pub fn cron_containers(object: &Value, _: Timestamp) -> Value {
-    let containers = items(object, "/spec/jobTemplate/spec/template/spec/containers");
-    or_none(containers.iter().map(|c| text(c, "/name")).collect::<Vec<_>>().join(","))
+    container_fields(object, "/spec/jobTemplate/spec/template/spec/containers", "/name")
 }
 
-/// Images of a CronJob's job template.
+/// Images of the containers of a CronJob's job template.
 pub fn cron_images(object: &Value, _: Timestamp) -> Value {
-    let containers = items(object, "/spec/jobTemplate/spec/template/spec/containers");
-    or_none(containers.iter().map(|c| text(c, "/image")).collect::<Vec<_>>().join(","))
+    container_fields(object, "/spec/jobTemplate/spec/template/spec/containers", "/image")
 }
 
 /// A LabelSelector object at `pointer`, rendered as kube does; `<none>` when empty.
@@ -315,14 +317,12 @@ pub fn quota_limits(object: &Value, _: Timestamp) -> Value {
 
 /// A PodTemplate's `CONTAINERS`.
 pub fn pod_template_containers(object: &Value, _: Timestamp) -> Value {
-    let containers = items(object, "/template/spec/containers");
-    or_none(containers.iter().map(|c| text(c, "/name")).collect::<Vec<_>>().join(","))
+    container_fields(object, "/template/spec/containers", "/name")
 }
 
 /// A PodTemplate's `IMAGES`.
 pub fn pod_template_images(object: &Value, _: Timestamp) -> Value {
-    let containers = items(object, "/template/spec/containers");
-    or_none(containers.iter().map(|c| text(c, "/image")).collect::<Vec<_>>().join(","))
+    container_fields(object, "/template/spec/containers", "/image")
 }
 
 /// A PodTemplate's `POD LABELS`.

@@ -31,6 +31,15 @@ fn template_wide(selector: CellFn) -> Vec<Column> {
     ]
 }
 
+/// `DESIRED`, `CURRENT` and `READY` of ReplicaSets and ReplicationControllers.
+fn replica_columns() -> Vec<Column> {
+    vec![
+        number("Desired", "Number of desired pods.", "/spec/replicas"),
+        number("Current", "Number of actually running pods.", "/status/replicas"),
+        number("Ready", "Number of pods ready.", "/status/readyReplicas"),
+    ]
+}
+
 fn scale(selector: Option<&str>) -> Option<ScalePaths> {
     Some(ScalePaths {
         spec_replicas: ".spec.replicas".into(),
@@ -206,16 +215,7 @@ pub fn rows() -> Vec<ResourceType> {
             &["rc"],
             true,
             scaled,
-            [
-                vec![
-                    number("Desired", "Number of desired pods.", "/spec/replicas"),
-                    number("Current", "Number of actually running pods.", "/status/replicas"),
-                    number("Ready", "Number of pods ready.", "/status/readyReplicas"),
-                    age_column(),
-                ],
-                template_wide(c::map_selector),
-            ]
-            .concat(),
+            [replica_columns(), vec![age_column()], template_wide(c::map_selector)].concat(),
         ),
         row(
             "apps",
@@ -250,16 +250,7 @@ pub fn rows() -> Vec<ResourceType> {
             &["rs"],
             true,
             scaled,
-            [
-                vec![
-                    number("Desired", "Number of desired pods.", "/spec/replicas"),
-                    number("Current", "Number of actually running pods.", "/status/replicas"),
-                    number("Ready", "Number of pods ready.", "/status/readyReplicas"),
-                    age_column(),
-                ],
-                template_wide(c::spec_selector),
-            ]
-            .concat(),
+            [replica_columns(), vec![age_column()], template_wide(c::spec_selector)].concat(),
         ),
         row(
             "apps",
