@@ -76,15 +76,25 @@ pub fn annotations(object: &Value) -> BTreeMap<String, String> {
 
 /// Sets one annotation, creating the map when needed.
 pub fn set_annotation(object: &mut Value, key: &str, value: &str) {
+    set_map_entry(object, "annotations", key, Some(value));
+}
+
+/// Sets (`Some`) or removes (`None`) one entry of a string map of `metadata` (`labels` or
+/// `annotations`), creating the map when needed; a map left empty is removed.
+pub fn set_map_entry(object: &mut Value, field: &str, key: &str, value: Option<&str>) {
     let meta = metadata_mut(object);
-    let annotations = meta.entry("annotations").or_insert_with(|| Value::Object(Map::new()));
-    if !annotations.is_object() {
-        *annotations = Value::Object(Map::new());
+    let map = meta.entry(field).or_insert_with(|| Value::Object(Map::new()));
+    if !map.is_object() {
+        *map = Value::Object(Map::new());
     }
-    annotations
-        .as_object_mut()
-        .expect("annotations is an object")
-        .insert(key.to_string(), Value::String(value.to_string()));
+    let entries = map.as_object_mut().expect("a map is an object");
+    match value {
+        Some(value) => drop(entries.insert(key.to_string(), Value::String(value.to_string()))),
+        None => drop(entries.remove(key)),
+    }
+    if entries.is_empty() {
+        meta.remove(field);
+    }
 }
 
 /// The object's finalizers.

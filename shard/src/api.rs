@@ -6,6 +6,7 @@ use crate::http::request_info::{self, RequestInfo, Target};
 use crate::http::status::{ApiError, ApiResult};
 use crate::http::{self, Response};
 use crate::metrics::{RequestLabels, VerbLabels};
+use crate::registry::virtual_workspace::VirtualWorkspace;
 use crate::state::Shard;
 use crate::verbs::{self, Ctx, Scope};
 use hyper::body::Incoming;
@@ -35,9 +36,14 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
     let span = tracing::info_span!("request", %method, path = %path, code = tracing::field::Empty);
     let (labels, response) = async {
         let query = crate::http::request_info::parse_query(request.uri().query());
-        let info = request_info::parse(&method, &path, &query);
+        // A virtual workspace narrows the API path that follows its prefix and view.
+        let (view, api_path) = match shard.registry.virtual_workspace(&path) {
+            Some((workspace, view, api_path)) => (Some((workspace.clone(), view.to_string())), api_path),
+            None => (None, path.as_str()),
+        };
+        let info = request_info::parse(&method, api_path, &query);
         let labels = labels_of(&shard, &info);
-        let response = match route(&shard, &peer, info, query, request).await {
+        let response = match route(&shard, &peer, info, query, request, view).await {
             Ok(response) => response,
             Err(error) => {
                 if error.code >= 500 {
@@ -84,20 +90,36 @@ async fn route(
     shard: &Arc<Shard>,
     peer: &PeerInfo,
     info: RequestInfo,
-    query: HashMap<String, String>,
+    mut query: HashMap<String, String>,
     request: ::http::Request<Incoming>,
+    view: Option<(Arc<dyn VirtualWorkspace>, String)>,
 ) -> ApiResult<Response> {
     let (cluster, target) = match info {
+        RequestInfo::Cluster(cluster, target) => (cluster, target),
+        _ if view.is_some() => {
+            return Err(ApiError::not_found_message("a virtual workspace serves the Kubernetes API under /clusters/"))
+        }
         RequestInfo::Process(endpoint) => return process_endpoint(shard, peer, &endpoint, &request),
         RequestInfo::Unknown => return Err(unknown_path(shard, peer, &request)),
-        RequestInfo::Cluster(cluster, target) => (cluster, target),
     };
     let identity = authenticate(shard, peer, &request)?;
-    let question = authz::Request { requested: &cluster, method: request.method(), target: &target, query: &query };
-    let scope = resolve_scope(shard, &identity, &cluster, &target)
-        .map_err(|error| authz::conceal_missing_cluster(&identity, &question, error))?;
+    let scope = match &view {
+        Some((workspace, view)) => match workspace.admit(&identity, view, &cluster, &target, &mut query)? {
+            Some(name) => Scope::Cluster(name),
+            None => Scope::Wildcard,
+        },
+        None => {
+            let question =
+                authz::Request { requested: &cluster, method: request.method(), target: &target, query: &query };
+            let scope = resolve_scope(shard, &identity, &cluster, &target)
+                .map_err(|error| authz::conceal_missing_cluster(&identity, &question, error))?;
+            if let Scope::Cluster(name) = &scope {
+                authz::authorize(shard, &identity, name, &question)?;
+            }
+            scope
+        }
+    };
     if let Scope::Cluster(name) = &scope {
-        authz::authorize(shard, &identity, name, &question)?;
         // Only after authorization: the answer tells that the cluster is being deleted.
         refuse_writes_while_deleting(shard, name, &target)?;
     }

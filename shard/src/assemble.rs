@@ -24,7 +24,7 @@ pub fn registry(shard: Weak<Shard>, paths: Arc<PathIndex>, base_url: String, roo
     let root_ca = Some(Arc::from(root_ca));
     registry.set_strategy("", "configmaps", Arc::new(crate::strategy::ConfigMap { root_ca }));
     crate::workloads::register(&mut registry);
-    crate::tmc::register(&mut registry);
+    crate::tmc::register(&mut registry, shard.clone());
     crate::tenancy::strategy::register(&mut registry, shard.clone(), paths, base_url);
     crate::crd::strategy::register(&mut registry);
     crate::apis::register(&mut registry);
@@ -33,14 +33,15 @@ pub fn registry(shard: Weak<Shard>, paths: Arc<PathIndex>, base_url: String, roo
     (registry, Handles { bindings })
 }
 
-/// Starts every controller; `handles` are what the features' strategies feed them.
-pub fn start_controllers(shard: Arc<Shard>, handles: Handles) {
+/// Starts every controller; `handles` are what the features' strategies feed them, `tmc`
+/// the placement controllers' timing.
+pub fn start_controllers(shard: Arc<Shard>, handles: Handles, tmc: crate::tmc::controller::Settings) {
     tokio::spawn(crate::controllers::namespace::run(shard.clone()));
     tokio::spawn(crate::crd::cleanup::run(shard.clone()));
     tokio::spawn(crate::controllers::logical_cluster::run(shard.clone()));
     tokio::spawn(crate::controllers::gc::run(shard.clone()));
     tokio::spawn(crate::controllers::workspace::run(shard.clone()));
-    tokio::spawn(crate::tmc::placement::run(shard.clone()));
+    tokio::spawn(crate::tmc::controller::run(shard.clone(), tmc));
     tokio::spawn(crate::binding::run(shard.clone(), handles.bindings));
     tokio::spawn(crate::controllers::membership::run(shard));
 }

@@ -21,6 +21,16 @@ pub fn same_status(current: &Value, wanted: &Value) -> bool {
     strip(current) == strip(wanted)
 }
 
+/// Whether `status` holds a condition of `kind` whose status is `True`.
+pub fn is_true(status: Option<&Value>, kind: &str) -> bool {
+    status.and_then(|s| s.get("conditions")).and_then(Value::as_array).is_some_and(|conditions| {
+        conditions.iter().any(|c| {
+            c.get("type").and_then(Value::as_str) == Some(kind)
+                && c.get("status").and_then(Value::as_str) == Some("True")
+        })
+    })
+}
+
 /// `wanted` with each condition's lastTransitionTime kept from `old` when its status did
 /// not change, else now.
 pub fn with_transition_times(old: Option<&Value>, wanted: &Value) -> Value {

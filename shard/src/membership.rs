@@ -95,6 +95,11 @@ impl ShardSet {
         self.root_types.get(name).cloned()
     }
 
+    /// Every known shard, by name.
+    pub fn iter(&self) -> impl Iterator<Item = &ShardInfo> {
+        self.shards.values()
+    }
+
     /// How many shards are known.
     pub fn len(&self) -> usize {
         self.shards.len()

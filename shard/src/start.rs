@@ -89,6 +89,13 @@ pub struct Config {
     /// Seconds between full comparisons of this shard's replicas with its cache, which repair drift there.
     #[arg(long, default_value_t = 30)]
     pub cache_resync_interval_seconds: u64,
+    /// Seconds a namespace keeps a SyncTarget's label after that target stopped being chosen for it (kcp: 5), so
+    /// the agent can delete downstream first.
+    #[arg(long, default_value_t = 5.0)]
+    pub placement_removal_grace_seconds: f64,
+    /// Seconds without an agent heartbeat after which a SyncTarget is not Ready (kcp: 60).
+    #[arg(long, default_value_t = 60.0)]
+    pub sync_target_heartbeat_threshold_seconds: f64,
 }
 
 /// Starts replication to the cache servers and the cache informer, when caches are configured.
@@ -170,7 +177,11 @@ pub async fn start(args: Config) -> anyhow::Result<Running> {
         let system = bindings.system.clone();
         tokio::spawn(crate::binding::system::load_or_fetch(shard.clone(), system, root_url, file));
     }
-    assemble::start_controllers(shard.clone(), handles);
+    let tmc = crate::tmc::controller::Settings {
+        removal_grace: Duration::from_secs_f64(args.placement_removal_grace_seconds.max(0.0)),
+        heartbeat_threshold: Duration::from_secs_f64(args.sync_target_heartbeat_threshold_seconds.max(0.1)),
+    };
+    assemble::start_controllers(shard.clone(), handles, tmc);
     start_replication(&shard, &args, &material)?;
 
     let (shutdown, shutdown_rx) = watch::channel(false);

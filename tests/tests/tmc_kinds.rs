@@ -63,7 +63,13 @@ async fn kcp_manifests_apply_and_the_inventory_reaches_the_cache() {
     assert_eq!(placement["spec"]["locationSelectors"][0]["matchLabels"]["cloud"], "aws");
     assert_eq!(placement["spec"]["locationWorkspace"], "root");
     // The controller chooses the one matching Location through the framework.
-    k().args(["wait", "--for=jsonpath={.status.phase}=Unbound", "placement/on-aws", "--timeout=30s"]).ok();
+    k().args([
+        "wait",
+        "--for=jsonpath={.status.selectedLocation.locationName}=aws",
+        "placement/on-aws",
+        "--timeout=30s",
+    ])
+    .ok();
     let placement: Value = k().args(["get", "placement", "on-aws", "-o", "json"]).ok().json().unwrap();
     assert_eq!(placement["status"]["selectedLocation"], serde_json::json!({"path": "root", "locationName": "aws"}));
     assert_eq!(placement["status"]["conditions"][0]["status"], "True");
@@ -71,9 +77,10 @@ async fn kcp_manifests_apply_and_the_inventory_reaches_the_cache() {
     let second = r#"{"apiVersion":"workload.kcp.io/v1alpha1","kind":"SyncTarget","metadata":{"name":"aws-west","labels":{"cloud":"aws"}},"spec":{"unschedulable":false}}"#;
     k().args(["create", "-f", "-"]).stdin(second).ok();
     k().args(["wait", "--for=jsonpath={.status.instances}=2", "location/aws", "--timeout=30s"]).ok();
-    let ready =
-        r#"{"status":{"conditions":[{"type":"Ready","status":"True","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}"#;
-    k().args(["patch", "synctarget", "aws-west", "--subresource=status", "--type=merge", "-p", ready]).ok();
+    // A heartbeat, as the agent writes it, makes the target Ready.
+    let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let beat = serde_json::json!({"status": {"lastSyncerHeartbeatTime": now}}).to_string();
+    k().args(["patch", "synctarget", "aws-west", "--subresource=status", "--type=merge", "-p", &beat]).ok();
     k().args(["wait", "--for=jsonpath={.status.availableInstances}=1", "location/aws", "--timeout=30s"]).ok();
     let nowhere = r#"{"apiVersion":"scheduling.kcp.io/v1alpha1","kind":"Placement","metadata":{"name":"on-azure"},
         "spec":{"locationSelectors":[{"matchLabels":{"cloud":"azure"}}],

@@ -12,6 +12,7 @@
 //!   with [`bootstrap`]'s in-memory default policy merged in and aggregation followed;
 //!   [`subjects`] and [`rules`] are the matching, [`policy`] the objects.
 //! - [`store_policy`]: reads those objects and the owner from the store, per request.
+//! - [`workspace_rbac`]: one question asked of another (maybe remote) workspace's RBAC.
 //! - [`review`]: `authorization.k8s.io/v1` access and rules reviews, which ask the same
 //!   questions through the API (`kubectl auth can-i`, whose protobuf bodies
 //!   `protocol::protobuf` decodes like any other).
@@ -29,6 +30,7 @@ pub mod review;
 pub mod rules;
 pub mod store_policy;
 pub mod subjects;
+pub mod workspace_rbac;
 
 use crate::http::request_info::Target;
 use crate::http::status::ApiError;

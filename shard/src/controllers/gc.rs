@@ -11,7 +11,7 @@
 //!   means relist. Owners that own nothing themselves are not indexed but read from the
 //!   store when a decision needs them. The shared watcher ([`protocol::watcher`]) runs
 //!   it, [`GraphFeed`] applies what it lists and sees;
-//! - every change queues the objects whose decision it may change ([`queue`]); workers
+//! - every change queues the objects whose decision it may change ([`super::queue`]); workers
 //!   take them one at a time, ask [`decide`] what to do from the index alone, and act
 //!   through [`crate::storage`] — the same delete path as the API, so the dependent's own
 //!   finalizers and cascading policy apply. The registry is consulted only then, to turn
@@ -25,8 +25,8 @@
 
 mod decide;
 mod graph;
-mod queue;
 
+use super::queue::WorkQueue;
 use super::REQUEUE_DELAY;
 use crate::http::status::{ApiError, ApiResult};
 use crate::objects;
@@ -41,7 +41,6 @@ use graph::{Graph, Item, ItemView, OwnerFacts, OwnerRef, Uid};
 use parking_lot::Mutex;
 use protocol::meta;
 use protocol::watcher::{drive, Backoff};
-use queue::WorkQueue;
 use serde_json::Value;
 use std::sync::Arc;
 use tracing::Instrument;

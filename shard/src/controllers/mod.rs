@@ -8,6 +8,7 @@ pub mod gc;
 pub mod logical_cluster;
 pub mod membership;
 pub mod namespace;
+pub mod queue;
 pub mod workspace;
 
 use crate::objects;

@@ -9,6 +9,7 @@ mod builtin;
 pub mod custom;
 pub mod definition;
 pub mod strategy;
+pub mod virtual_workspace;
 
 pub use builtin::{age_column, builtin, builtin_resources, col, strings, wide};
 pub use custom::CustomResources;
@@ -229,6 +230,7 @@ pub struct Registry {
     all: Vec<Arc<ResourceType>>,
     custom: CustomResources,
     sources: Vec<Arc<dyn ResourceSource>>,
+    virtual_workspaces: Vec<Arc<dyn virtual_workspace::VirtualWorkspace>>,
 }
 
 /// Resources a feature serves beyond the built-ins and each cluster's CRDs (APIBindings'
@@ -278,6 +280,7 @@ impl Registry {
             all: resources.into_iter().map(Arc::new).collect(),
             custom: CustomResources::default(),
             sources: Vec::new(),
+            virtual_workspaces: Vec::new(),
         }
     }
 
@@ -317,6 +320,22 @@ impl Registry {
     /// Every served row the sources (APIBindings' bound resources) give `cluster`.
     pub fn source_rows(&self, cluster: &str) -> Vec<Arc<ResourceType>> {
         self.sources.iter().flat_map(|s| s.served(&self.custom, cluster)).collect()
+    }
+
+    /// Adds a virtual workspace (at start-up, before the registry is shared).
+    pub fn add_virtual_workspace(&mut self, workspace: Arc<dyn virtual_workspace::VirtualWorkspace>) {
+        self.virtual_workspaces.push(workspace);
+    }
+
+    /// The virtual workspace serving `path`, with the view and the API path it narrows.
+    pub fn virtual_workspace<'p>(
+        &self,
+        path: &'p str,
+    ) -> Option<(&Arc<dyn virtual_workspace::VirtualWorkspace>, &'p str, &'p str)> {
+        self.virtual_workspaces.iter().find_map(|workspace| {
+            let (view, api) = virtual_workspace::split(workspace.prefix(), path)?;
+            Some((workspace, view, api))
+        })
     }
 
     /// Adds a feature's own built-in rows (served in every logical cluster); at start-up,

@@ -7,7 +7,7 @@ use crate::state::Shard;
 use crate::storage::{self, ObjectRef, WriteOptions};
 use protocol::meta;
 use protocol::selector::LabelSelector;
-use protocol::types::{SYNC_TARGET_RESOURCE, WORKLOAD_KCP_GROUP};
+use protocol::types::{SYNC_TARGET_READY_CONDITION, SYNC_TARGET_RESOURCE, WORKLOAD_KCP_GROUP};
 use serde_json::{json, Value};
 
 /// Writes `location`'s status (in `cluster`) when the SyncTargets say otherwise.
@@ -33,12 +33,7 @@ pub async fn reconcile(shard: &Shard, rt: &ResourceType, cluster: &str, location
 
 /// Whether a SyncTarget can take new work at `now`.
 pub fn available(target: &Value, now: jiff::Timestamp) -> bool {
-    let ready = target.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|conditions| {
-        conditions.iter().any(|c| {
-            c.get("type").and_then(Value::as_str) == Some("Ready")
-                && c.get("status").and_then(Value::as_str) == Some("True")
-        })
-    });
+    let ready = crate::conditions::is_true(target.get("status"), SYNC_TARGET_READY_CONDITION);
     let unschedulable = target.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true);
     let evicting = target
         .pointer("/spec/evictAfter")

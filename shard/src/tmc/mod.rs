@@ -6,22 +6,32 @@
 //! (`protocol::replication`), so placement on any shard can read them. The feature adds
 //! its own rows; their schemas are Atoll's kcp types (`protocol::types`).
 
+pub mod controller;
+pub mod heartbeat;
 pub mod location;
+pub mod namespaces;
 pub mod placement;
+pub mod schedule;
+pub mod view;
 
+use crate::http::status::ApiResult;
 use crate::registry::strategy::{Causes, Strategy};
+use crate::registry::Core;
 use crate::registry::{age_column, builtin, col, strings, wide, Cell, Column, Registry, ResourceType};
+use protocol::meta;
 use protocol::selector::LabelSelector;
 use protocol::types::{
-    LOCATION_KIND, LOCATION_RESOURCE, PLACEMENT_KIND, PLACEMENT_PHASES, PLACEMENT_RESOURCE, SCHEDULING_KCP_GROUP,
-    SCHEDULING_KCP_VERSION, SYNC_TARGET_KIND, SYNC_TARGET_RESOURCE, WORKLOAD_KCP_GROUP, WORKLOAD_KCP_VERSION,
+    INTERNAL_SYNC_TARGET_KEY_LABEL, LOCATION_KIND, LOCATION_RESOURCE, PLACEMENT_KIND, PLACEMENT_PHASES,
+    PLACEMENT_RESOURCE, SCHEDULING_KCP_GROUP, SCHEDULING_KCP_VERSION, SYNC_TARGET_KIND, SYNC_TARGET_RESOURCE,
+    WORKLOAD_KCP_GROUP, WORKLOAD_KCP_VERSION,
 };
 use serde_json::Value;
 use std::sync::Arc;
 
-/// Adds the SyncTarget, Location and Placement rows.
-pub fn register(registry: &mut Registry) {
+/// Adds the SyncTarget, Location and Placement rows, and the sync views of `shard`.
+pub fn register(registry: &mut Registry, shard: std::sync::Weak<crate::state::Shard>) {
     registry.add_rows(rows());
+    registry.add_virtual_workspace(Arc::new(view::SyncView { shard }));
 }
 
 fn row(group: &str, resource: &str, kind: &str, columns: Vec<crate::registry::Column>) -> ResourceType {
@@ -101,6 +111,25 @@ struct Tmc {
 impl Strategy for Tmc {
     fn tracks_generation(&self) -> bool {
         true
+    }
+
+    /// A SyncTarget is labelled with its key (`internal.workload.kcp.io/key`), as kcp's
+    /// admission does, so tools find a target from the key its namespaces carry.
+    fn admit(&self, _core: &Core, _rt: &ResourceType, cluster: &str, object: &mut Value) -> ApiResult<()> {
+        if self.kind == SYNC_TARGET_KIND {
+            let key = ::placement::sync_target_key(cluster, meta::name(object).unwrap_or_default());
+            meta::set_map_entry(object, "labels", INTERNAL_SYNC_TARGET_KEY_LABEL, Some(&key));
+        }
+        Ok(())
+    }
+
+    /// The key label stays what admission wrote.
+    fn prepare_update(&self, _rt: &ResourceType, old: &Value, new: &mut Value, _sub: Option<&str>) -> ApiResult<()> {
+        if self.kind == SYNC_TARGET_KIND {
+            let key = meta::labels(old).get(INTERNAL_SYNC_TARGET_KEY_LABEL).cloned();
+            meta::set_map_entry(new, "labels", INTERNAL_SYNC_TARGET_KEY_LABEL, key.as_deref());
+        }
+        Ok(())
     }
 
     fn validate(&self, _rt: &ResourceType, _old: Option<&Value>, object: &Value) -> Causes {

@@ -1,88 +1,22 @@
-//! The Placement controller's first step, as kcp's: choose one Location for each Placement
-//! on this shard, from its location workspace, read through the fallback lister (so an
-//! inventory workspace on another shard is read from the cache, also while that shard is
-//! down). The choice is the scheduling framework's (`placement::Profile::kcp_location`):
-//! Locations of the Placement's locationResource that one of its locationSelectors
-//! matches, the current choice kept while it stays valid, ties broken by a stable hash of
-//! the Placement, so a restart or another shard's controller chooses the same.
-//!
-//! Binding namespaces to the chosen Location's SyncTargets is the next step (issue 17);
-//! until then a Placement with a Location is `Unbound` with a Ready condition.
+//! The Placement's first step, as kcp's: choose one Location for each Placement from its
+//! location workspace. The choice is the scheduling framework's
+//! (`placement::Profile::kcp_location`): Locations of the Placement's locationResource
+//! that one of its locationSelectors matches, the current choice kept while it stays
+//! valid, ties broken by a stable hash of the Placement, so a restart or another shard's
+//! controller chooses the same. And the Placement's status: phase, selected Location,
+//! the Ready (a Location) and Scheduled (a SyncTarget) conditions. Pure; the controller
+//! ([`super::controller`]) reads and writes.
 
-use crate::cache::lister;
-use crate::objects;
-use crate::registry::ResourceType;
-use crate::state::Shard;
-use crate::storage::{self, ObjectRef, WriteOptions};
 use protocol::meta;
 use protocol::types::{
-    LOCATION_NOT_FOUND_REASON, LOCATION_RESOURCE, PLACEMENT_PHASE_BOUND, PLACEMENT_PHASE_PENDING,
-    PLACEMENT_PHASE_UNBOUND, PLACEMENT_READY_CONDITION, PLACEMENT_RESOURCE, SCHEDULING_KCP_GROUP,
+    LOCATION_NOT_FOUND_REASON, PLACEMENT_PHASE_BOUND, PLACEMENT_PHASE_PENDING, PLACEMENT_PHASE_UNBOUND,
+    PLACEMENT_READY_CONDITION, PLACEMENT_SCHEDULED_CONDITION, SCHEDULE_LOCATION_NOT_FOUND_REASON,
+    SCHEDULE_NO_VALID_TARGET_REASON,
 };
 use serde_json::{json, Value};
-use std::sync::Arc;
-use std::time::Duration;
-
-/// How often every Placement is looked at again (Locations change on other shards, which
-/// no local write announces).
-const RESYNC: Duration = Duration::from_secs(2);
-
-/// Runs the TMC controllers (Location status, then Placements' Locations) until the
-/// process ends.
-pub async fn run(shard: Arc<Shard>) {
-    let mut tick = tokio::time::interval(RESYNC);
-    loop {
-        tick.tick().await;
-        for (resource, what) in [(LOCATION_RESOURCE, "location"), (PLACEMENT_RESOURCE, "placement")] {
-            let Some(rt) = shard.registry.get(SCHEDULING_KCP_GROUP, "v1alpha1", resource) else { return };
-            let mut objects = Vec::new();
-            if let Err(error) =
-                objects::scan(&shard.store, &rt, |cluster, object| objects.push((cluster.to_string(), object.clone())))
-            {
-                tracing::warn!(%error, what, "listing failed");
-                continue;
-            }
-            for (cluster, object) in objects {
-                let done = match resource {
-                    LOCATION_RESOURCE => super::location::reconcile(&shard, &rt, &cluster, &object).await,
-                    _ => reconcile(&shard, &rt, &cluster, &object).await,
-                };
-                if let Err(error) = done {
-                    tracing::warn!(%error, %cluster, what, "status update failed; retrying");
-                }
-            }
-        }
-    }
-}
-
-async fn reconcile(shard: &Shard, rt: &ResourceType, cluster: &str, placement: &Value) -> anyhow::Result<()> {
-    if meta::is_deleting(placement) {
-        return Ok(());
-    }
-    let path = location_path(cluster, placement);
-    let location_cluster = lister::local_cluster(shard, &path)
-        .or_else(|| shard.cache.cluster_of_path(&path))
-        .unwrap_or_else(|| path.clone());
-    let (locations, _) = lister::list(shard, SCHEDULING_KCP_GROUP, LOCATION_RESOURCE, &location_cluster);
-    let name = meta::name(placement).unwrap_or_default();
-    let chosen = choose_location(&format!("{cluster}/{name}"), placement, &path, &locations, jiff::Timestamp::now())?;
-    let wanted = status(placement, &path, chosen.as_deref());
-    if placement.get("status").is_some_and(|current| crate::conditions::same_status(current, &wanted)) {
-        return Ok(());
-    }
-    let at = ObjectRef { cluster, namespace: None, name };
-    storage::guaranteed_update(shard, rt, &at, Some("status"), WriteOptions::default(), |old| {
-        let mut new = old.clone();
-        new["status"] = crate::conditions::with_transition_times(old.get("status"), &wanted);
-        Ok(new)
-    })
-    .await
-    .map_err(|e| anyhow::anyhow!(e.message))?;
-    Ok(())
-}
 
 /// The workspace a Placement takes Locations from: `spec.locationWorkspace`, else its own.
-fn location_path(cluster: &str, placement: &Value) -> String {
+pub fn location_path(cluster: &str, placement: &Value) -> String {
     match placement.pointer("/spec/locationWorkspace").and_then(Value::as_str) {
         Some(path) if !path.is_empty() => path.to_string(),
         _ => cluster.to_string(),
@@ -98,7 +32,7 @@ fn gvr(value: Option<&Value>) -> Option<String> {
 
 /// The Location the framework chooses for `placement` (keyed `key`) among `locations` of
 /// the workspace at `path`. Pure.
-fn choose_location(
+pub fn choose_location(
     key: &str,
     placement: &Value,
     path: &str,
@@ -142,23 +76,44 @@ fn choose_location(
     Ok(decision.desired.into_iter().next())
 }
 
-/// The status a Placement should have with `chosen` (from the workspace at `path`). Pure.
-fn status(placement: &Value, path: &str, chosen: Option<&str>) -> Value {
-    match chosen {
-        Some(location) => {
-            let bound = placement.pointer("/status/phase").and_then(Value::as_str) == Some(PLACEMENT_PHASE_BOUND);
-            json!({
-                "phase": if bound { PLACEMENT_PHASE_BOUND } else { PLACEMENT_PHASE_UNBOUND },
-                "selectedLocation": {"path": path, "locationName": location},
-                "conditions": [{"type": PLACEMENT_READY_CONDITION, "status": "True"}],
-            })
-        }
-        None => json!({
+/// What the controller found for one Placement.
+#[derive(Debug, Clone, Copy)]
+pub struct Found<'a> {
+    /// The workspace its Locations come from.
+    pub path: &'a str,
+    /// The Location chosen, if any.
+    pub location: Option<&'a str>,
+    /// The SyncTarget chosen in it, or why none is valid.
+    pub target: Result<&'a str, &'a str>,
+    /// Whether a namespace of the workspace is selected by it.
+    pub selects_namespaces: bool,
+}
+
+/// The status a Placement should have. Pure. Phases as kcp's: Pending without a
+/// Location, Bound while it selects a namespace, else Unbound.
+pub fn status(found: Found<'_>) -> Value {
+    let Some(location) = found.location else {
+        let path = found.path;
+        return json!({
             "phase": PLACEMENT_PHASE_PENDING,
-            "conditions": [{"type": PLACEMENT_READY_CONDITION, "status": "False", "reason": LOCATION_NOT_FOUND_REASON,
-                "message": format!("no Location in workspace {path} matches the placement's locationSelectors and locationResource")}],
-        }),
-    }
+            "conditions": [
+                {"type": PLACEMENT_READY_CONDITION, "status": "False", "reason": LOCATION_NOT_FOUND_REASON,
+                    "message": format!("no Location in workspace {path} matches the placement's locationSelectors and locationResource")},
+                {"type": PLACEMENT_SCHEDULED_CONDITION, "status": "False", "reason": SCHEDULE_LOCATION_NOT_FOUND_REASON,
+                    "message": "no Location is selected"},
+            ],
+        });
+    };
+    let scheduled = match found.target {
+        Ok(_) => json!({"type": PLACEMENT_SCHEDULED_CONDITION, "status": "True"}),
+        Err(why) => json!({"type": PLACEMENT_SCHEDULED_CONDITION, "status": "False",
+            "reason": SCHEDULE_NO_VALID_TARGET_REASON, "message": format!("No valid target with reason: {why}")}),
+    };
+    json!({
+        "phase": if found.selects_namespaces { PLACEMENT_PHASE_BOUND } else { PLACEMENT_PHASE_UNBOUND },
+        "selectedLocation": {"path": found.path, "locationName": location},
+        "conditions": [{"type": PLACEMENT_READY_CONDITION, "status": "True"}, scheduled],
+    })
 }
 
 #[cfg(test)]
@@ -190,9 +145,15 @@ mod tests {
         assert_eq!(choose_location("c/p", &current, "root", &locations, now).unwrap().as_deref(), Some(other));
         let none = placement(json!([{"matchLabels": {"cloud": "azure"}}]));
         assert_eq!(choose_location("c/p", &none, "root", &locations, now).unwrap(), None);
-        assert_eq!(status(&none, "root", None)["phase"], "Pending");
-        let chosen = status(&aws, "root", Some("aws-1"));
+        let found = Found { path: "root", location: None, target: Err("none"), selects_namespaces: true };
+        assert_eq!(status(found)["phase"], "Pending");
+        let found = Found { location: Some("aws-1"), target: Ok("t"), selects_namespaces: false, ..found };
+        let chosen = status(found);
         assert_eq!(chosen["phase"], "Unbound");
         assert_eq!(chosen["selectedLocation"], json!({"path": "root", "locationName": "aws-1"}));
+        assert_eq!(chosen["conditions"][1], json!({"type": "Scheduled", "status": "True"}));
+        let bound = status(Found { selects_namespaces: true, target: Err("SyncTarget a: not Ready"), ..found });
+        assert_eq!(bound["phase"], "Bound");
+        assert_eq!(bound["conditions"][1]["reason"], "NoValidTarget");
     }
 }

@@ -1,4 +1,4 @@
-//! The collector's work queue: client-go's workqueue semantics in a few lines.
+//! The controllers' work queue: client-go's workqueue semantics in a few lines.
 //!
 //! - An item is queued at most once however often it is added, so the queue never holds
 //!   more entries than the index holds objects: that is its bound.
@@ -46,7 +46,7 @@ impl<T> Default for State<T> {
     }
 }
 
-/// A deduplicating work queue shared by the collector's workers.
+/// A deduplicating work queue shared by a controller's workers.
 #[derive(Debug)]
 pub struct WorkQueue<T> {
     state: Mutex<State<T>>,

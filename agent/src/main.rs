@@ -1,0 +1,56 @@
+//! `atoll-agent`: syncs what is placed on one SyncTarget to one member cluster.
+
+use clap::Parser;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Apply the objects placed on a SyncTarget to a member cluster (server-side apply), report their status back,
+/// and heartbeat the SyncTarget. One agent per member cluster.
+#[derive(Debug, Parser)]
+#[command(name = "atoll-agent", version)]
+struct Args {
+    /// Kubeconfig for the workspace that holds the SyncTarget (its server URL ends in /clusters/<workspace>).
+    #[arg(long)]
+    hub_kubeconfig: PathBuf,
+    /// The SyncTarget's name.
+    #[arg(long)]
+    sync_target: String,
+    /// Kubeconfig for the member cluster the objects are applied to.
+    #[arg(long)]
+    member_kubeconfig: PathBuf,
+    /// Resources to sync: `resource` for the core group, `resource.group` otherwise.
+    #[arg(long, value_delimiter = ',', default_values_t = agent::DEFAULT_RESOURCES.iter().map(|r| r.to_string()))]
+    resources: Vec<String>,
+    /// Seconds between heartbeats (`status.lastSyncerHeartbeatTime`); keep it well under the shards'
+    /// --sync-target-heartbeat-threshold-seconds.
+    #[arg(long, default_value_t = 10.0)]
+    heartbeat_interval_seconds: f64,
+    /// Seconds between re-reads of the SyncTarget's sync views (shards joining or leaving) and sweeps of orphaned
+    /// downstream copies.
+    #[arg(long, default_value_t = 10.0)]
+    resync_seconds: f64,
+    /// Field manager of the server-side applies to the member.
+    #[arg(long, default_value = "atoll-agent")]
+    field_manager: String,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,kube=warn".into()),
+        )
+        .init();
+    let args = Args::parse();
+    let seconds = |s: f64| Duration::from_secs_f64(s.max(0.1));
+    agent::run(agent::Config {
+        hub_kubeconfig: args.hub_kubeconfig,
+        sync_target: args.sync_target,
+        member_kubeconfig: args.member_kubeconfig,
+        resources: args.resources,
+        heartbeat_interval: seconds(args.heartbeat_interval_seconds),
+        resync: seconds(args.resync_seconds),
+        field_manager: args.field_manager,
+    })
+    .await
+}

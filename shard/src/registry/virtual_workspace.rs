@@ -1,0 +1,57 @@
+//! Virtual workspaces: filtered, authorized API roots spanning the logical clusters of one
+//! shard (the placement sync view; the APIExport view next). A feature registers one per
+//! path prefix; the request entry point ([`crate::api`]) hands it every request under its
+//! prefix, where the path is `<prefix><view>/clusters/<name or *>/<Kubernetes API path>`.
+//! The virtual workspace authorizes the caller for the view (instead of the addressed
+//! cluster's RBAC) and narrows the request; the generic verbs then serve it.
+
+use crate::http::request_info::Target;
+use crate::http::status::ApiResult;
+use protocol::path::ClusterRef;
+use security::authn::Identity;
+use std::collections::HashMap;
+
+/// One kind of virtual workspace.
+pub trait VirtualWorkspace: Send + Sync + std::fmt::Debug {
+    /// The path prefix it serves, with a trailing `/` (`/services/syncer/`).
+    fn prefix(&self) -> &'static str;
+
+    /// Authorizes `identity` for `view` (the path between the prefix and `/clusters/`) and
+    /// narrows the request (`cluster`, `target`, `query`, which it may change). Returns
+    /// the logical cluster the request may address, `None` for every cluster of the shard.
+    fn admit(
+        &self,
+        identity: &Identity,
+        view: &str,
+        cluster: &ClusterRef,
+        target: &Target,
+        query: &mut HashMap<String, String>,
+    ) -> ApiResult<Option<String>>;
+}
+
+/// Splits a request path under `prefix` into the view and the API path (`/clusters/...`).
+/// Pure.
+pub fn split<'p>(prefix: &str, path: &'p str) -> Option<(&'p str, &'p str)> {
+    let rest = path.strip_prefix(prefix)?;
+    let at = rest.find("/clusters/")?;
+    let view = &rest[..at];
+    (!view.is_empty()).then_some((view, &rest[at..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_split_into_the_view_and_the_api_path() {
+        let prefix = "/services/syncer/";
+        let split = |path| split(prefix, path);
+        assert_eq!(
+            split("/services/syncer/root:inv/aws-1/clusters/*/api/v1/configmaps"),
+            Some(("root:inv/aws-1", "/clusters/*/api/v1/configmaps"))
+        );
+        assert_eq!(split("/services/syncer/root/t"), None);
+        assert_eq!(split("/services/syncer//clusters/*/api"), None);
+        assert_eq!(split("/clusters/root/api"), None);
+    }
+}
