@@ -54,7 +54,10 @@ const KEY_LABEL: &str = "internal.workload.kcp.io/key";
 /// One resource the agent syncs.
 #[derive(Debug, Clone)]
 pub struct Synced {
-    /// How to address it (upstream and downstream alike).
+    /// How a sync view lists it across logical clusters (a bound resource by its
+    /// export's identity, `<resource>:<identityHash>`).
+    pub upstream: ApiResource,
+    /// How it is addressed in one logical cluster and in the member.
     pub resource: ApiResource,
     /// Whether it has a status subresource, to bring status up through.
     pub has_status: bool,
@@ -123,8 +126,12 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         name: config.sync_target.clone(),
         uid: object.metadata.uid.clone().unwrap_or_default(),
     };
-    let resources = resolve(&hub, &config.resources).await?;
-    tracing::info!(sync_target = %target.name, %key, resources = resources.len(), "agent started");
+    let resources = resolve(&hub, &hub_config, &object.data, &config.resources).await?;
+    for synced in &resources {
+        let (upstream, has_status) = (&synced.upstream.plural, synced.has_status);
+        tracing::info!(resource = %synced.resource.plural, group = %synced.resource.group, %upstream, has_status, "syncing");
+    }
+    tracing::info!(sync_target = %target.name, %key, "agent started");
     tokio::spawn(heartbeat(targets.clone(), config.sync_target.clone(), config.heartbeat_interval));
     let agent = Arc::new(Agent {
         config,
@@ -199,34 +206,116 @@ async fn heartbeat(targets: Api<DynamicObject>, name: String, interval: Duration
     }
 }
 
-/// The resources named `resource` or `resource.group`, found through the hub's
-/// discovery, with whether they have a status subresource.
-async fn resolve(hub: &Client, wanted: &[String]) -> anyhow::Result<Vec<Synced>> {
+/// The resources named `resource` or `resource.group`: built-in ones (and whatever the
+/// hub workspace serves) through the hub's discovery; the rest from the APIExports the
+/// SyncTarget's `supportedAPIExports` name, whose identity a sync view needs to list them
+/// across logical clusters (kcp's `<resource>:<identityHash>`). Retries while something
+/// is missing (an export may not have reached the hub's shard yet).
+async fn resolve(
+    hub: &Client,
+    hub_config: &kube::Config,
+    target: &Value,
+    wanted: &[String],
+) -> anyhow::Result<Vec<Synced>> {
+    loop {
+        match resolve_once(hub, hub_config, target, wanted).await {
+            Ok(resolved) => return Ok(resolved),
+            Err(error) => tracing::warn!(error = %format!("{error:#}"), "resolving the resources to sync; retrying"),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+async fn resolve_once(
+    hub: &Client,
+    hub_config: &kube::Config,
+    target: &Value,
+    wanted: &[String],
+) -> anyhow::Result<Vec<Synced>> {
     let mut by_group: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for name in wanted {
         let (resource, group) = name.split_once('.').unwrap_or((name.as_str(), ""));
         by_group.entry(group.to_string()).or_default().push(resource.to_string());
     }
+    let exported = exported_resources(hub_config, target).await?;
     let mut resolved = Vec::new();
     for (group, resources) in by_group {
-        let discovered = loop {
-            match kube::discovery::group(hub, &group).await {
-                Ok(found) => break found,
-                Err(error) => tracing::warn!(%error, group, "discovery failed; retrying"),
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
+        let served = match kube::discovery::group(hub, &group).await {
+            Ok(found) => found.recommended_resources(),
+            Err(_) => Vec::new(),
         };
-        let served = discovered.recommended_resources();
         for resource in resources {
-            let (api, capabilities) = served
-                .iter()
-                .find(|(api, _)| api.plural == resource)
-                .with_context(|| format!("the hub serves no {resource:?} in group {group:?}"))?;
-            let has_status = capabilities.subresources.iter().any(|(sub, _)| sub.plural == "status");
-            resolved.push(Synced { resource: api.clone(), has_status });
+            if let Some((api, capabilities)) = served.iter().find(|(api, _)| api.plural == resource) {
+                let has_status = capabilities.subresources.iter().any(|(sub, _)| sub.plural == "status");
+                resolved.push(Synced { upstream: api.clone(), resource: api.clone(), has_status });
+                continue;
+            }
+            let found = exported.iter().find(|s| s.resource.group == group && s.resource.plural == resource);
+            resolved.push(found.cloned().with_context(|| {
+                format!(
+                    "neither the hub nor the SyncTarget's supportedAPIExports serve {resource:?} in group {group:?}"
+                )
+            })?);
         }
     }
     Ok(resolved)
+}
+
+/// The resources of the APIExports a SyncTarget's `supportedAPIExports` name.
+async fn exported_resources(hub_config: &kube::Config, target: &Value) -> anyhow::Result<Vec<Synced>> {
+    let hub_url = hub_config.cluster_url.to_string();
+    let (base, own_path) =
+        hub_url.split_once("/clusters/").context("the hub kubeconfig's server names no /clusters/<workspace>")?;
+    let own_path = own_path.trim_end_matches('/');
+    let references = target.pointer("/spec/supportedAPIExports").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut found = Vec::new();
+    for reference in references {
+        let text =
+            |field: &str| reference.get(field).and_then(Value::as_str).filter(|t| !t.is_empty()).map(str::to_string);
+        let Some(export) = text("export") else { continue };
+        let path = text("path").unwrap_or_else(|| own_path.to_string());
+        let mut config = hub_config.clone();
+        config.cluster_url = format!("{base}/clusters/{path}").parse().context("an export's workspace URL")?;
+        let client = Client::try_from(config)?;
+        let apis = |kind: &str, plural: &str| {
+            let gvk = GroupVersionKind::gvk("apis.kcp.io", "v1alpha1", kind);
+            Api::<DynamicObject>::all_with(client.clone(), &ApiResource::from_gvk_with_plural(&gvk, plural))
+        };
+        let object = match apis("APIExport", "apiexports").get(&export).await {
+            Ok(object) => object,
+            // The default kubernetes export of kcp's compute workspace serves built-ins only.
+            Err(kube::Error::Api(status)) if status.code == 404 && export == "kubernetes" => continue,
+            Err(error) => anyhow::bail!("read APIExport {path}:{export}: {error}"),
+        };
+        let identity =
+            object.data.pointer("/status/identityHash").and_then(Value::as_str).unwrap_or_default().to_string();
+        anyhow::ensure!(!identity.is_empty(), "APIExport {path}:{export} has no identity yet");
+        let schemas =
+            object.data.pointer("/spec/latestResourceSchemas").and_then(Value::as_array).cloned().unwrap_or_default();
+        for schema in schemas.iter().filter_map(Value::as_str) {
+            let schema = apis("APIResourceSchema", "apiresourceschemas").get(schema).await?;
+            let spec = schema.data.get("spec").cloned().unwrap_or_default();
+            let text = |pointer: &str| spec.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string();
+            let versions = spec.get("versions").and_then(Value::as_array).cloned().unwrap_or_default();
+            let Some(version) = versions.iter().find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+            else {
+                continue;
+            };
+            let gvk = GroupVersionKind::gvk(
+                &text("/group"),
+                version.get("name").and_then(Value::as_str).unwrap_or("v1"),
+                &text("/names/kind"),
+            );
+            let plural = text("/names/plural");
+            let has_status = version.pointer("/subresources/status").is_some();
+            found.push(Synced {
+                upstream: ApiResource::from_gvk_with_plural(&gvk, &format!("{plural}:{identity}")),
+                resource: ApiResource::from_gvk_with_plural(&gvk, &plural),
+                has_status,
+            });
+        }
+    }
+    Ok(found)
 }
 
 impl Agent {

@@ -16,8 +16,9 @@ pub const LOCATOR_ANNOTATION: &str = "kcp.io/namespace-locator";
 /// owns it (kcp's `internal.workload.kcp.io/cluster`).
 pub const OWNER_LABEL: &str = "internal.workload.kcp.io/cluster";
 
-/// The annotation on a downstream object naming its upstream logical cluster.
-pub const UPSTREAM_CLUSTER_ANNOTATION: &str = "kcp.io/cluster";
+/// The annotation on a downstream object naming its upstream logical cluster (not
+/// `kcp.io/cluster`: a member that is itself a kcp-like server keeps its own there).
+pub const UPSTREAM_CLUSTER_ANNOTATION: &str = "workload.kcp.io/upstream-cluster";
 
 /// The SyncTarget an agent serves.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

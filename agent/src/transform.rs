@@ -178,7 +178,7 @@ mod tests {
             json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "settings", "namespace": "kcp-abc",
                 "labels": {"app": "web", "internal.workload.kcp.io/cluster": "k1"},
-                "annotations": {"team": "a", "kcp.io/cluster": "ws"}},
+                "annotations": {"team": "a", "workload.kcp.io/upstream-cluster": "ws"}},
             "data": {"k": "v"}})
         );
         let service = json!({"kind": "Service", "metadata": {"name": "s"}, "spec": {"clusterIP": "10.0.0.1", "ports": []}, "status": {}});

@@ -19,7 +19,7 @@ pub async fn follow(agent: Arc<Agent>, url: String, synced: Synced) {
         Ok(client) => client,
         Err(error) => return tracing::error!(error = %format!("{error:#}"), %url, "cannot follow a sync view"),
     };
-    let api: Api<DynamicObject> = Api::all_with(client, &synced.resource);
+    let api: Api<DynamicObject> = Api::all_with(client, &synced.upstream);
     let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
     futures::pin_mut!(stream);
     let slot = (url.clone(), synced.resource.plural.clone());
@@ -51,6 +51,11 @@ pub async fn follow(agent: Arc<Agent>, url: String, synced: Synced) {
                     tracing::warn!(error = %format!("{error:#}"), "deleting a downstream copy failed");
                 }
             }
+            // A shard that serves no such resource (no workspace there binds it) holds none.
+            Err(watcher::Error::InitialListFailed(kube::Error::Api(status))) if status.code == 404 => {
+                agent.live.lock().entry(slot.clone()).or_default();
+                tracing::debug!(%url, resource = %synced.resource.plural, "not served by this shard yet");
+            }
             Err(error) => {
                 tracing::warn!(%error, %url, resource = %synced.resource.plural, "sync view watch failed; retrying")
             }
@@ -74,7 +79,7 @@ pub async fn follow_member(agent: Arc<Agent>, synced: Synced) {
             }
         };
         if let Err(error) = agent.status_up(&synced, &object).await {
-            tracing::debug!(error = %format!("{error:#}"), "status not brought up yet");
+            tracing::warn!(error = %format!("{error:#}"), "bringing status up failed; the next change retries");
         }
     }
 }
@@ -132,6 +137,8 @@ impl Agent {
         if let Some(cluster) = transform::upstream_cluster(upstream) {
             self.cluster_views.lock().insert(cluster.to_string(), url.to_string());
         }
+        let name = upstream.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        tracing::debug!(resource = %synced.resource.plural, name, "reconciling");
         let done = if transform::release_requested(upstream, &self.key) {
             self.let_go(url, synced, upstream).await
         } else {
@@ -163,7 +170,10 @@ impl Agent {
         let locator = self.locator(upstream)?;
         let namespace = locator.downstream_namespace();
         self.ensure_namespace(&namespace, &locator).await?;
-        let copy = transform::downstream(upstream, &namespace, &self.key);
+        let mut copy = transform::downstream(upstream, &namespace, &self.key);
+        // List items need not carry their type.
+        copy["apiVersion"] = json!(synced.resource.api_version);
+        copy["kind"] = json!(synced.resource.kind);
         let Some(id) = upstream_id(&synced.resource, upstream) else { return Ok(()) };
         if self.applied.lock().get(&id) == Some(&copy) {
             return Ok(());
@@ -195,12 +205,17 @@ impl Agent {
     /// Brings a member copy's status up to its upstream object.
     async fn status_up(&self, synced: &Synced, copy: &Value) -> anyhow::Result<()> {
         let text = |pointer: &str| copy.pointer(pointer).and_then(Value::as_str).map(str::to_string);
+        let upstream_cluster = format!("/metadata/annotations/{}", UPSTREAM_CLUSTER_ANNOTATION.replace('/', "~1"));
         let (Some(cluster), Some(namespace), Some(name)) =
-            (text("/metadata/annotations/kcp.io~1cluster"), text("/metadata/namespace"), text("/metadata/name"))
+            (text(&upstream_cluster), text("/metadata/namespace"), text("/metadata/name"))
         else {
+            tracing::debug!("a member copy without its upstream coordinates");
             return Ok(());
         };
-        let Some(url) = self.cluster_views.lock().get(&cluster).cloned() else { return Ok(()) };
+        let Some(url) = self.cluster_views.lock().get(&cluster).cloned() else {
+            tracing::debug!(cluster, "no sync view seen for this logical cluster yet");
+            return Ok(());
+        };
         let namespaces: Api<DynamicObject> = Api::all_with(self.member.clone(), &namespace_resource());
         let downstream_ns = namespaces.get(&namespace).await?;
         let locator: Locator = serde_json::from_str(
@@ -209,6 +224,7 @@ impl Agent {
         let client = self.client(&url, &cluster)?;
         let api: Api<DynamicObject> = Api::namespaced_with(client, &locator.namespace, &synced.resource);
         let upstream = to_value(&api.get(&name).await?);
+        tracing::debug!(cluster, name, "bringing status up");
         if let Some(patch) = transform::status_up(&upstream, copy) {
             api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
         }

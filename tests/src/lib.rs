@@ -24,6 +24,7 @@
 //!   baseline of the front-proxy benchmark.
 //! - [`process`] owns child processes so that nothing outlives the test that started it.
 
+pub mod agent;
 pub mod binary;
 pub mod cache;
 pub mod certs;

@@ -12,20 +12,15 @@
 //! - deleting the Placement removes the labels (after the grace period), from objects too;
 //! - a workload APIBinding gets a default Placement once; deleting it does not bring it back.
 
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tests::agent::{deletions, states, wait_json};
 use tests::cache::CacheTopology;
 use tests::installation::{Installation, InstallationOptions};
 use tests::kubectl::Kubectl;
-
-/// A bug bound: the controllers act within a couple of seconds.
-const WAIT: Duration = Duration::from_secs(60);
-const POLL: Duration = Duration::from_millis(250);
-const STATE: &str = "state.workload.kcp.io/";
-const DELETION: &str = "deletion.internal.workload.kcp.io/";
 
 const INVENTORY: &str = r#"
 apiVersion: workload.kcp.io/v1alpha1
@@ -96,35 +91,6 @@ fn heartbeats(
             std::thread::sleep(Duration::from_millis(500));
         }
     });
-}
-
-/// Polls `kubectl get <args> -o json` until `check` accepts it; returns it.
-fn wait_json(kubectl: impl Fn() -> Kubectl, args: &[&str], what: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let output = kubectl().arg("get").args(args).args(["-o", "json"]).run();
-        let last = match output.json() {
-            Ok(object) if check(&object) => return object,
-            Ok(object) => object.to_string(),
-            Err(_) => format!("{}{}", output.stdout, output.stderr),
-        };
-        assert!(Instant::now() < deadline, "{what} not within {WAIT:?}; last: {last}");
-        std::thread::sleep(POLL);
-    }
-}
-
-/// The scheduling labels of an object, key → value.
-fn states(object: &Value) -> BTreeMap<String, String> {
-    let labels = object.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
-    labels
-        .into_iter()
-        .filter_map(|(k, v)| Some((k.strip_prefix(STATE)?.to_string(), v.as_str()?.to_string())))
-        .collect()
-}
-
-fn deletions(object: &Value) -> Vec<String> {
-    let annotations = object.pointer("/metadata/annotations").and_then(Value::as_object).cloned().unwrap_or_default();
-    annotations.keys().filter_map(|k| k.strip_prefix(DELETION).map(str::to_string)).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -31,10 +31,12 @@ pub async fn reconcile(
         return Ok(());
     }
     let name = meta::name(target).unwrap_or_default();
+    // The shards' own URLs: an installation may give every shard the front-proxy as its
+    // external URL, and a view is served by one shard.
     let mut shards: Vec<String> =
-        shard.membership.current().iter().map(|info| info.external_url.trim_end_matches('/').to_string()).collect();
+        shard.membership.current().iter().map(|info| info.base_url.trim_end_matches('/').to_string()).collect();
     if shards.is_empty() {
-        shards.push(shard.external_url.trim_end_matches('/').to_string());
+        shards.push(shard.base_url.trim_end_matches('/').to_string());
     }
     let views: Vec<String> = shards.iter().map(|url| format!("{url}{}", view_path(cluster, name))).collect();
     let wanted = status(target, &views, settings, jiff::Timestamp::now());
