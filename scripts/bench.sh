@@ -3,17 +3,19 @@
 # `scripts/bench.sh workspaces [flags]` runs bench-workspaces,
 # `scripts/bench.sh proxy [flags]` runs bench-proxy (shard direct vs front-proxy vs nginx),
 # `scripts/bench.sh replication [flags]` runs bench-replication (lag through one cache and
-# through a regional cache under a parent), and `scripts/bench.sh placement [flags]` runs
-# bench-placement (one scheduling decision over 10,000 candidate clusters).
+# through a regional cache under a parent), `scripts/bench.sh placement [flags]` runs
+# bench-placement (one scheduling decision over 10,000 candidate clusters), and
+# `scripts/bench.sh placement-e2e [flags]` runs bench-placement-e2e (1,000 namespaces placed
+# on 20 SyncTargets and synced into members by agents).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-name="${1:?usage: scripts/bench.sh store|workspaces|proxy|replication|placement [flags]}"
+name="${1:?usage: scripts/bench.sh store|workspaces|proxy|replication|placement|placement-e2e [flags]}"
 shift
 # Checked before building, so a typo does not cost a build.
 case "$name" in
-    store | workspaces | proxy | replication | placement) ;;
+    store | workspaces | proxy | replication | placement | placement-e2e) ;;
     *)
-        echo "unknown benchmark: $name (known: store, workspaces, proxy, replication, placement)" >&2
+        echo "unknown benchmark: $name (known: store, workspaces, proxy, replication, placement, placement-e2e)" >&2
         exit 2
         ;;
 esac
