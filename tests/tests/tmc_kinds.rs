@@ -59,6 +59,10 @@ async fn kcp_manifests_apply_and_the_inventory_reaches_the_cache() {
     assert_eq!(target["metadata"]["generation"], 1);
     let locations = k().args(["get", "locations"]).ok().stdout;
     assert!(locations.contains("RESOURCE") && locations.contains("synctargets"), "{locations}");
+    // The Labels column shows the Location's labels, which the controller writes down.
+    tests::agent::wait_json(k, &["location", "aws"], "the labels annotation", |l| {
+        l["metadata"]["annotations"]["scheduling.kcp.io/labels"] == "cloud=aws"
+    });
     let placement: Value = k().args(["get", "placement", "on-aws", "-o", "json"]).ok().json().unwrap();
     assert_eq!(placement["spec"]["locationSelectors"][0]["matchLabels"]["cloud"], "aws");
     assert_eq!(placement["spec"]["locationWorkspace"], "root");

@@ -1,13 +1,17 @@
 //! Location status, as kcp's location controller keeps it: how many SyncTargets of the
 //! Location's workspace its instanceSelector matches (`status.instances`), and how many
-//! of those can take work (`status.availableInstances`: Ready, schedulable, not evicting).
+//! of those can take work (`status.availableInstances`: Ready, schedulable, not evicting);
+//! and the Location's labels as one string in `scheduling.kcp.io/labels`, which its
+//! `Labels` column shows.
 
 use crate::registry::ResourceType;
 use crate::state::Shard;
 use crate::storage::{self, ObjectRef, WriteOptions};
 use protocol::meta;
 use protocol::selector::LabelSelector;
-use protocol::types::{SYNC_TARGET_READY_CONDITION, SYNC_TARGET_RESOURCE, WORKLOAD_KCP_GROUP};
+use protocol::types::{
+    LOCATION_LABELS_STRING_ANNOTATION, SYNC_TARGET_READY_CONDITION, SYNC_TARGET_RESOURCE, WORKLOAD_KCP_GROUP,
+};
 use serde_json::{json, Value};
 
 /// Writes `location`'s status (in `cluster`) when the SyncTargets say otherwise.
@@ -15,12 +19,22 @@ pub async fn reconcile(shard: &Shard, rt: &ResourceType, cluster: &str, location
     if meta::is_deleting(location) {
         return Ok(());
     }
+    let at = ObjectRef { cluster, namespace: None, name: meta::name(location).unwrap_or_default() };
+    let shown = labels_string(location);
+    if meta::annotations(location).get(LOCATION_LABELS_STRING_ANNOTATION) != Some(&shown) {
+        storage::guaranteed_update(shard, rt, &at, None, WriteOptions::default(), |old| {
+            let mut new = old.clone();
+            meta::set_annotation(&mut new, LOCATION_LABELS_STRING_ANNOTATION, &labels_string(old));
+            Ok(new)
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!(e.message))?;
+    }
     let (targets, _) = crate::cache::lister::list(shard, WORKLOAD_KCP_GROUP, SYNC_TARGET_RESOURCE, cluster);
     let wanted = status(location, &targets, jiff::Timestamp::now());
     if location.get("status") == Some(&wanted) {
         return Ok(());
     }
-    let at = ObjectRef { cluster, namespace: None, name: meta::name(location).unwrap_or_default() };
     storage::guaranteed_update(shard, rt, &at, Some("status"), WriteOptions::default(), |old| {
         let mut new = old.clone();
         new["status"] = wanted.clone();
@@ -29,6 +43,12 @@ pub async fn reconcile(shard: &Shard, rt: &ResourceType, cluster: &str, location
     .await
     .map_err(|e| anyhow::anyhow!(e.message))?;
     Ok(())
+}
+
+/// A Location's labels as kcp prints them: `key=value` pairs, sorted, comma-separated.
+fn labels_string(location: &Value) -> String {
+    let labels = meta::labels(location);
+    labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
 }
 
 /// Whether a SyncTarget can take new work at `now`.
@@ -76,5 +96,9 @@ mod tests {
         let location = json!({"spec": {"instanceSelector": {"matchLabels": {"cloud": "aws"}}}});
         assert_eq!(status(&location, &targets, now), json!({"instances": 5, "availableInstances": 2}));
         assert_eq!(status(&json!({"spec": {}}), &targets, now), json!({"instances": 0, "availableInstances": 0}));
+        assert_eq!(
+            labels_string(&json!({"metadata": {"labels": {"region": "eu", "cloud": "aws"}}})),
+            "cloud=aws,region=eu"
+        );
     }
 }
