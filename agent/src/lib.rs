@@ -86,6 +86,8 @@ pub struct Agent {
     applied: Mutex<HashMap<UpstreamId, Value>>,
     /// Downstream namespaces ensured.
     namespaces: Mutex<HashSet<String>>,
+    /// Objects whose last sync failed, retried at every resync: (view URL, resource, object).
+    failed: Mutex<HashMap<UpstreamId, (String, Synced, Value)>>,
 }
 
 /// A kube client configuration from a kubeconfig file.
@@ -145,6 +147,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         live: Mutex::default(),
         applied: Mutex::default(),
         namespaces: Mutex::default(),
+        failed: Mutex::default(),
     });
     for synced in agent.resources.iter().filter(|s| s.has_status) {
         tokio::spawn(view::follow_member(agent.clone(), synced.clone()));
@@ -175,8 +178,13 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
                         .collect();
                     followed.insert(url, tasks);
                 }
+                let failed: Vec<_> = agent.failed.lock().drain().map(|(_, retry)| retry).collect();
+                for (url, synced, upstream) in failed {
+                    agent.reconcile(&url, &synced, &upstream).await;
+                }
                 if !followed.is_empty() {
-                    if let Err(error) = view::remove_orphans(&agent, followed.len()).await {
+                    let urls: Vec<String> = followed.keys().cloned().collect();
+                    if let Err(error) = view::remove_orphans(&agent, &urls).await {
                         tracing::warn!(error = %format!("{error:#}"), "removing orphaned downstream objects failed");
                     }
                 }

@@ -72,11 +72,13 @@ pub fn downstream(upstream: &Value, namespace: &str, key: &str) -> Value {
         "metadata".into(),
         json!({"name": metadata.get("name"), "namespace": namespace, "labels": labels, "annotations": annotations}),
     );
-    // A Service's cluster IPs are the member's to assign.
+    // A Service's cluster IPs are the member's to assign; a headless one stays headless.
     if upstream.get("kind").and_then(Value::as_str) == Some("Service") {
         if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
-            spec.remove("clusterIP");
-            spec.remove("clusterIPs");
+            if spec.get("clusterIP").and_then(Value::as_str) != Some("None") {
+                spec.remove("clusterIP");
+                spec.remove("clusterIPs");
+            }
         }
     }
     Value::Object(object)
@@ -183,6 +185,8 @@ mod tests {
         );
         let service = json!({"kind": "Service", "metadata": {"name": "s"}, "spec": {"clusterIP": "10.0.0.1", "ports": []}, "status": {}});
         assert_eq!(downstream(&service, "n", "k")["spec"], json!({"ports": []}));
+        let headless = json!({"kind": "Service", "metadata": {"name": "s"}, "spec": {"clusterIP": "None", "clusterIPs": ["None"]}});
+        assert_eq!(downstream(&headless, "n", "k")["spec"]["clusterIP"], "None");
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub async fn follow(agent: Arc<Agent>, url: String, synced: Synced) {
     let api: Api<DynamicObject> = Api::all_with(client, &synced.upstream);
     let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
     futures::pin_mut!(stream);
-    let slot = (url.clone(), synced.resource.plural.clone());
+    let slot = (url.clone(), resource_key(&synced.resource));
     let mut listing = HashSet::new();
     while let Some(event) = stream.next().await {
         match event {
@@ -46,6 +46,7 @@ pub async fn follow(agent: Arc<Agent>, url: String, synced: Synced) {
                 if let Some(id) = upstream_id(&synced.resource, &object) {
                     agent.live.lock().entry(slot.clone()).or_default().remove(&id);
                     agent.applied.lock().remove(&id);
+                    agent.failed.lock().remove(&id);
                 }
                 if let Err(error) = agent.delete_downstream(&synced.resource, &object).await {
                     tracing::warn!(error = %format!("{error:#}"), "deleting a downstream copy failed");
@@ -85,16 +86,19 @@ pub async fn follow_member(agent: Arc<Agent>, synced: Synced) {
 }
 
 /// Deletes the member's copies whose upstream object no sync view holds any more (the
-/// agent was away while they were unplaced or deleted). Only once every view of every
-/// resource has been listed.
-pub async fn remove_orphans(agent: &Agent, views: usize) -> anyhow::Result<()> {
-    let live: HashSet<UpstreamId> = {
+/// agent was away while they were unplaced or deleted). Only once every resource of every
+/// view in `urls` has been listed; each copy is checked again just before it goes, so one
+/// applied meanwhile stays.
+pub async fn remove_orphans(agent: &Agent, urls: &[String]) -> anyhow::Result<()> {
+    {
         let live = agent.live.lock();
-        if live.len() < views * agent.resources.len() {
+        let listed = urls
+            .iter()
+            .all(|url| agent.resources.iter().all(|s| live.contains_key(&(url.clone(), resource_key(&s.resource)))));
+        if !listed {
             return Ok(());
         }
-        live.values().flatten().cloned().collect()
-    };
+    }
     let owned = ListParams::default().labels(&format!("{OWNER_LABEL}={}", agent.key));
     let namespaces: Api<DynamicObject> = Api::all_with(agent.member.clone(), &namespace_resource());
     let locators: std::collections::HashMap<String, Locator> = namespaces
@@ -114,11 +118,12 @@ pub async fn remove_orphans(agent: &Agent, views: usize) -> anyhow::Result<()> {
                 continue;
             };
             let Some(locator) = locators.get(&namespace) else { continue };
-            let id = (synced.resource.plural.clone(), locator.cluster.clone(), locator.namespace.clone(), name.clone());
-            if live.contains(&id) {
+            let id = (resource_key(&synced.resource), locator.cluster.clone(), locator.namespace.clone(), name.clone());
+            if agent.live.lock().values().any(|listed| listed.contains(&id)) {
                 continue;
             }
             tracing::info!(namespace, name, resource = %synced.resource.plural, "removing an orphaned downstream copy");
+            agent.applied.lock().remove(&id);
             let namespaced: Api<DynamicObject> =
                 Api::namespaced_with(agent.member.clone(), &namespace, &synced.resource);
             match namespaced.delete(&name, &DeleteParams::background()).await {
@@ -133,7 +138,7 @@ pub async fn remove_orphans(agent: &Agent, views: usize) -> anyhow::Result<()> {
 
 impl Agent {
     /// One upstream object: apply it downstream and hold it, or delete the copy and let go.
-    async fn reconcile(&self, url: &str, synced: &Synced, upstream: &Value) {
+    pub(crate) async fn reconcile(&self, url: &str, synced: &Synced, upstream: &Value) {
         if let Some(cluster) = transform::upstream_cluster(upstream) {
             self.cluster_views.lock().insert(cluster.to_string(), url.to_string());
         }
@@ -144,8 +149,13 @@ impl Agent {
         } else {
             self.apply(url, synced, upstream).await
         };
-        if let Err(error) = done {
-            tracing::warn!(error = %format!("{error:#}"), "syncing an object failed; the next change retries");
+        let Some(id) = upstream_id(&synced.resource, upstream) else { return };
+        match done {
+            Ok(()) => drop(self.failed.lock().remove(&id)),
+            Err(error) => {
+                tracing::warn!(error = %format!("{error:#}"), name, "syncing an object failed; retrying at the next resync");
+                self.failed.lock().insert(id, (url.to_string(), synced.clone(), upstream.clone()));
+            }
         }
     }
 
@@ -184,7 +194,13 @@ impl Agent {
         let outcome = api.patch(&name, &params, &Patch::Apply(&copy)).await;
         let error = match &outcome {
             Ok(_) => None,
-            Err(kube::Error::Api(status)) if (400..500).contains(&status.code) => Some(status.message.clone()),
+            // The member refuses the object itself: that is the upstream object's to show.
+            Err(kube::Error::Api(status)) if matches!(status.code, 400 | 403 | 422) => Some(status.message.clone()),
+            Err(kube::Error::Api(status)) if status.code == 404 => {
+                // The downstream namespace went: make it again on the retry.
+                self.namespaces.lock().remove(&namespace);
+                return Err(anyhow::anyhow!("apply {name} to the member: {}", status.message));
+            }
             Err(error) => return Err(anyhow::anyhow!("apply {name} to the member: {error}")),
         };
         if error.is_none() {
@@ -303,10 +319,15 @@ fn to_value(object: &DynamicObject) -> Value {
     serde_json::to_value(object).unwrap_or(Value::Null)
 }
 
+/// `plural.group`: what names a resource in the agent's books.
+pub fn resource_key(resource: &ApiResource) -> String {
+    format!("{}.{}", resource.plural, resource.group)
+}
+
 fn upstream_id(resource: &ApiResource, object: &Value) -> Option<UpstreamId> {
     let text = |pointer: &str| object.pointer(pointer).and_then(Value::as_str).map(str::to_string);
     Some((
-        resource.plural.clone(),
+        resource_key(resource),
         text("/metadata/annotations/kcp.io~1cluster")?,
         text("/metadata/namespace")?,
         text("/metadata/name")?,

@@ -103,11 +103,16 @@ async fn route(
         RequestInfo::Unknown => return Err(unknown_path(shard, peer, &request)),
     };
     let identity = authenticate(shard, peer, &request)?;
+    let mut writes = None;
     let scope = match &view {
-        Some((workspace, view)) => match workspace.admit(&identity, view, &cluster, &target, &mut query)? {
-            Some(name) => Scope::Cluster(name),
-            None => Scope::Wildcard,
-        },
+        Some((workspace, view)) => {
+            let admitted = workspace.admit(&identity, view, &cluster, &target, &mut query)?;
+            writes = Some(admitted.writes);
+            match admitted.cluster {
+                Some(name) => Scope::Cluster(name),
+                None => Scope::Wildcard,
+            }
+        }
         None => {
             let question =
                 authz::Request { requested: &cluster, method: request.method(), target: &target, query: &query };
@@ -144,7 +149,7 @@ async fn route(
     })?;
     check_scope_of_path(&rt, &req)?;
     let (parts, body) = request.into_parts();
-    let ctx = Ctx { shard: shard.clone(), identity, scope, req, rt, query, headers: parts.headers };
+    let ctx = Ctx { shard: shard.clone(), identity, scope, req, rt, query, headers: parts.headers, writes };
     verbs::dispatch(ctx, body).await
 }
 

@@ -231,6 +231,7 @@ pub struct Registry {
     custom: CustomResources,
     sources: Vec<Arc<dyn ResourceSource>>,
     virtual_workspaces: Vec<Arc<dyn virtual_workspace::VirtualWorkspace>>,
+    write_admissions: Vec<Arc<dyn virtual_workspace::WriteAdmission>>,
 }
 
 /// Resources a feature serves beyond the built-ins and each cluster's CRDs (APIBindings'
@@ -281,6 +282,7 @@ impl Registry {
             custom: CustomResources::default(),
             sources: Vec::new(),
             virtual_workspaces: Vec::new(),
+            write_admissions: Vec::new(),
         }
     }
 
@@ -325,6 +327,16 @@ impl Registry {
     /// Adds a virtual workspace (at start-up, before the registry is shared).
     pub fn add_virtual_workspace(&mut self, workspace: Arc<dyn virtual_workspace::VirtualWorkspace>) {
         self.virtual_workspaces.push(workspace);
+    }
+
+    /// Adds an admission of every ordinary API write (at start-up).
+    pub fn add_write_admission(&mut self, admission: Arc<dyn virtual_workspace::WriteAdmission>) {
+        self.write_admissions.push(admission);
+    }
+
+    /// The admissions of ordinary API writes.
+    pub fn write_admissions(&self) -> &[Arc<dyn virtual_workspace::WriteAdmission>] {
+        &self.write_admissions
     }
 
     /// The virtual workspace serving `path`, with the view and the API path it narrows.

@@ -9,7 +9,29 @@ use crate::http::request_info::Target;
 use crate::http::status::ApiResult;
 use protocol::path::ClusterRef;
 use security::authn::Identity;
+use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Admission of every write made through the API (create, update, patch, apply), given
+/// the stored object (`None`: a create) and the object about to be stored, which it may
+/// amend. The registry holds the ones that apply to ordinary requests; a virtual
+/// workspace gives its own for the writes it admits. Controllers write through storage
+/// directly and are not subject to it.
+pub trait WriteAdmission: Send + Sync + std::fmt::Debug {
+    /// Refuses the write, amends `new`, or lets it pass; `subresource` is `status` and the
+    /// like, `None` for the object itself.
+    fn admit(&self, old: Option<&Value>, new: &mut Value, subresource: Option<&str>) -> ApiResult<()>;
+}
+
+/// What a virtual workspace admits a request to.
+#[derive(Debug, Clone)]
+pub struct Admitted {
+    /// The logical cluster it may address, `None` for every cluster of the shard.
+    pub cluster: Option<String>,
+    /// The admission of its writes, in place of the registry's.
+    pub writes: Arc<dyn WriteAdmission>,
+}
 
 /// One kind of virtual workspace.
 pub trait VirtualWorkspace: Send + Sync + std::fmt::Debug {
@@ -17,8 +39,8 @@ pub trait VirtualWorkspace: Send + Sync + std::fmt::Debug {
     fn prefix(&self) -> &'static str;
 
     /// Authorizes `identity` for `view` (the path between the prefix and `/clusters/`) and
-    /// narrows the request (`cluster`, `target`, `query`, which it may change). Returns
-    /// the logical cluster the request may address, `None` for every cluster of the shard.
+    /// narrows the request (`cluster`, `target`, `query`, which it may change): where it
+    /// may go, and what its writes may change.
     fn admit(
         &self,
         identity: &Identity,
@@ -26,7 +48,7 @@ pub trait VirtualWorkspace: Send + Sync + std::fmt::Debug {
         cluster: &ClusterRef,
         target: &Target,
         query: &mut HashMap<String, String>,
-    ) -> ApiResult<Option<String>>;
+    ) -> ApiResult<Admitted>;
 }
 
 /// Splits a request path under `prefix` into the view and the API path (`/clusters/...`).

@@ -104,7 +104,8 @@ pub async fn run(shard: Arc<Shard>, settings: Settings) {
     }
     let objects = tmc.clone();
     tokio::spawn(async move {
-        let mut source = StoreSource::new(objects.shard.store.clone(), Vec::new(), ObjectFeed(objects.clone()));
+        let feed = ObjectFeed(objects.clone());
+        let mut source = StoreSource::new(objects.shard.store.clone(), Vec::new(), feed).paged(500);
         drive::run("tmc-objects", &mut source, Backoff::new(REQUEUE_DELAY, REQUEUE_DELAY)).await;
     });
     tokio::spawn(work(tmc.clone()));
@@ -210,10 +211,19 @@ impl Tmc {
         let now = jiff::Timestamp::now();
         let mut requeue: Option<Duration> = None;
         let mut views = Vec::new();
+        // One Placement or namespace that fails does not hold up the others.
+        let mut failed = None;
         for placement in placements.iter().filter(|p| !meta::is_deleting(p)) {
-            let (updated, again) = self.placement(cluster, &placements_rt, placement, &namespaces, &bound, now).await?;
-            views.push(PlacementView::of(&updated));
-            requeue = earliest(requeue, again);
+            match self.placement(cluster, &placements_rt, placement, &namespaces, &bound, now).await {
+                Ok((updated, again)) => {
+                    views.push(PlacementView::of(&updated));
+                    requeue = earliest(requeue, again);
+                }
+                Err(error) => {
+                    views.push(PlacementView::of(placement));
+                    failed = Some(error.context(format!("placement {}", meta::name(placement).unwrap_or_default())));
+                }
+            }
         }
         let namespaces_rt = shard.registry.namespaces();
         let names: HashSet<&str> = namespaces.iter().filter_map(meta::name).collect();
@@ -236,12 +246,18 @@ impl Tmc {
                 match written {
                     Ok(written) => written,
                     Err(e) if e.is_not_found() => continue,
-                    Err(e) => return Err(anyhow::anyhow!(e.message)),
+                    Err(e) => {
+                        failed = Some(anyhow::anyhow!("namespace {name}: {}", e.message));
+                        continue;
+                    }
                 }
             };
             self.note_scheduled(cluster, name, &written);
         }
-        Ok(requeue)
+        match failed {
+            Some(error) => Err(error),
+            None => Ok(requeue),
+        }
     }
 
     /// Records what a namespace hands down; queues its objects when that changed.
@@ -445,6 +461,7 @@ impl Tmc {
         let (labels, annotations) = namespaces::inherited(&ns);
         let now = jiff::Timestamp::now();
         let rows = shard.registry.stored(cluster);
+        let mut failed = None;
         for rt in rows.iter().filter(|rt| rt.namespaced && synced(&rt.group, &rt.resource)) {
             let prefix = objects::collection_prefix(rt, Some(cluster), Some(namespace));
             let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };
@@ -466,11 +483,11 @@ impl Tmc {
                 match written {
                     Ok(_) => {}
                     Err(e) if e.is_not_found() => {}
-                    Err(e) => return Err(anyhow::anyhow!(e.message)),
+                    Err(e) => failed = Some(anyhow::anyhow!("{} {}: {}", rt.resource, at.name, e.message)),
                 }
             }
         }
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 }
 
@@ -512,8 +529,16 @@ impl StoreConsumer for WorkspaceFeed {
 struct ObjectFeed(Arc<Tmc>);
 
 impl StoreConsumer for ObjectFeed {
-    fn page(&mut self, _items: &[(bytes::Bytes, store::Versioned)]) {
-        // The first workspace pass queues every scheduled namespace.
+    fn page(&mut self, _items: &[(bytes::Bytes, store::Versioned)]) {}
+
+    /// After a (re)list, writes made while the watch was away are unknown: every scheduled
+    /// namespace's objects are looked at again (the first workspace pass queues them at
+    /// start).
+    fn listed(&mut self, _rv: u64) {
+        let scheduled: Vec<(String, String)> = self.0.scheduled.lock().keys().cloned().collect();
+        for (cluster, namespace) in scheduled {
+            self.0.queue.add(Item::Namespace(cluster, namespace));
+        }
     }
 
     fn event(&mut self, event: &store::Event) {

@@ -7,6 +7,7 @@
 //! its own rows; their schemas are Atoll's kcp types (`protocol::types`).
 
 pub mod controller;
+pub mod guard;
 pub mod heartbeat;
 pub mod location;
 pub mod namespaces;
@@ -32,6 +33,7 @@ use std::sync::Arc;
 pub fn register(registry: &mut Registry, shard: std::sync::Weak<crate::state::Shard>) {
     registry.add_rows(rows());
     registry.add_virtual_workspace(Arc::new(view::SyncView { shard }));
+    registry.add_write_admission(Arc::new(guard::Reserved));
 }
 
 fn row(group: &str, resource: &str, kind: &str, columns: Vec<crate::registry::Column>) -> ResourceType {

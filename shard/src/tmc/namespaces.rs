@@ -104,6 +104,8 @@ pub fn schedule(namespace: &Value, placements: &[PlacementView], grace: Duration
                 changes.requeue_after = earliest(changes.requeue_after, grace);
             }
             None => {}
+            // Chosen again within the grace period: it stays.
+            Some(_) if scheduled.contains(key) => drop(changes.annotations.insert(deletion, None)),
             Some(since) => {
                 // An unreadable time counts as long past, as kcp's zero time does.
                 let since = since.parse::<jiff::Timestamp>().unwrap_or(jiff::Timestamp::UNIX_EPOCH);
@@ -153,12 +155,23 @@ pub fn inherit(
     let current_annotations = meta::annotations(object);
     let finalizers = meta::finalizers(object);
     let deletion = |key: &str| format!("{INTERNAL_CLUSTER_DELETION_TIMESTAMP_ANNOTATION_PREFIX}{key}");
-    for (label, value) in labels {
+    // A target the namespace marks for deletion is not handed to an object that no longer
+    // has it: its agent let go already (or never held it).
+    let leaving = |label: &str| {
+        label
+            .strip_prefix(CLUSTER_RESOURCE_STATE_LABEL_PREFIX)
+            .is_some_and(|key| annotations.contains_key(&deletion(key)) && !current_labels.contains_key(label))
+    };
+    for (label, value) in labels.iter().filter(|(l, _)| !leaving(l)) {
         if current_labels.get(label) != Some(value) {
             changes.labels.insert(label.clone(), Some(value.clone()));
         }
     }
     for (annotation, value) in annotations {
+        let key = annotation.strip_prefix(INTERNAL_CLUSTER_DELETION_TIMESTAMP_ANNOTATION_PREFIX).unwrap_or_default();
+        if leaving(&format!("{CLUSTER_RESOURCE_STATE_LABEL_PREFIX}{key}")) {
+            continue;
+        }
         if current_annotations.get(annotation) != Some(value) {
             changes.annotations.insert(annotation.clone(), Some(value.clone()));
         }
@@ -262,6 +275,10 @@ mod tests {
         let late = schedule(&marked, &placements, grace, at("2026-01-01T00:00:05Z"));
         assert_eq!(late.labels, BTreeMap::from([("state.workload.kcp.io/k1".into(), None)]));
         assert_eq!(late.annotations, BTreeMap::from([("deletion.internal.workload.kcp.io/k1".into(), None)]));
+        // Chosen again within the grace period: the mark goes, the label stays.
+        let again = schedule(&marked, &[view(json!({}), "k1")], grace, at("2026-01-01T00:00:02Z"));
+        assert_eq!(again.annotations["deletion.internal.workload.kcp.io/k1"], None, "{again:?}");
+        assert!(!again.labels.contains_key("state.workload.kcp.io/k1"), "{again:?}");
         // No Placement left: the placement annotation goes too.
         let gone = schedule(&marked, &[], grace, at("2026-01-01T00:00:01Z"));
         assert_eq!(gone.annotations["scheduling.kcp.io/placement"], None);
@@ -269,10 +286,10 @@ mod tests {
 
     #[test]
     fn objects_inherit_the_namespace_scheduling_metadata_only() {
-        let ns = json!({"metadata": {"labels": {"state.workload.kcp.io/k1": "Sync", "team": "a"},
-            "annotations": {"deletion.internal.workload.kcp.io/k1": "t", "scheduling.kcp.io/placement": ""}}});
+        let ns = json!({"metadata": {"labels": {"state.workload.kcp.io/k1": "Sync", "state.workload.kcp.io/k2": "Sync", "team": "a"},
+            "annotations": {"deletion.internal.workload.kcp.io/k2": "t", "scheduling.kcp.io/placement": ""}}});
         let (labels, annotations) = inherited(&ns);
-        let object = json!({"metadata": {"labels": {"app": "web", "state.workload.kcp.io/old": "Sync"}}});
+        let object = json!({"metadata": {"labels": {"app": "web", "state.workload.kcp.io/old": "Sync", "state.workload.kcp.io/k2": "Sync"}}});
         let now = jiff::Timestamp::UNIX_EPOCH;
         let changes = inherit(&object, &labels, &annotations, now);
         assert_eq!(
@@ -284,7 +301,7 @@ mod tests {
         );
         assert_eq!(
             changes.annotations,
-            BTreeMap::from([("deletion.internal.workload.kcp.io/k1".into(), Some("t".into()))])
+            BTreeMap::from([("deletion.internal.workload.kcp.io/k2".into(), Some("t".into()))])
         );
         let mut done = object.clone();
         changes.apply(&mut done);
@@ -306,8 +323,19 @@ mod tests {
         let mut marked = held.clone();
         changes.apply(&mut marked);
         assert!(inherit(&marked, &BTreeMap::new(), &BTreeMap::new(), now).is_empty());
-        // Once the agent let go (finalizer, label and mark removed), nothing comes back.
+        // Once the agent let go (finalizer, label and mark removed), nothing comes back,
+        // also while the namespace still carries the label and its mark.
         let released = json!({"metadata": {"labels": {"app": "web"}}});
         assert!(inherit(&released, &BTreeMap::new(), &BTreeMap::new(), now).is_empty());
+        let ns_labels = BTreeMap::from([("state.workload.kcp.io/k1".to_string(), "Sync".to_string())]);
+        let ns_marks = BTreeMap::from([("deletion.internal.workload.kcp.io/k1".to_string(), "t".to_string())]);
+        assert!(inherit(&released, &ns_labels, &ns_marks, now).is_empty());
+        // An object that still has the label gets the mark.
+        let placed = json!({"metadata": {"labels": {"state.workload.kcp.io/k1": "Sync"}}});
+        let marked = inherit(&placed, &ns_labels, &ns_marks, now);
+        assert_eq!(
+            marked.annotations,
+            BTreeMap::from([("deletion.internal.workload.kcp.io/k1".into(), Some("t".into()))])
+        );
     }
 }

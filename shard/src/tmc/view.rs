@@ -11,20 +11,23 @@
 //! (`synctargets`, by name, kcp's rule) may use it; its RBAC is read from the store or,
 //! for an inventory on another shard, from the cache. `system:masters` may too.
 
+use super::guard::ViewWrites;
 use crate::authz::attributes::{Attributes, ResourceAttributes};
 use crate::authz::workspace_rbac::{self, Answer};
 use crate::cache::lister;
 use crate::http::request_info::{Target, Verb};
 use crate::http::status::{ApiError, ApiResult};
-use crate::registry::virtual_workspace::VirtualWorkspace;
+use crate::registry::virtual_workspace::{Admitted, VirtualWorkspace};
 use crate::state::Shard;
 use crate::storage::{self, ObjectRef};
 use protocol::meta;
 use protocol::path::ClusterRef;
-use protocol::types::{CLUSTER_RESOURCE_STATE_LABEL_PREFIX, SYNC_TARGET_RESOURCE, WORKLOAD_KCP_GROUP};
+use protocol::types::{
+    CLUSTER_RESOURCE_STATE_LABEL_PREFIX, RESOURCE_STATE_SYNC, SYNC_TARGET_RESOURCE, WORKLOAD_KCP_GROUP,
+};
 use security::authn::Identity;
 use std::collections::HashMap;
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 
 /// The path prefix of every sync view.
 pub const PREFIX: &str = "/services/syncer/";
@@ -58,7 +61,7 @@ impl VirtualWorkspace for SyncView {
         cluster: &ClusterRef,
         target: &Target,
         query: &mut HashMap<String, String>,
-    ) -> ApiResult<Option<String>> {
+    ) -> ApiResult<Admitted> {
         let shard = self.shard.upgrade().ok_or_else(|| ApiError::unavailable("the shard is shutting down"))?;
         let Some((workspace, name)) = parse(view) else {
             return Err(ApiError::not_found_message(format!(
@@ -84,12 +87,14 @@ impl VirtualWorkspace for SyncView {
             )));
         }
         let Some(found) = found else {
-            return Err(ApiError::not_found_message(format!(
-                "SyncTarget {name:?} in workspace {workspace} is not known to this shard (yet)"
+            // Replication lags: the agent retries, and must not read this as "nothing here".
+            return Err(ApiError::unavailable(format!(
+                "SyncTarget {name:?} in workspace {workspace} is not known to this shard yet"
             )));
         };
         let key = placement::sync_target_key(&found.cluster, name);
         let label = format!("{CLUSTER_RESOURCE_STATE_LABEL_PREFIX}{key}");
+        let writes = Arc::new(ViewWrites { key });
         let scope = match cluster {
             ClusterRef::Wildcard => None,
             ClusterRef::Name(name) if shard.cluster_exists(name) => Some(name.clone()),
@@ -103,17 +108,20 @@ impl VirtualWorkspace for SyncView {
                 return Err(ApiError::not_found_message(format!("logical cluster {name:?} is not on this shard")))
             }
         };
-        let Target::Resource(request) = target else { return Ok(scope) };
+        let admitted = Admitted { cluster: scope, writes };
+        let Target::Resource(request) = target else { return Ok(admitted) };
         match request.verb {
             Verb::List | Verb::Watch => {
                 let selector = query.entry("labelSelector".into()).or_default();
                 if !selector.trim().is_empty() {
                     selector.push(',');
                 }
-                selector.push_str(&label);
+                selector.push_str(&format!("{label}={RESOURCE_STATE_SYNC}"));
             }
-            Verb::Get | Verb::Update | Verb::Patch => {
-                let (Some(cluster), Some(name)) = (&scope, request.name.as_deref()) else {
+            // Writes are checked inside the write, against the stored object (ViewWrites).
+            Verb::Update | Verb::Patch if admitted.cluster.is_some() && request.name.is_some() => {}
+            Verb::Get => {
+                let (Some(cluster), Some(name)) = (&admitted.cluster, request.name.as_deref()) else {
                     return Err(ApiError::not_found_message(
                         "address one object under /clusters/<name>/ in a sync view",
                     ));
@@ -124,18 +132,18 @@ impl VirtualWorkspace for SyncView {
                     .ok_or_else(|| ApiError::not_found_message(format!("no resource {:?} here", request.resource)))?;
                 let at = ObjectRef { cluster, namespace: request.namespace.as_deref(), name };
                 let (object, _) = storage::get(&shard, &rt, &at)?;
-                if !meta::labels(&object).contains_key(&label) {
+                if meta::labels(&object).get(&label).map(String::as_str) != Some(RESOURCE_STATE_SYNC) {
                     return Err(ApiError::not_found(&rt.group_resource(), name));
                 }
             }
             _ => {
                 return Err(ApiError::method_not_allowed(format!(
-                    "a sync view serves get, list, watch, update and patch; {} is not the agent's",
+                    "a sync view serves get, list and watch, and update and patch of one object; {} is not the agent's",
                     request.verb.as_str()
                 )))
             }
         }
-        Ok(scope)
+        Ok(admitted)
     }
 }
 

@@ -12,13 +12,27 @@ use serde_json::Value;
 /// an object about to be created: the resource's strategy decides (a Workspace records its
 /// creator as owner, an APIBinding needs `bind` permission on its export).
 pub fn admit_caller(ctx: &Ctx, object: &mut Value) -> ApiResult<()> {
+    admit_write(ctx, None, object)?;
     ctx.rt.strategy.admit_caller(&ctx.identity, ctx.cluster()?, object)
 }
 
-/// Admission that needs the caller, for an update of `old` to `new`.
-pub fn admit_caller_update(ctx: &Ctx, old: &Value, new: &Value) -> ApiResult<()> {
+/// Admission that needs the caller, for an update of `old` to `new` (which the write
+/// admissions may amend).
+pub fn admit_caller_update(ctx: &Ctx, old: &Value, new: &mut Value) -> ApiResult<()> {
+    admit_write(ctx, Some(old), new)?;
     let sub = ctx.req.subresource.as_deref();
     ctx.rt.strategy.admit_caller_update(&ctx.identity, ctx.cluster()?, old, new, sub)
+}
+
+/// The write admissions: the virtual workspace's that admitted the request, else the
+/// registry's. `system:masters` skip the registry's.
+fn admit_write(ctx: &Ctx, old: Option<&Value>, new: &mut Value) -> ApiResult<()> {
+    let sub = ctx.req.subresource.as_deref();
+    match &ctx.writes {
+        Some(writes) => writes.admit(old, new, sub),
+        None if ctx.identity.is_master() => Ok(()),
+        None => ctx.shard.registry.write_admissions().iter().try_for_each(|admission| admission.admit(old, new, sub)),
+    }
 }
 
 /// Reads and decodes an object body, checks its kind and apiVersion, and prunes unknown

@@ -38,6 +38,9 @@ pub struct Ctx {
     pub query: HashMap<String, String>,
     /// Request headers.
     pub headers: ::http::HeaderMap,
+    /// The admission of this request's writes when a virtual workspace admitted it, in
+    /// place of the registry's.
+    pub writes: Option<std::sync::Arc<dyn crate::registry::virtual_workspace::WriteAdmission>>,
 }
 
 impl Ctx {

@@ -52,7 +52,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
             };
             applied.map_err(|why| ApiError::invalid(&ctx.rt.kind, &ctx.rt.group, at.name, &[(String::new(), why)]))?;
             check_identity_unchanged(ctx, current, &patched)?;
-            super::body::admit_caller_update(ctx, current, &patched)?;
+            super::body::admit_caller_update(ctx, current, &mut patched)?;
             warnings = crate::validation::prune_unknown(ctx, &mut patched)?;
             crate::validation::check_types(ctx, &patched)?;
             managed_fields::track_update(ctx, Some(current), &mut patched)?;
@@ -92,9 +92,9 @@ async fn server_side_apply(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<
         storage::guaranteed_update(&ctx.shard, &ctx.rt, &at, ctx.req.subresource.as_deref(), options, |stored| {
             let presented = ctx.present(stored);
             let current: &Value = &presented;
-            let applied = managed_fields::apply(ctx, Some(current), &config)?;
+            let mut applied = managed_fields::apply(ctx, Some(current), &config)?;
             check_identity_unchanged(ctx, current, &applied)?;
-            super::body::admit_caller_update(ctx, current, &applied)?;
+            super::body::admit_caller_update(ctx, current, &mut applied)?;
             Ok(applied)
         })
         .await?;

@@ -21,8 +21,8 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
         // Without a resourceVersion the update is unconditional: retry over concurrent writers.
         None => {
             storage::guaranteed_update(&ctx.shard, &ctx.rt, &at, subresource, options, |current| {
-                super::body::admit_caller_update(ctx, current, &object)?;
                 let mut new = object.clone();
+                super::body::admit_caller_update(ctx, current, &mut new)?;
                 managed_fields::track_update(ctx, Some(&ctx.present(current)), &mut new)?;
                 Ok(new)
             })
@@ -35,7 +35,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
                 let stale = store::StoreError::Conflict { expected, actual: old_rv };
                 return Err(storage::object_error(&ctx.rt, at.name, stale));
             }
-            super::body::admit_caller_update(ctx, &old, &object)?;
+            super::body::admit_caller_update(ctx, &old, &mut object)?;
             managed_fields::track_update(ctx, Some(&ctx.present(&old)), &mut object)?;
             strategy::prepare_update(&ctx.rt, &old, &mut object, subresource)?;
             storage::replace(&ctx.shard, &ctx.rt, &at, &old, old_rv, object, options).await?
