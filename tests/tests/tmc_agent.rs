@@ -14,6 +14,7 @@
 //! - deleting the Placement: labels, then the downstream objects, go, and no finalizer is
 //!   left behind.
 
+use http::StatusCode;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -180,6 +181,99 @@ fn wait_copies(
     }
 }
 
+/// The sync view answers the SyncTarget's own agent only, narrowed to what is placed on
+/// the target, and lets it write only its own keys and status; ordinary users cannot
+/// place objects by writing placement's labels.
+async fn views_admit_their_agent_only(
+    installation: &Installation,
+    inventory: &str,
+    chosen: &str,
+    other: &str,
+    key: &str,
+    user_path: &str,
+) {
+    let shard = installation.by_name("shard-2").unwrap();
+    let target =
+        installation.proxy().kubectl().cluster(inventory).args(["get", "synctarget", chosen, "-o", "json"]).ok();
+    let target = target.json().unwrap();
+    let views: Vec<&str> = target["status"]["virtualWorkspaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["syncerURL"].as_str())
+        .collect();
+    let view = views.iter().find(|url| url.starts_with(shard.base_url())).expect("a view on shard-2");
+    let prefix = view.strip_prefix(shard.base_url()).unwrap().to_string();
+    let as_agent =
+        |name: &str| shard.http_as(Some(&installation.user_identity(&format!("agent-{name}"), &[]).unwrap())).unwrap();
+    let agent = as_agent(chosen);
+    let listed = agent.get(&format!("{prefix}/clusters/*/api/v1/configmaps")).await.unwrap();
+    assert_eq!(listed.status, StatusCode::OK, "{}", listed.text());
+    let items = listed.json().unwrap()["items"].as_array().cloned().unwrap();
+    assert!(!items.is_empty() && items.iter().all(|cm| states(cm).contains_key(key)), "{items:?}");
+    let cluster = items[0]["metadata"]["annotations"]["kcp.io/cluster"].as_str().unwrap().to_string();
+    let refused = as_agent(other).get(&format!("{prefix}/clusters/*/api/v1/configmaps")).await.unwrap();
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "another target's agent: {}", refused.text());
+    let anonymous = shard.http_as(None).unwrap().get(&format!("{prefix}/clusters/*/api/v1/configmaps")).await.unwrap();
+    assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED, "{}", anonymous.text());
+    let collection = format!("{prefix}/clusters/{cluster}/api/v1/namespaces/app/configmaps");
+    let created = agent.post_json(&collection, &json!({"metadata": {"name": "sneaky"}})).await.unwrap();
+    assert_eq!(created.status, StatusCode::METHOD_NOT_ALLOWED, "{}", created.text());
+    let merge = [("content-type", "application/merge-patch+json")];
+    let spec = agent
+        .send(
+            http::Method::PATCH,
+            &format!("{collection}/settings"),
+            &merge,
+            json!({"data": {"color": "red"}}).to_string(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(spec.status, StatusCode::FORBIDDEN, "an agent may not change content: {}", spec.text());
+    // Objects not placed on the target are not in its view.
+    let usr = || installation.proxy().kubectl().cluster(user_path);
+    usr().args(["create", "namespace", "quiet"]).ok();
+    usr().args(["create", "configmap", "lonely", "-n", "quiet"]).ok();
+    let lonely =
+        agent.get(&format!("{prefix}/clusters/{cluster}/api/v1/namespaces/quiet/configmaps/lonely")).await.unwrap();
+    assert_eq!(lonely.status, StatusCode::NOT_FOUND, "{}", lonely.text());
+    // A user who may write ConfigMaps cannot place one by labelling it, nor unplace one.
+    let grants = r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: config-editor}
+rules:
+- {apiGroups: [tenancy.kcp.io], resources: [workspaces/content], verbs: [access]}
+- {apiGroups: [""], resources: [configmaps], verbs: ["*"]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: dev-config-editor}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: config-editor}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: dev}]
+"#;
+    usr().args(["apply", "-f", "-"]).stdin(grants).ok();
+    let dev = installation.proxy().http_as(Some(&installation.user_identity("dev", &[]).unwrap())).unwrap();
+    let forged = json!({"metadata": {"name": "forged", "labels": {format!("state.workload.kcp.io/{key}"): "Sync"}}});
+    let forged =
+        dev.post_json(&format!("/clusters/{user_path}/api/v1/namespaces/quiet/configmaps"), &forged).await.unwrap();
+    assert_eq!(forged.status, StatusCode::FORBIDDEN, "{}", forged.text());
+    let replaced = json!({"metadata": {"name": "settings", "namespace": "app"}, "data": {"color": "green"}});
+    let put = dev
+        .send(
+            http::Method::PUT,
+            &format!("/clusters/{user_path}/api/v1/namespaces/app/configmaps/settings"),
+            &[("content-type", "application/json")],
+            replaced.to_string(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(put.status, StatusCode::OK, "{}", put.text());
+    let kept = put.json().unwrap();
+    assert!(states(&kept).contains_key(key), "a replace without placement's keys keeps them: {kept}");
+    assert!(finalizers(&kept).contains(&format!("{FINALIZER}{key}")), "{kept}");
+}
+
 fn finalizers(object: &Value) -> Vec<String> {
     let list = object.pointer("/metadata/finalizers").and_then(Value::as_array).cloned().unwrap_or_default();
     list.iter().filter_map(Value::as_str).map(str::to_string).collect()
@@ -300,7 +394,8 @@ async fn agents_sync_placed_objects_to_members_and_clean_up() {
     let why = refused["metadata"]["annotations"][format!("experimental.status.workload.kcp.io/{chosen_key}")]
         .as_str()
         .unwrap();
-    assert!(why.contains("MemberRejected") && why.contains("10"), "{why}");
+    assert!(why.contains("MemberRejected") && why.contains("less than or equal to 10"), "{why}");
+    views_admit_their_agent_only(&installation, &inventory_path, chosen, other, &chosen_key, &user_path).await;
     usr().args(["create", "configmap", "after", "-n", "app", "--from-literal=k=v"]).ok();
     wait_copies(&chosen_member, "configmaps", &chosen_key, "syncing goes on", |c| c.contains_key("after"));
     usr().args(["delete", "widget", "huge", "-n", "app", "--wait=false"]).ok();
@@ -333,8 +428,8 @@ async fn agents_sync_placed_objects_to_members_and_clean_up() {
             states(o).is_empty() && !finalizers(o).iter().any(|f| f.starts_with(FINALIZER))
         });
     }
-    let gone = usr().args(["get", "widget", "huge", "-n", "app"]).run();
-    assert!(!gone.success(), "the refused Widget was deleted: {}", gone.stdout);
+    let gone = usr().args(["get", "widget", "huge", "-n", "app"]).fails();
+    assert!(gone.stderr.contains("NotFound"), "the refused Widget was deleted: {}", gone.stderr);
     for agent in agents.values() {
         assert!(!agent.log_tail(200).contains("panicked"), "{}", agent.log_tail(50));
     }

@@ -99,7 +99,7 @@ async fn placements_schedule_namespaces_across_shards_and_survive_the_inventory_
         extra_shards: 2,
         front_proxy: true,
         caches: Some(CacheTopology::single()),
-        extra_args: ["--placement-removal-grace-seconds", "1", "--sync-target-heartbeat-threshold-seconds", "4"]
+        extra_args: ["--placement-removal-grace-seconds", "3", "--sync-target-heartbeat-threshold-seconds", "4"]
             .map(String::from)
             .to_vec(),
         ..InstallationOptions::default()
@@ -184,13 +184,12 @@ async fn placements_schedule_namespaces_across_shards_and_survive_the_inventory_
         t["status"]["conditions"][0]["status"] == "False" && t["status"]["conditions"][0]["reason"] == "ErrorHeartbeat"
     });
     let other_key = keys[&other].clone();
-    let moving = wait_json(&usr, &["namespace", "app"], "app scheduled to the other target", |ns| {
-        states(ns).contains_key(&other_key)
+    // For the grace period the namespace has both: the new target's label, and the old
+    // one's label marked for deletion.
+    let moving = wait_json(&usr, &["namespace", "app"], "app moving to the other target", |ns| {
+        states(ns).contains_key(&other_key) && deletions(ns).contains(&chosen_key)
     });
-    // The old target's label goes after the grace period, its deletion mark with it.
-    if states(&moving).contains_key(&chosen_key) {
-        assert!(deletions(&moving).contains(&chosen_key), "{moving}");
-    }
+    assert!(states(&moving).contains_key(&chosen_key), "the old label stays for the grace period: {moving}");
     let moved = wait_json(&usr, &["namespace", "app"], "the old label removed", |ns| {
         !states(ns).contains_key(&chosen_key) && deletions(ns).is_empty()
     });
