@@ -35,7 +35,7 @@ pub fn registry(shard: Weak<Shard>, paths: Arc<PathIndex>, base_url: String, roo
 
 /// Starts every controller; `handles` are what the features' strategies feed them, `tmc`
 /// the placement controllers' timing.
-pub fn start_controllers(shard: Arc<Shard>, handles: Handles, tmc: crate::tmc::controller::Settings) {
+pub fn start_controllers(shard: Arc<Shard>, handles: Handles, tmc: crate::tmc::Settings) {
     tokio::spawn(crate::controllers::namespace::run(shard.clone()));
     tokio::spawn(crate::crd::cleanup::run(shard.clone()));
     tokio::spawn(crate::controllers::logical_cluster::run(shard.clone()));

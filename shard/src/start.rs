@@ -177,7 +177,7 @@ pub async fn start(args: Config) -> anyhow::Result<Running> {
         let system = bindings.system.clone();
         tokio::spawn(crate::binding::system::load_or_fetch(shard.clone(), system, root_url, file));
     }
-    let tmc = crate::tmc::controller::Settings {
+    let tmc = crate::tmc::Settings {
         removal_grace: Duration::from_secs_f64(args.placement_removal_grace_seconds.max(0.0)),
         heartbeat_threshold: Duration::from_secs_f64(args.sync_target_heartbeat_threshold_seconds.max(0.1)),
     };

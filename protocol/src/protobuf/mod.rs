@@ -35,7 +35,15 @@ mod wire;
 mod workloads;
 
 pub use error::ProtobufError;
-pub use tables::message_for;
+/// The schema of a top-level kind, or `None` when protobuf bodies of that kind are not supported.
+pub fn message_for(api_version: &str, kind: &str) -> Option<&'static Message> {
+    tables::KINDS
+        .iter()
+        .chain(authorization::KINDS)
+        .chain(workloads::KINDS)
+        .find(|(v, k, _)| *v == api_version && *k == kind)
+        .map(|(_, _, message)| *message)
+}
 pub use wire::{decode_message, Field, FieldKind, Message, Presence};
 
 use serde_json::{Map, Value};

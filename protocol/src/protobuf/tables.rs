@@ -2,7 +2,7 @@
 //! against the generated k8s-pb 0.9.0 code) with JSON keys from the Go `json:` tags. Kept in their
 //! own module because importing `FieldKind::String` shadows `std::string::String`.
 //!
-//! Also [`message_for`], which picks the table for a top-level kind.
+//! [`KINDS`] lists its top-level kinds for [`super::message_for`].
 
 use super::FieldKind::{self, Bool, Bytes, BytesMap, Int32, Int64, Json, MicroTime, String, StringMap, Time};
 use super::{list, non_zero, on_wire, Field, Message};
@@ -303,19 +303,10 @@ pub(super) static KINDS: &[(&str, &str, &Message)] = &[
     ("coordination.k8s.io/v1", "Lease", &LEASE),
 ];
 
-/// The schema of a top-level kind, or `None` when protobuf bodies of that kind are not supported.
-pub fn message_for(api_version: &str, kind: &str) -> Option<&'static Message> {
-    KINDS
-        .iter()
-        .chain(super::authorization::KINDS)
-        .chain(super::workloads::KINDS)
-        .find(|(v, k, _)| *v == api_version && *k == kind)
-        .map(|(_, _, message)| *message)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{message_for, FieldKind, Message, KINDS, UNKNOWN};
+    use super::{FieldKind, Message, KINDS, UNKNOWN};
+    use crate::protobuf::message_for;
     use crate::protobuf::tests::{decode, fresh_meta, time, Enc};
     use serde_json::json;
 

@@ -18,6 +18,7 @@
 use super::namespaces::{self, PlacementView};
 use super::placement::{self as choice, Found};
 use super::schedule;
+use super::Settings;
 use crate::cache::lister;
 use crate::controllers::queue::WorkQueue;
 use crate::controllers::REQUEUE_DELAY;
@@ -49,22 +50,6 @@ pub const DEFAULT_PLACEMENT: &str = "default";
 
 /// The export kcp's compute workspace serves the Kubernetes workload APIs through.
 const KUBERNETES_EXPORT: &str = protocol::types::DEFAULT_SUPPORTED_API_EXPORT;
-
-/// Timing of the TMC controllers.
-#[derive(Debug, Clone, Copy)]
-pub struct Settings {
-    /// How long a SyncTarget that is no longer chosen keeps a namespace's label after its
-    /// deletion annotation is written (kcp: 5 s).
-    pub removal_grace: Duration,
-    /// How old a SyncTarget's last heartbeat may be before it is not Ready (kcp: 1 min).
-    pub heartbeat_threshold: Duration,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings { removal_grace: Duration::from_secs(5), heartbeat_threshold: Duration::from_secs(60) }
-    }
-}
 
 /// Work the queue holds.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

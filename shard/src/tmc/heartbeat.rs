@@ -5,7 +5,7 @@
 //! installation (`status.virtualWorkspaces[].syncerURL`), so the agent finds every shard
 //! whose workspaces may place namespaces on it.
 
-use super::controller::Settings;
+use super::Settings;
 use crate::registry::ResourceType;
 use crate::state::Shard;
 use crate::storage::{self, ObjectRef, WriteOptions};

@@ -28,6 +28,24 @@ use protocol::types::{
 };
 use serde_json::Value;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// Timing of the TMC controllers (`--placement-removal-grace-seconds`,
+/// `--sync-target-heartbeat-threshold-seconds`).
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// How long a SyncTarget that is no longer chosen keeps a namespace's label after its
+    /// deletion annotation is written (kcp: 5 s).
+    pub removal_grace: Duration,
+    /// How old a SyncTarget's last heartbeat may be before it is not Ready (kcp: 1 min).
+    pub heartbeat_threshold: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { removal_grace: Duration::from_secs(5), heartbeat_threshold: Duration::from_secs(60) }
+    }
+}
 
 /// Adds the SyncTarget, Location and Placement rows, and the sync views of `shard`.
 pub fn register(registry: &mut Registry, shard: std::sync::Weak<crate::state::Shard>) {
