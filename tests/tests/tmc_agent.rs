@@ -1,8 +1,9 @@
 //! Placement made real: `atoll-agent` processes sync what is placed on their SyncTargets
 //! into member clusters. The hub is root + 2 shards, a cache and the front-proxy; the
-//! inventory (SyncTargets, a Location, the widgets APIExport) lives on one shard, the user
-//! workspace with its Placement on the other. The members are two logical clusters of a
-//! second Atoll installation, standing in for physical clusters: the agent only uses the
+//! inventory (Locations cloud=aws and cloud=gce with two SyncTargets each, one agent per
+//! target, and the widgets APIExport) lives on one shard, the user workspace with its
+//! Placement (on aws) on the other. The members are four logical clusters of a second
+//! Atoll installation, standing in for physical clusters: the agent only uses the
 //! Kubernetes API. Everything is driven with stock kubectl.
 //!
 //! - a ConfigMap and a CR (a bound Widget) appear in the chosen member, held upstream by
@@ -26,13 +27,17 @@ use tests::shard::ShardProcess;
 
 const FINALIZER: &str = "workload.kcp.io/syncer-";
 
+/// kcp's two Locations, each with two SyncTargets, each served by an agent.
+const TARGETS: [&str; 4] = ["aws-1", "aws-2", "gce-1", "gce-2"];
+
 fn inventory(path: &str) -> String {
     let target = |name: &str| {
+        let cloud = &name[..3];
         format!(
             r#"
 apiVersion: workload.kcp.io/v1alpha1
 kind: SyncTarget
-metadata: {{name: {name}, labels: {{cloud: aws}}}}
+metadata: {{name: {name}, labels: {{cloud: {cloud}}}}}
 spec:
   supportedAPIExports: [{{export: widgets, path: "{path}"}}]
 "#
@@ -101,8 +106,17 @@ metadata: {name: aws, labels: {cloud: aws}}
 spec:
   resource: {group: workload.kcp.io, version: v1alpha1, resource: synctargets}
   instanceSelector: {matchLabels: {cloud: aws}}
+---
+apiVersion: scheduling.kcp.io/v1alpha1
+kind: Location
+metadata: {name: gce, labels: {cloud: gce}}
+spec:
+  resource: {group: workload.kcp.io, version: v1alpha1, resource: synctargets}
+  instanceSelector: {matchLabels: {cloud: gce}}
 "#;
-    [target("aws-1"), target("aws-2"), rbac("aws-1"), rbac("aws-2"), widgets.to_string()].join("\n---\n")
+    let mut documents: Vec<String> = TARGETS.iter().flat_map(|t| [target(t), rbac(t)]).collect();
+    documents.push(widgets.to_string());
+    documents.join("\n---\n")
 }
 
 /// The member's Widget CRD: it refuses sizes over 10 (the hub's schema does not).
@@ -291,7 +305,7 @@ async fn agents_sync_placed_objects_to_members_and_clean_up() {
         ..InstallationOptions::default()
     };
     let installation = Installation::start_with(options).await.expect("start the hub");
-    let member = ShardProcess::with_clusters(&["m1", "m2"]).await;
+    let member = ShardProcess::with_clusters(&TARGETS).await;
     let count = |p: &BTreeMap<String, Vec<String>>, shard: &str| p.get(shard).map_or(0, Vec::len);
     let placed = installation
         .place_workspaces("agent", 40, |p| count(p, "shard-1") >= 1 && count(p, "shard-2") >= 1)
@@ -311,7 +325,7 @@ async fn agents_sync_placed_objects_to_members_and_clean_up() {
     let member_config = |cluster: &str| -> PathBuf {
         member.user_kubeconfig(&format!("admin-{cluster}"), &["system:masters"], cluster).unwrap()
     };
-    let members: BTreeMap<&str, PathBuf> = [("aws-1", member_config("m1")), ("aws-2", member_config("m2"))].into();
+    let members: BTreeMap<&str, PathBuf> = TARGETS.iter().map(|t| (*t, member_config(t))).collect();
     for config in members.values() {
         member.kubectl_with(config).args(["apply", "-f", "-"]).stdin(MEMBER_CRD).ok();
     }
@@ -333,7 +347,9 @@ async fn agents_sync_placed_objects_to_members_and_clean_up() {
         agents.insert(target, AgentProcess::start(&hub, target, member_kubeconfig, &extra, &log).unwrap());
     }
     // The agents' heartbeats make both targets Ready.
-    wait_json(inv, &["location", "aws"], "both targets available", |l| l["status"]["availableInstances"] == 2);
+    for location in ["aws", "gce"] {
+        wait_json(inv, &["location", location], "both targets available", |l| l["status"]["availableInstances"] == 2);
+    }
 
     usr().args(["apply", "-f", "-"]).stdin(user_objects(&inventory_path)).ok();
     wait_json(usr, &["apibinding", "widgets"], "the widgets binding Bound", |b| b["status"]["phase"] == "Bound");
