@@ -56,6 +56,15 @@ impl CacheIndex {
         of_resource.range(from..).take_while(|((c, _, _), _)| c == cluster).map(|(_, v)| v.clone()).collect()
     }
 
+    /// Every replica of `group/resource`, in every logical cluster.
+    pub fn list_all(&self, group: &str, resource: &str) -> Vec<Arc<Value>> {
+        let objects = self.objects.read();
+        objects
+            .get(&(group.to_string(), resource.to_string()))
+            .map(|o| o.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// The logical cluster whose canonical path is `path`, as replicas tell it.
     pub fn cluster_of_path(&self, path: &str) -> Option<String> {
         self.paths.read().get(path).cloned()

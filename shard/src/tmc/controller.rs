@@ -434,6 +434,24 @@ impl Tmc {
         Ok(())
     }
 
+    /// The keys of every SyncTarget this shard knows (its own, and the cache's replicas),
+    /// or `None` while the cache has not been read yet (absence would prove nothing).
+    fn known_keys(&self) -> Option<HashSet<String>> {
+        if !self.shard.cache.is_synced() {
+            return None;
+        }
+        let mut keys = HashSet::new();
+        let key_of =
+            |target: &Value| meta::labels(target).get(protocol::types::INTERNAL_SYNC_TARGET_KEY_LABEL).cloned();
+        if let Ok(rt) = self.row(WORKLOAD_KCP_GROUP, SYNC_TARGET_RESOURCE) {
+            objects::scan(&self.shard.store, &rt, |_, target| keys.extend(key_of(target))).ok()?;
+        }
+        keys.extend(
+            self.shard.cache.list_all(WORKLOAD_KCP_GROUP, SYNC_TARGET_RESOURCE).iter().filter_map(|t| key_of(t)),
+        );
+        Some(keys)
+    }
+
     /// Hands a namespace's scheduling labels and annotations down to the objects in it.
     async fn namespace_objects(&self, cluster: &str, namespace: &str) -> anyhow::Result<()> {
         let shard = &self.shard;
@@ -445,6 +463,8 @@ impl Tmc {
         };
         let (labels, annotations) = namespaces::inherited(&ns);
         let now = jiff::Timestamp::now();
+        let known = self.known_keys();
+        let gone = |key: &str| known.as_ref().is_some_and(|known| !known.contains(key));
         let rows = shard.registry.stored(cluster);
         let mut failed = None;
         for rt in rows.iter().filter(|rt| rt.namespaced && synced(&rt.group, &rt.resource)) {
@@ -453,7 +473,7 @@ impl Tmc {
             let page = shard.store.list(&options, |_, _| true).map_err(|e| anyhow::anyhow!(e))?;
             for (_, stored) in &page.items {
                 let Ok(object) = objects::decode(stored) else { continue };
-                let changes = namespaces::inherit(&object, &labels, &annotations, now);
+                let changes = namespaces::inherit(&object, &labels, &annotations, now, &gone);
                 if changes.is_empty() {
                     continue;
                 }
@@ -461,7 +481,7 @@ impl Tmc {
                     ObjectRef { cluster, namespace: Some(namespace), name: meta::name(&object).unwrap_or_default() };
                 let written = storage::guaranteed_update(shard, rt, &at, None, WriteOptions::default(), |old| {
                     let mut new = old.clone();
-                    namespaces::inherit(old, &labels, &annotations, now).apply(&mut new);
+                    namespaces::inherit(old, &labels, &annotations, now, &gone).apply(&mut new);
                     Ok(new)
                 })
                 .await;
@@ -539,7 +559,7 @@ impl StoreConsumer for ObjectFeed {
         let key = (cluster.to_string(), namespace.to_string());
         let Some((labels, annotations)) = self.0.scheduled.lock().get(&key).cloned() else { return };
         let Ok(object) = serde_json::from_slice::<Value>(value) else { return };
-        if !namespaces::inherit(&object, &labels, &annotations, jiff::Timestamp::now()).is_empty() {
+        if !namespaces::inherit(&object, &labels, &annotations, jiff::Timestamp::now(), &|_| false).is_empty() {
             self.0.queue.add(Item::Namespace(key.0, key.1));
         }
     }

@@ -61,6 +61,8 @@ pub struct Changes {
     pub labels: BTreeMap<String, Option<String>>,
     /// Annotation changes.
     pub annotations: BTreeMap<String, Option<String>>,
+    /// Finalizers to remove (of agents whose SyncTarget is gone).
+    pub finalizers_removed: Vec<String>,
     /// When to look again (a removal's grace period ends).
     pub requeue_after: Option<Duration>,
 }
@@ -68,7 +70,7 @@ pub struct Changes {
 impl Changes {
     /// Whether nothing is to be written.
     pub fn is_empty(&self) -> bool {
-        self.labels.is_empty() && self.annotations.is_empty()
+        self.labels.is_empty() && self.annotations.is_empty() && self.finalizers_removed.is_empty()
     }
 
     /// Applies the changes to an object's metadata.
@@ -77,6 +79,11 @@ impl Changes {
             for (key, value) in changes {
                 meta::set_map_entry(object, field, key, value.as_deref());
             }
+        }
+        if !self.finalizers_removed.is_empty() {
+            let mut finalizers = meta::finalizers(object);
+            finalizers.retain(|f| !self.finalizers_removed.contains(f));
+            meta::set_finalizers(object, &finalizers);
         }
     }
 }
@@ -143,12 +150,15 @@ pub fn inherited(namespace: &Value) -> (BTreeMap<String, String>, BTreeMap<Strin
 /// namespace's (`inherited`): kcp's resource scheduling controller. A SyncTarget whose
 /// agent still holds the object (its `workload.kcp.io/syncer-<key>` finalizer) keeps its
 /// label, marked for deletion, until the agent has deleted downstream and lets go (it
-/// removes finalizer, label and mark together), so the object stays in its sync view.
+/// removes finalizer, label and mark together), so the object stays in its sync view;
+/// unless the SyncTarget is `gone` (deleted): then nobody will let go, and the finalizer
+/// goes here.
 pub fn inherit(
     object: &Value,
     labels: &BTreeMap<String, String>,
     annotations: &BTreeMap<String, String>,
     now: jiff::Timestamp,
+    gone: &dyn Fn(&str) -> bool,
 ) -> Changes {
     let mut changes = Changes::default();
     let current_labels = meta::labels(object);
@@ -183,7 +193,14 @@ pub fn inherit(
         !labels.contains_key(&state_label(key))
             && current_labels.contains_key(&state_label(key))
             && finalizers.iter().any(|f| f.strip_prefix(SYNCER_FINALIZER_NAME_PREFIX) == Some(key))
+            && !gone(key)
     };
+    for finalizer in &finalizers {
+        let Some(key) = finalizer.strip_prefix(SYNCER_FINALIZER_NAME_PREFIX) else { continue };
+        if gone(key) && !labels.contains_key(&state_label(key)) {
+            changes.finalizers_removed.push(finalizer.clone());
+        }
+    }
     for label in current_labels.keys().filter(|l| !labels.contains_key(*l)) {
         let Some(key) = label.strip_prefix(CLUSTER_RESOURCE_STATE_LABEL_PREFIX) else { continue };
         if !held(key) {
@@ -291,7 +308,7 @@ mod tests {
         let (labels, annotations) = inherited(&ns);
         let object = json!({"metadata": {"labels": {"app": "web", "state.workload.kcp.io/old": "Sync", "state.workload.kcp.io/k2": "Sync"}}});
         let now = jiff::Timestamp::UNIX_EPOCH;
-        let changes = inherit(&object, &labels, &annotations, now);
+        let changes = inherit(&object, &labels, &annotations, now, &|_| false);
         assert_eq!(
             changes.labels,
             BTreeMap::from([
@@ -306,7 +323,7 @@ mod tests {
         let mut done = object.clone();
         changes.apply(&mut done);
         assert_eq!(done["metadata"]["labels"]["app"], "web");
-        assert!(inherit(&done, &labels, &annotations, now).is_empty());
+        assert!(inherit(&done, &labels, &annotations, now, &|_| false).is_empty());
     }
 
     #[test]
@@ -314,7 +331,7 @@ mod tests {
         let held = json!({"metadata": {"finalizers": ["workload.kcp.io/syncer-k1"],
             "labels": {"state.workload.kcp.io/k1": "Sync"}}});
         let now: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
-        let changes = inherit(&held, &BTreeMap::new(), &BTreeMap::new(), now);
+        let changes = inherit(&held, &BTreeMap::new(), &BTreeMap::new(), now, &|_| false);
         assert!(changes.labels.is_empty(), "{changes:?}");
         assert_eq!(
             changes.annotations["deletion.internal.workload.kcp.io/k1"].as_deref(),
@@ -322,17 +339,21 @@ mod tests {
         );
         let mut marked = held.clone();
         changes.apply(&mut marked);
-        assert!(inherit(&marked, &BTreeMap::new(), &BTreeMap::new(), now).is_empty());
+        assert!(inherit(&marked, &BTreeMap::new(), &BTreeMap::new(), now, &|_| false).is_empty());
         // Once the agent let go (finalizer, label and mark removed), nothing comes back,
         // also while the namespace still carries the label and its mark.
         let released = json!({"metadata": {"labels": {"app": "web"}}});
-        assert!(inherit(&released, &BTreeMap::new(), &BTreeMap::new(), now).is_empty());
+        assert!(inherit(&released, &BTreeMap::new(), &BTreeMap::new(), now, &|_| false).is_empty());
         let ns_labels = BTreeMap::from([("state.workload.kcp.io/k1".to_string(), "Sync".to_string())]);
         let ns_marks = BTreeMap::from([("deletion.internal.workload.kcp.io/k1".to_string(), "t".to_string())]);
-        assert!(inherit(&released, &ns_labels, &ns_marks, now).is_empty());
+        assert!(inherit(&released, &ns_labels, &ns_marks, now, &|_| false).is_empty());
         // An object that still has the label gets the mark.
         let placed = json!({"metadata": {"labels": {"state.workload.kcp.io/k1": "Sync"}}});
-        let marked = inherit(&placed, &ns_labels, &ns_marks, now);
+        let marked = inherit(&placed, &ns_labels, &ns_marks, now, &|_| false);
+        // A deleted SyncTarget's agent will never let go: its finalizer, label and mark go.
+        let orphaned = inherit(&held, &BTreeMap::new(), &BTreeMap::new(), now, &|key| key == "k1");
+        assert_eq!(orphaned.finalizers_removed, ["workload.kcp.io/syncer-k1"]);
+        assert_eq!(orphaned.labels, BTreeMap::from([("state.workload.kcp.io/k1".into(), None)]));
         assert_eq!(
             marked.annotations,
             BTreeMap::from([("deletion.internal.workload.kcp.io/k1".into(), Some("t".into()))])

@@ -77,8 +77,11 @@ impl VirtualWorkspace for SyncView {
             name: name.to_string(),
             ..ResourceAttributes::default()
         });
+        // The RBAC asked is that of the logical cluster the SyncTarget was found in, so a
+        // path that indexes resolve differently cannot lend another workspace's grants.
+        let asked = found.as_ref().map_or(workspace, |f| f.cluster.as_str());
         let known = found.as_ref().map(|f| f.cluster.clone());
-        if workspace_rbac::ask(&shard, identity, workspace, known, &attributes)? != Answer::Allowed {
+        if workspace_rbac::ask(&shard, identity, asked, known, &attributes)? != Answer::Allowed {
             return Err(ApiError::forbidden(format!(
                 "User {:?} cannot use the sync view of SyncTarget {name:?} in workspace {workspace}: it needs verb \
                  \"sync\" on synctargets.workload.kcp.io {name:?} there (in a ClusterRole annotated \
