@@ -67,6 +67,30 @@ impl AgentProcess {
     }
 }
 
+/// A kcp Location `name` (labelled `cloud: <cloud>`) over the SyncTargets labelled the same.
+pub fn location(name: &str, cloud: &str) -> String {
+    format!(
+        r#"apiVersion: scheduling.kcp.io/v1alpha1
+kind: Location
+metadata: {{name: {name}, labels: {{cloud: {cloud}}}}}
+spec:
+  resource: {{group: workload.kcp.io, version: v1alpha1, resource: synctargets}}
+  instanceSelector: {{matchLabels: {{cloud: {cloud}}}}}
+"#
+    )
+}
+
+/// A SyncTarget `name` labelled `cloud: <cloud>`, with `spec` (flow-style YAML).
+pub fn sync_target(name: &str, cloud: &str, spec: &str) -> String {
+    format!(
+        r#"apiVersion: workload.kcp.io/v1alpha1
+kind: SyncTarget
+metadata: {{name: {name}, labels: {{cloud: {cloud}}}}}
+spec: {spec}
+"#
+    )
+}
+
 /// How long placement tests wait for the controllers and agents: a bug bound.
 pub const WAIT: Duration = Duration::from_secs(60);
 

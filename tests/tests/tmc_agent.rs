@@ -19,7 +19,7 @@ use http::StatusCode;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use tests::agent::{states, wait_json, AgentProcess};
+use tests::agent::{location, states, sync_target, wait_json, AgentProcess};
 use tests::cache::CacheTopology;
 use tests::installation::{Installation, InstallationOptions};
 use tests::kubectl::Kubectl;
@@ -32,16 +32,8 @@ const TARGETS: [&str; 4] = ["aws-1", "aws-2", "gce-1", "gce-2"];
 
 fn inventory(path: &str) -> String {
     let target = |name: &str| {
-        let cloud = &name[..3];
-        format!(
-            r#"
-apiVersion: workload.kcp.io/v1alpha1
-kind: SyncTarget
-metadata: {{name: {name}, labels: {{cloud: {cloud}}}}}
-spec:
-  supportedAPIExports: [{{export: widgets, path: "{path}"}}]
-"#
-        )
+        let spec = format!(r#"{{supportedAPIExports: [{{export: widgets, path: "{path}"}}]}}"#);
+        sync_target(name, &name[..3], &spec)
     };
     let rbac = |name: &str| {
         format!(
@@ -99,23 +91,9 @@ kind: APIExport
 metadata: {name: widgets}
 spec:
   latestResourceSchemas: [v1.widgets.example.io]
----
-apiVersion: scheduling.kcp.io/v1alpha1
-kind: Location
-metadata: {name: aws, labels: {cloud: aws}}
-spec:
-  resource: {group: workload.kcp.io, version: v1alpha1, resource: synctargets}
-  instanceSelector: {matchLabels: {cloud: aws}}
----
-apiVersion: scheduling.kcp.io/v1alpha1
-kind: Location
-metadata: {name: gce, labels: {cloud: gce}}
-spec:
-  resource: {group: workload.kcp.io, version: v1alpha1, resource: synctargets}
-  instanceSelector: {matchLabels: {cloud: gce}}
 "#;
     let mut documents: Vec<String> = TARGETS.iter().flat_map(|t| [target(t), rbac(t)]).collect();
-    documents.push(widgets.to_string());
+    documents.extend([widgets.to_string(), location("aws", "aws"), location("gce", "gce")]);
     documents.join("\n---\n")
 }
 

@@ -17,41 +17,22 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tests::agent::{deletions, states, wait_json};
+use tests::agent::{deletions, location, states, sync_target, wait_json};
 use tests::cache::CacheTopology;
 use tests::installation::{Installation, InstallationOptions};
 use tests::kubectl::Kubectl;
 
-const INVENTORY: &str = r#"
-apiVersion: workload.kcp.io/v1alpha1
-kind: SyncTarget
-metadata: {name: aws-1, labels: {cloud: aws}}
-spec: {}
----
-apiVersion: workload.kcp.io/v1alpha1
-kind: SyncTarget
-metadata: {name: aws-2, labels: {cloud: aws}}
-spec: {}
----
-apiVersion: workload.kcp.io/v1alpha1
-kind: SyncTarget
-metadata: {name: gce-1, labels: {cloud: gce}}
-spec: {}
----
-apiVersion: scheduling.kcp.io/v1alpha1
-kind: Location
-metadata: {name: aws, labels: {cloud: aws}}
-spec:
-  resource: {group: workload.kcp.io, version: v1alpha1, resource: synctargets}
-  instanceSelector: {matchLabels: {cloud: aws}}
----
-apiVersion: scheduling.kcp.io/v1alpha1
-kind: Location
-metadata: {name: gce, labels: {cloud: gce}}
-spec:
-  resource: {group: workload.kcp.io, version: v1alpha1, resource: synctargets}
-  instanceSelector: {matchLabels: {cloud: gce}}
-"#;
+/// Locations aws (two SyncTargets) and gce (one).
+fn inventory_manifests() -> String {
+    let documents = [
+        sync_target("aws-1", "aws", "{}"),
+        sync_target("aws-2", "aws", "{}"),
+        sync_target("gce-1", "gce", "{}"),
+        location("aws", "aws"),
+        location("gce", "gce"),
+    ];
+    documents.join("---\n")
+}
 
 fn placement(inventory: &str) -> String {
     json!({
@@ -127,7 +108,7 @@ async fn placements_schedule_namespaces_across_shards_and_survive_the_inventory_
     let inv = kubectl_in(&inventory);
     let usr = kubectl_in(&user);
 
-    inv().args(["apply", "-f", "-"]).stdin(INVENTORY).ok();
+    inv().args(["apply", "-f", "-"]).stdin(inventory_manifests()).ok();
     let beating: BTreeMap<String, Arc<AtomicBool>> =
         ["aws-1", "aws-2", "gce-1"].iter().map(|n| (n.to_string(), Arc::new(AtomicBool::new(true)))).collect();
     let stop = Arc::new(AtomicBool::new(false));

@@ -10,7 +10,7 @@
 use super::attributes::Attributes;
 use super::bootstrap;
 use super::policy::PolicyRule;
-use super::resolver::{visit_rules, PolicyError, PolicySource};
+use super::resolver::{any_cluster_rule, visit_rules, PolicyError, PolicySource};
 use super::rules;
 use protocol::types::Owner;
 use security::authn::Identity;
@@ -103,16 +103,7 @@ pub fn decide(
 /// Whether a cluster-wide grant gives `identity` access to the logical cluster (kcp reads
 /// only ClusterRoleBindings for this: `access` is not namespaced).
 fn has_workspace_access(policy: &dyn PolicySource, identity: &Identity) -> Result<bool, PolicyError> {
-    let mut granted = false;
-    visit_rules(policy, identity, "", &mut |_, rule| {
-        granted = rules::grants_workspace_access(rule);
-        if granted {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    })?;
-    Ok(granted)
+    any_cluster_rule(policy, identity, rules::grants_workspace_access)
 }
 
 /// The rules `identity` has in a namespace (kube's `RulesFor`), for rules reviews.

@@ -81,6 +81,25 @@ impl Grant<'_> {
 /// What [`visit_rules`] calls for each granted rule; `Break` stops the walk.
 pub type Visitor<'v> = dyn FnMut(&Grant<'_>, &PolicyRule) -> ControlFlow<()> + 'v;
 
+/// Whether any cluster-wide rule granted to `identity` satisfies `wanted` (the walk stops
+/// at the first).
+pub fn any_cluster_rule(
+    source: &dyn PolicySource,
+    identity: &Identity,
+    wanted: impl Fn(&PolicyRule) -> bool,
+) -> Result<bool, PolicyError> {
+    let mut found = false;
+    visit_rules(source, identity, "", &mut |_, rule| {
+        found = wanted(rule);
+        if found {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })?;
+    Ok(found)
+}
+
 /// Calls `visit` with every rule granted to `identity` in the logical cluster of `source`:
 /// through ClusterRoleBindings (stored ones, then bootstrap ones no stored binding of the
 /// same name replaces), then, when `namespace` is not empty, through that namespace's

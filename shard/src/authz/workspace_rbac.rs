@@ -10,14 +10,13 @@
 
 use super::attributes::Attributes;
 use super::policy::{Binding, Role};
-use super::resolver::{visit_rules, PolicyError, PolicySource};
+use super::resolver::{any_cluster_rule, PolicyError, PolicySource};
 use super::{rules, store_policy::StorePolicy};
 use crate::cache::lister;
 use crate::http::status::ApiResult;
 use crate::state::Shard;
 use security::authn::Identity;
 use serde::de::DeserializeOwned;
-use std::ops::ControlFlow;
 use std::sync::Arc;
 
 /// The answer, or why there is none.
@@ -59,16 +58,7 @@ pub fn ask(
 }
 
 fn allows(policy: &dyn PolicySource, identity: &Identity, attributes: &Attributes) -> ApiResult<bool> {
-    let mut allowed = false;
-    visit_rules(policy, identity, "", &mut |_, rule| {
-        allowed = rules::allows(rule, attributes);
-        if allowed {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    })?;
-    Ok(allowed)
+    Ok(any_cluster_rule(policy, identity, |rule| rules::allows(rule, attributes))?)
 }
 
 /// The replicated cluster-wide RBAC of a logical cluster on another shard, from the cache.

@@ -9,9 +9,7 @@ use crate::state::Shard;
 use crate::storage::{self, ObjectRef, WriteOptions};
 use protocol::meta;
 use protocol::selector::LabelSelector;
-use protocol::types::{
-    LOCATION_LABELS_STRING_ANNOTATION, SYNC_TARGET_READY_CONDITION, SYNC_TARGET_RESOURCE, WORKLOAD_KCP_GROUP,
-};
+use protocol::types::{LOCATION_LABELS_STRING_ANNOTATION, SYNC_TARGET_RESOURCE, WORKLOAD_KCP_GROUP};
 use serde_json::{json, Value};
 
 /// Writes `location`'s status (in `cluster`) when the SyncTargets say otherwise.
@@ -51,16 +49,11 @@ fn labels_string(location: &Value) -> String {
     labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
 }
 
-/// Whether a SyncTarget can take new work at `now`.
+/// Whether a SyncTarget can take new work at `now`: Ready (and not being deleted),
+/// schedulable and not evicting, as the scheduler reads it ([`super::schedule::candidate`]).
 pub fn available(target: &Value, now: jiff::Timestamp) -> bool {
-    let ready = crate::conditions::is_true(target.get("status"), SYNC_TARGET_READY_CONDITION);
-    let unschedulable = target.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true);
-    let evicting = target
-        .pointer("/spec/evictAfter")
-        .and_then(Value::as_str)
-        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-        .is_some_and(|evict_after| evict_after <= now);
-    ready && !unschedulable && !evicting && !meta::is_deleting(target)
+    let candidate = super::schedule::candidate(target, None);
+    candidate.ready && !candidate.unschedulable && candidate.evict_after.is_none_or(|evict_after| evict_after > now)
 }
 
 /// The status of `location` over the SyncTargets of its workspace. Pure. A Location
