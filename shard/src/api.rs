@@ -1,14 +1,14 @@
 //! The request entry point: parse, authenticate, authorize, route, record.
 
 use crate::authz;
-use crate::discovery;
-use crate::http::request_info::{self, RequestInfo, Target};
-use crate::http::status::{ApiError, ApiResult};
-use crate::http::{self, Response};
 use crate::metrics::{RequestLabels, VerbLabels};
-use crate::registry::virtual_workspace::VirtualWorkspace;
 use crate::state::Shard;
-use crate::verbs::{self, Ctx, Scope};
+use apiserver::discovery;
+use apiserver::registry::virtual_workspace::VirtualWorkspace;
+use apiserver::rest::request_info::{self, RequestInfo, Target};
+use apiserver::rest::status::{ApiError, ApiResult};
+use apiserver::rest::{self, Response};
+use apiserver::verbs::{self, Ctx, Scope};
 use hyper::body::Incoming;
 use protocol::path::ClusterRef;
 use protocol::types::LOGICAL_CLUSTER_NAME;
@@ -35,7 +35,7 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
     let path = request.uri().path().to_string();
     let span = tracing::info_span!("request", %method, path = %path, code = tracing::field::Empty);
     let (labels, response) = async {
-        let query = crate::http::request_info::parse_query(request.uri().query());
+        let query = apiserver::rest::request_info::parse_query(request.uri().query());
         // A virtual workspace narrows the API path that follows its prefix and view.
         let (view, api_path) = match shard.registry.virtual_workspace(&path) {
             Some((workspace, view, api_path)) => (Some((workspace.clone(), view.to_string())), api_path),
@@ -49,7 +49,7 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
                 if error.code >= 500 {
                     tracing::warn!(code = error.code, message = %error.message, "request failed");
                 }
-                http::error_response(&error)
+                rest::error_response(&error)
             }
         };
         tracing::Span::current().record("code", response.status().as_u16());
@@ -149,13 +149,18 @@ async fn route(
     })?;
     check_scope_of_path(&rt, &req)?;
     let (parts, body) = request.into_parts();
-    let ctx = Ctx { shard: shard.clone(), identity, scope, req, rt, query, headers: parts.headers, writes };
+    let ctx = Ctx { core: shard.core.clone(), identity, scope, req, rt, query, headers: parts.headers, writes };
+    // Resources that are never stored (access reviews) are questions answered at once.
+    if !ctx.rt.strategy.stored() {
+        verbs::check_request(&ctx)?;
+        return authz::review::handle(shard, &ctx, body).await;
+    }
     verbs::dispatch(ctx, body).await
 }
 
 /// Namespaced resources need a namespace in the path except for list/watch across
 /// namespaces; cluster-scoped ones never have one.
-fn check_scope_of_path(rt: &crate::registry::ResourceType, req: &request_info::ResourceRequest) -> ApiResult<()> {
+fn check_scope_of_path(rt: &apiserver::registry::ResourceType, req: &request_info::ResourceRequest) -> ApiResult<()> {
     use request_info::Verb;
     let across_namespaces = matches!(req.verb, Verb::List | Verb::Watch);
     match (rt.namespaced, req.namespace.is_some()) {
@@ -228,7 +233,7 @@ fn refuse_writes_while_deleting(shard: &Shard, name: &str, target: &Target) -> A
     let deleting = writes_content(target)
         && shard
             .logical_cluster_record(name)
-            .is_some_and(|lc| crate::objects::is_marked_for_deletion(&lc.value).unwrap_or(false));
+            .is_some_and(|lc| apiserver::objects::is_marked_for_deletion(&lc.value).unwrap_or(false));
     if deleting {
         return Err(ApiError::forbidden(format!(
             "unable to create or change content in logical cluster {name} because it is being deleted"
@@ -278,7 +283,7 @@ fn process_endpoint(
     request: &::http::Request<Incoming>,
 ) -> ApiResult<Response> {
     match endpoint {
-        "healthz" | "livez" | "readyz" => Ok(http::bytes_response(200, "text/plain", "ok", &[])),
+        "healthz" | "livez" | "readyz" => Ok(rest::bytes_response(200, "text/plain", "ok", &[])),
         // Request counts per resource and authorization decisions are for operators.
         "metrics" => {
             let identity = authenticate(shard, peer, request)?;
@@ -288,14 +293,14 @@ fn process_endpoint(
                     identity.user
                 )));
             }
-            Ok(http::bytes_response(
+            Ok(rest::bytes_response(
                 200,
                 "application/openmetrics-text; version=1.0.0; charset=utf-8",
                 shard.metrics.render(&shard.store),
                 &[],
             ))
         }
-        "version" => Ok(http::json_response(200, &discovery::version_info(), &[])),
+        "version" => Ok(rest::json_response(200, &discovery::version_info(), &[])),
         other => Err(ApiError::not_found_message(format!("unknown endpoint /{other}"))),
     }
 }
@@ -304,7 +309,8 @@ fn process_endpoint(
 mod tests {
     #[test]
     fn queries_are_split_and_decoded() {
-        let q = crate::http::request_info::parse_query(Some("labelSelector=a%3Db%2Cc+in+(x)&watch=true&flag&bad=%zz"));
+        let q =
+            apiserver::rest::request_info::parse_query(Some("labelSelector=a%3Db%2Cc+in+(x)&watch=true&flag&bad=%zz"));
         assert_eq!(q["labelSelector"], "a=b,c in (x)");
         assert_eq!(q["watch"], "true");
         assert_eq!(q["flag"], "");

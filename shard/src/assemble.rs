@@ -4,8 +4,8 @@
 
 use crate::binding::strategy::BindingState;
 use crate::paths::PathIndex;
-use crate::registry::Registry;
 use crate::state::Shard;
+use apiserver::registry::Registry;
 use std::sync::{Arc, Weak};
 
 /// Handles the features' strategies give their controllers.
@@ -20,9 +20,9 @@ pub struct Handles {
 /// reference to it; `paths` and `base_url` go to the LogicalCluster strategy; `root_ca`
 /// (the installation's CA, PEM) is what every namespace's `kube-root-ca.crt` holds.
 pub fn registry(shard: Weak<Shard>, paths: Arc<PathIndex>, base_url: String, root_ca: &str) -> (Registry, Handles) {
-    let mut registry = crate::strategy::kube_registry();
+    let mut registry = apiserver::strategy::kube_registry();
     let root_ca = Some(Arc::from(root_ca));
-    registry.set_strategy("", "configmaps", Arc::new(crate::strategy::ConfigMap { root_ca }));
+    registry.set_strategy("", "configmaps", Arc::new(apiserver::strategy::ConfigMap { root_ca }));
     crate::workloads::register(&mut registry);
     crate::tmc::register(&mut registry, shard.clone());
     crate::tenancy::strategy::register(&mut registry, shard.clone(), paths, base_url);
@@ -79,5 +79,117 @@ mod tests {
         assert_eq!(registry.namespaces().verbs().len(), 7, "namespaces have no deletecollection");
         let bindings = registry.get("apis.kcp.io", "v1alpha1", "apibindings").expect("apibindings row");
         assert!(format!("{:?}", bindings.strategy).starts_with("Binding"));
+    }
+}
+
+/// Strategic merge patches of every served built-in kind against kube's published list
+/// semantics: the served table is only known once every feature has added its rows.
+#[cfg(test)]
+mod patch_lists {
+    use super::*;
+    use apiserver::patch::{apply_strategic_merge_patch, schema_lists};
+    use protocol::managed::{PatchList, PathElement};
+    use serde_json::{json, Map, Value};
+
+    /// Every list field of every served built-in kind, against kube's published
+    /// extensions (`list_semantics.json`, read independently here): a strategic merge
+    /// patch merges exactly the lists kube tags `merge`, by their merge key, and replaces
+    /// the rest.
+    #[test]
+    fn every_builtin_list_field_patches_as_its_schema_says() {
+        let published: Value =
+            serde_json::from_str(include_str!("../../protocol/src/openapi/list_semantics.json")).unwrap();
+        let components = protocol::openapi::builtin_components();
+        let registry = registry(Weak::new(), Default::default(), String::new(), "CA").0;
+        let mut checked = 0;
+        let mut merged = 0;
+        for row in registry.all() {
+            if !row.schema_name.starts_with("io.k8s.") {
+                continue;
+            }
+            let root = protocol::openapi::schema_ref(&row.schema_name);
+            let lists = schema_lists(&root);
+            let mut seen = std::collections::HashSet::new();
+            walk_lists(components, &row.schema_name, &mut Vec::new(), &mut seen, &mut |schema, field, path| {
+                let tags = published.pointer(&format!("/{schema}/{field}"));
+                let strategy = tags.and_then(|t| t.get("x-kubernetes-patch-strategy")).and_then(Value::as_str);
+                let merges = strategy.is_some_and(|s| s.split(',').any(|p| p == "merge"));
+                let key = tags.and_then(|t| t.get("x-kubernetes-patch-merge-key")).and_then(Value::as_str);
+                let expected =
+                    if merges { PatchList::Merge { key: key.map(String::from) } } else { PatchList::Replace };
+                assert_eq!(lists(path), expected, "{} {schema}.{field} at {path:?}", row.kind);
+                // Below another list, building the object would need that list's keys too.
+                if !path.iter().any(|element| matches!(element, PathElement::Index(_))) {
+                    check_patch_behaviour(&lists, path, &expected);
+                }
+                checked += 1;
+                merged += usize::from(merges);
+            });
+        }
+        assert!(checked > 300 && merged > 40, "walked {checked} list fields, {merged} merged");
+    }
+
+    /// Builds an object with a list at `path` and patches it: merged lists keep the old
+    /// item beside the new one, replaced lists do not.
+    fn check_patch_behaviour(lists: &dyn Fn(&[PathElement]) -> PatchList, path: &[PathElement], expected: &PatchList) {
+        let item = |n: u32| match expected {
+            PatchList::Merge { key: Some(key) } => json!({ key.as_str(): format!("k{n}") }),
+            _ => json!(format!("v{n}")),
+        };
+        let wrap = |leaf: Value| {
+            path.iter().rev().fold(leaf, |inner, element| match element {
+                PathElement::Field(name) => json!({ name.as_str(): inner }),
+                _ => json!([inner]),
+            })
+        };
+        let mut target = wrap(json!([item(1)]));
+        let patch = wrap(json!([item(2)]));
+        apply_strategic_merge_patch(&mut target, &patch, lists).unwrap();
+        let mut pointer = String::new();
+        for element in path {
+            match element {
+                PathElement::Field(name) => pointer.push_str(&format!("/{name}")),
+                _ => pointer.push_str("/0"),
+            }
+        }
+        let length = target.pointer(&pointer).and_then(Value::as_array).map(Vec::len);
+        let wanted = if matches!(expected, PatchList::Replace) { 1 } else { 2 };
+        assert_eq!(length, Some(wanted), "{pointer}: {target}");
+    }
+
+    /// Calls `visit(schema, field, path)` for every array property reachable from the
+    /// component `name`, each (schema, field) once.
+    fn walk_lists(
+        components: &Map<String, Value>,
+        name: &str,
+        path: &mut Vec<PathElement>,
+        seen: &mut std::collections::HashSet<(String, String)>,
+        visit: &mut dyn FnMut(&str, &str, &[PathElement]),
+    ) {
+        let Some(properties) = components.get(name).and_then(|s| s.get("properties")).and_then(Value::as_object) else {
+            return;
+        };
+        for (field, property) in properties {
+            if !seen.insert((name.to_string(), field.clone())) {
+                continue;
+            }
+            path.push(PathElement::field(field.as_str()));
+            let reference = |schema: &Value| -> Option<String> {
+                let direct = schema.get("$ref").and_then(Value::as_str);
+                let wrapped = schema.pointer("/allOf/0/$ref").and_then(Value::as_str);
+                direct.or(wrapped).and_then(protocol::openapi::ref_name).map(String::from)
+            };
+            if property.get("type").and_then(Value::as_str) == Some("array") {
+                visit(name, field, path);
+                if let Some(item) = property.get("items").and_then(&reference) {
+                    path.push(PathElement::Index(0));
+                    walk_lists(components, &item, path, seen, visit);
+                    path.pop();
+                }
+            } else if let Some(child) = reference(property) {
+                walk_lists(components, &child, path, seen, visit);
+            }
+            path.pop();
+        }
     }
 }

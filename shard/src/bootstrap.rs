@@ -2,9 +2,10 @@
 //! workspace types.
 
 use crate::state::Shard;
-use crate::storage::{self, WriteOptions};
+use crate::tenancy::rows::TenancyRows;
 use crate::tenancy::{types::DEFAULT_TYPE, ROOT_TYPE};
 use anyhow::Context;
+use apiserver::storage::{self, WriteOptions};
 use protocol::path::ROOT;
 use protocol::types::LOGICAL_CLUSTER_NAME;
 use protocol::wellknown::{PATH_ANNOTATION, WORKSPACE_TYPE_ANNOTATION};
@@ -48,7 +49,11 @@ fn workspace_type(name: &str, spec: Value) -> Value {
     })
 }
 
-async fn create_unless_exists(shard: &Shard, rt: &crate::registry::ResourceType, object: Value) -> anyhow::Result<()> {
+async fn create_unless_exists(
+    shard: &Shard,
+    rt: &apiserver::registry::ResourceType,
+    object: Value,
+) -> anyhow::Result<()> {
     match storage::create(shard, rt, ROOT, object, WriteOptions::default()).await {
         Ok(_) => Ok(()),
         Err(e) if e.is_already_exists() => Ok(()),

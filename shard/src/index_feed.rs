@@ -9,10 +9,11 @@
 //! holds it, and a fresh snapshot otherwise.
 
 use crate::api::PeerInfo;
-use crate::http::Response as HttpResponse;
-use crate::objects;
-use crate::registry::ResourceType;
 use crate::state::Shard;
+use crate::tenancy::rows::TenancyRows;
+use apiserver::objects;
+use apiserver::registry::ResourceType;
+use apiserver::rest::Response as HttpResponse;
 use futures::Stream;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;

@@ -1,5 +1,6 @@
 //! Prometheus metrics, served as text at `/metrics`.
 
+use apiserver::metrics::CoreMetrics;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -50,10 +51,6 @@ pub struct Metrics {
     pub requests: Family<RequestLabels, Counter>,
     /// Request latency (watches excluded: they last as long as the client wants).
     pub request_seconds: Family<VerbLabels, Histogram>,
-    /// Watches started.
-    pub watches_started: Counter,
-    /// Watches streaming now.
-    pub watches_active: Gauge,
     /// Shards this shard knows (its ring's size).
     pub ring_shards: Gauge,
     /// Writes of the garbage collector, by action.
@@ -66,25 +63,14 @@ pub struct Metrics {
     registry: Registry,
 }
 
-/// Decrements the active-watch gauge when the watch ends.
-pub struct ActiveWatch<'a>(&'a Gauge);
-
-impl Drop for ActiveWatch<'_> {
-    fn drop(&mut self) {
-        self.0.dec();
-    }
-}
-
 impl Metrics {
-    /// Registers every metric.
-    pub fn new() -> Self {
+    /// Registers every metric, the API-server core's among them.
+    pub fn new(core: &CoreMetrics) -> Self {
         let mut registry = Registry::default();
         let requests = Family::<RequestLabels, Counter>::default();
         let request_seconds = Family::<VerbLabels, Histogram>::new_with_constructor(|| {
             Histogram::new(exponential_buckets(0.0005, 2.0, 16))
         });
-        let watches_started = Counter::default();
-        let watches_active = Gauge::default();
         let ring_shards = Gauge::default();
         let gc_actions = Family::<GcLabels, Counter>::default();
         let authorization_decisions = Family::<AuthorizationLabels, Counter>::default();
@@ -93,8 +79,8 @@ impl Metrics {
         let store_write_seconds = Default::default();
         registry.register("apiserver_request", "Requests served, by verb, resource and code", requests.clone());
         registry.register("apiserver_request_duration_seconds", "Request latency by verb", request_seconds.clone());
-        registry.register("atoll_watches_started", "Watches started", watches_started.clone());
-        registry.register("atoll_watches_active", "Watches streaming now", watches_active.clone());
+        registry.register("atoll_watches_started", "Watches started", core.watches_started.clone());
+        registry.register("atoll_watches_active", "Watches streaming now", core.watches_active.clone());
         registry.register("atoll_ring_shards", "Shards in this shard's consistent-hash ring", ring_shards.clone());
         registry.register("atoll_gc_actions", "Writes of the garbage collector, by action", gc_actions.clone());
         registry.register(
@@ -112,8 +98,6 @@ impl Metrics {
         Metrics {
             requests,
             request_seconds,
-            watches_started,
-            watches_active,
             ring_shards,
             gc_actions,
             authorization_decisions,
@@ -122,12 +106,6 @@ impl Metrics {
             store_write_seconds,
             registry,
         }
-    }
-
-    /// Counts a watch as active until the guard drops.
-    pub fn active_watch_guard(&self) -> ActiveWatch<'_> {
-        self.watches_active.inc();
-        ActiveWatch(&self.watches_active)
     }
 
     /// Renders the text exposition format, bringing store counters up to date first.
@@ -145,12 +123,6 @@ impl Metrics {
             out.push_str("# encoding metrics failed\n");
         }
         out
-    }
-}
-
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
     }
 }
 

@@ -7,7 +7,8 @@
 //! workspace become Ready can use its path at once. An entry is small (two short
 //! strings), which keeps an empty workspace cheap.
 
-use crate::registry::Core;
+use crate::tenancy::rows::TenancyRows;
+use apiserver::registry::Core;
 use parking_lot::RwLock;
 use protocol::meta;
 use protocol::wellknown::PATH_ANNOTATION;
@@ -55,7 +56,7 @@ impl PathIndex {
     /// Rebuilds the index from every LogicalCluster in the store.
     pub fn load(&self, core: &Core) -> anyhow::Result<()> {
         let rt = core.registry.logical_clusters();
-        crate::objects::scan(&core.store, &rt, |cluster, object| self.observe(cluster, object))?;
+        apiserver::objects::scan(&core.store, &rt, |cluster, object| self.observe(cluster, object))?;
         Ok(())
     }
 }

@@ -6,10 +6,10 @@ use crate::membership::Membership;
 use crate::metrics::Metrics;
 use crate::paths::PathIndex;
 use crate::peer::{PeerCredentials, Peers};
-use crate::registry::Core;
 use crate::state::Shard;
 use crate::{assemble, bootstrap, replication, server};
 use anyhow::Context;
+use apiserver::registry::Core;
 use clap::Parser;
 use protocol::path::ROOT as ROOT_CLUSTER;
 use protocol::ring::ClusterNames;
@@ -245,7 +245,8 @@ fn assemble_shard(
         Some(path) => Some(TokenFile::load(path).with_context(|| format!("load token file {}", path.display()))?),
         None => None,
     };
-    let metrics = Metrics::new();
+    let core_metrics = apiserver::metrics::CoreMetrics::default();
+    let metrics = Metrics::new(&core_metrics);
     let membership = Membership::load(args.data_dir.join("membership.json"), metrics.ring_shards.clone());
     let peers = Peers::new(PeerCredentials {
         server_ca_pem: material.ca_cert_pem.clone(),
@@ -261,7 +262,7 @@ fn assemble_shard(
             assemble::registry(weak.clone(), paths.clone(), base_url.clone(), &material.ca_cert_pem);
         handles = Some(features);
         Shard {
-            core: Core { store, registry },
+            core: Arc::new(Core { store, registry, metrics: core_metrics }),
             name: args.name.clone(),
             authn,
             metrics,

@@ -5,7 +5,8 @@ use crate::membership::Membership;
 use crate::metrics::Metrics;
 use crate::paths::PathIndex;
 use crate::peer::Peers;
-use crate::registry::Core;
+use crate::tenancy::rows::TenancyRows;
+use apiserver::registry::Core;
 use protocol::ring::ClusterNames;
 use protocol::types::LOGICAL_CLUSTER_NAME;
 use security::authn::Authenticator;
@@ -15,7 +16,7 @@ use std::sync::Arc;
 /// `Deref`, so `shard.store` and `shard.registry` read as before) and the features' state.
 pub struct Shard {
     /// The store and the resource table.
-    pub core: Core,
+    pub core: Arc<Core>,
     /// This shard's name.
     pub name: String,
     /// Who is calling.
@@ -54,7 +55,7 @@ impl Shard {
     /// value stays undecoded, since most requests only need to know that it exists.
     pub fn logical_cluster_record(&self, cluster: &str) -> Option<store::Versioned> {
         let rt = self.registry.logical_clusters();
-        let key = crate::objects::key(&rt, cluster, None, LOGICAL_CLUSTER_NAME);
+        let key = apiserver::objects::key(&rt, cluster, None, LOGICAL_CLUSTER_NAME);
         self.store.get(key.as_bytes()).ok().flatten()
     }
 

@@ -41,11 +41,6 @@ impl<C: StoreConsumer> StoreSource<C> {
         self.page_items = Some(items);
         self
     }
-
-    /// The consumer.
-    pub fn consumer(&self) -> &C {
-        &self.consumer
-    }
 }
 
 /// The store's errors as the watcher branches on them.

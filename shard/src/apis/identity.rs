@@ -17,8 +17,8 @@
 //! never changes: [`keep_identity_hash`] restores it on every update, patch and status
 //! write.
 
-use crate::http::status::{ApiError, ApiResult};
-use crate::registry::Core;
+use apiserver::registry::Core;
+use apiserver::rest::status::{ApiError, ApiResult};
 use base64::Engine;
 use protocol::meta;
 use serde_json::{json, Value};
@@ -72,7 +72,8 @@ pub fn identity_hash(secret: &[u8]) -> String {
 }
 
 /// Whether `hash` looks like an identity hash (64 lowercase hex digits).
-pub fn is_identity_hash(hash: &str) -> bool {
+#[cfg(test)]
+fn is_identity_hash(hash: &str) -> bool {
     hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 

@@ -2,15 +2,15 @@
 //! APIResourceSchemas, APIExportEndpointSlices and APIBindings — their defaults, what an
 //! update may change, their validation and the identity of each export.
 //!
-//! The generic storage ([`crate::storage`]) calls in here through each row's [`Api`]
+//! The generic storage ([`apiserver::storage`]) calls in here through each row's [`Api`]
 //! strategy; a request meets these functions in this order:
-//! - [`prepare_create`] / [`prepare_update`] (from [`crate::strategy`]): server-owned
+//! - [`prepare_create`] / [`prepare_update`] (from [`apiserver::strategy`]): server-owned
 //!   status is dropped on create, an export's `status.identityHash` survives every
 //!   update, APIResourceSchemas get their CRD-like defaults;
-//! - [`validate`] (from [`crate::strategy::validate`]): pure checks that become a 422 with
+//! - [`validate`] (from [`apiserver::strategy::validate`]): pure checks that become a 422 with
 //!   field paths — [`schema`] for APIResourceSchemas (each version's schema checked like
 //!   a CRD's), [`references`] for APIBindings, APIExportEndpointSlices and APIExports;
-//! - [`identity::admit_export`] (from [`crate::storage`], after validation, before the
+//! - [`identity::admit_export`] (from [`apiserver::storage`], after validation, before the
 //!   export is written): the export's identity key, generated once and kept in the store
 //!   beside the export, and `status.identityHash` derived from it.
 //!
@@ -19,12 +19,13 @@
 
 pub mod identity;
 pub mod references;
+pub mod rows;
 pub mod schema;
 
-use crate::http::status::ApiResult;
-use crate::registry::strategy::{done, Causes, Hook, Strategy};
-use crate::registry::Core;
-use crate::registry::{Registry, ResourceType};
+use apiserver::registry::strategy::{done, Causes, Hook, Strategy};
+use apiserver::registry::Core;
+use apiserver::registry::{Registry, ResourceType};
+use apiserver::rest::status::ApiResult;
 
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -48,6 +49,7 @@ pub enum ApiKind {
 /// Gives the group's rows their strategies, but APIBindings', which the binding feature
 /// registers around [`Api`] (it adds the `bind` check and its controller's trigger).
 pub fn register(registry: &mut Registry) {
+    registry.add_rows(rows::rows());
     registry.set_strategy(APIS_GROUP, "apiexports", Arc::new(Api(ApiKind::Export)));
     registry.set_strategy(APIS_GROUP, "apiresourceschemas", Arc::new(Api(ApiKind::ResourceSchema)));
     registry.set_strategy(APIS_GROUP, "apiexportendpointslices", Arc::new(Api(ApiKind::EndpointSlice)));
@@ -128,11 +130,11 @@ pub fn validate(kind: ApiKind, old: Option<&Value>, object: &Value) -> Causes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::Registry;
+    use apiserver::registry::Registry;
     use std::sync::Arc;
 
     fn rt(resource: &str) -> Arc<ResourceType> {
-        let registry = Registry::builtin();
+        let registry = Registry::from_resources(rows::rows());
         let row = registry.all().iter().find(|r| r.group == "apis.kcp.io" && r.resource == resource).cloned();
         row.unwrap_or_else(|| panic!("{resource} row"))
     }

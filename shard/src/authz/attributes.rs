@@ -2,7 +2,7 @@
 //! `authorizer.Attributes`): a verb on a resource, or a verb on a non-resource path.
 //! Pure: built from the parsed request or from a review's spec.
 
-use crate::http::request_info::{ResourceRequest, Target};
+use apiserver::rest::request_info::{ResourceRequest, Target};
 use protocol::selector::FieldSelector;
 use std::collections::HashMap;
 
@@ -156,11 +156,11 @@ fn non_resource_path(target: &Target) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::request_info::{self, RequestInfo};
+    use apiserver::rest::request_info::{self, RequestInfo};
     use http::Method;
 
     fn parse(method: Method, path: &str, query: &str) -> Attributes {
-        let query = crate::http::request_info::parse_query(Some(query));
+        let query = apiserver::rest::request_info::parse_query(Some(query));
         let RequestInfo::Cluster(_, target) = request_info::parse(&method, path, &query) else {
             panic!("{path} is not a cluster request");
         };

@@ -32,10 +32,10 @@ pub mod store_policy;
 pub mod subjects;
 pub mod workspace_rbac;
 
-use crate::http::request_info::Target;
-use crate::http::status::ApiError;
 use crate::metrics::AuthorizationLabels;
 use crate::state::Shard;
+use apiserver::rest::request_info::Target;
+use apiserver::rest::status::ApiError;
 use attributes::Attributes;
 use decision::{Decision, Denial};
 use protocol::gvr::GroupResource;

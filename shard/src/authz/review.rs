@@ -10,11 +10,12 @@ use super::attributes::{Attributes, NonResourceAttributes, ResourceAttributes};
 use super::decision::{self, Decision, Denial};
 use super::policy::{null_as_default, PolicyRule};
 use super::store_policy::StorePolicy;
-use crate::http::request_info::Verb;
-use crate::http::status::{ApiError, ApiResult};
-use crate::http::Response;
-use crate::verbs::body::read_object;
-use crate::verbs::ctx::Ctx;
+use crate::state::Shard;
+use apiserver::rest::request_info::Verb;
+use apiserver::rest::status::{ApiError, ApiResult};
+use apiserver::rest::Response;
+use apiserver::verbs::body::read_object;
+use apiserver::verbs::ctx::Ctx;
 use security::authn::Identity;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -24,7 +25,7 @@ const GROUP: &str = "authorization.k8s.io";
 
 /// Gives the review rows their strategy: create-only, never stored (the verbs answer them
 /// through [`handle`]).
-pub fn register(registry: &mut crate::registry::Registry) {
+pub fn register(registry: &mut apiserver::registry::Registry) {
     for resource in
         ["localsubjectaccessreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews", "subjectaccessreviews"]
     {
@@ -36,7 +37,7 @@ pub fn register(registry: &mut crate::registry::Registry) {
 #[derive(Debug, Default)]
 pub struct Review;
 
-impl crate::registry::strategy::Strategy for Review {
+impl apiserver::registry::strategy::Strategy for Review {
     fn verbs(&self) -> &'static [&'static str] {
         &["create"]
     }
@@ -84,7 +85,7 @@ struct Spec {
 }
 
 /// Answers a review: POST of a review object to its collection.
-pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Response> {
+pub async fn handle(shard: &Shard, ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Response> {
     if ctx.req.verb != Verb::Create || ctx.req.name.is_some() {
         return Err(ApiError::method_not_allowed(format!(
             "only create is served on {}: a review is a question answered at once, not a stored object",
@@ -99,13 +100,13 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
     };
     let kind = ctx.rt.kind.as_str();
     let status = match kind {
-        "SelfSubjectRulesReview" => rules_review(ctx, &spec)?,
-        "SelfSubjectAccessReview" => access_review(ctx, &ctx.identity, attributes_of(kind, &spec, None)?)?,
+        "SelfSubjectRulesReview" => rules_review(shard, ctx, &spec)?,
+        "SelfSubjectAccessReview" => access_review(shard, ctx, &ctx.identity, attributes_of(kind, &spec, None)?)?,
         "LocalSubjectAccessReview" => {
             let subject = subject_of(kind, &spec)?;
-            access_review(ctx, &subject, attributes_of(kind, &spec, ctx.req.namespace.as_deref())?)?
+            access_review(shard, ctx, &subject, attributes_of(kind, &spec, ctx.req.namespace.as_deref())?)?
         }
-        _ => access_review(ctx, &subject_of(kind, &spec)?, attributes_of(kind, &spec, None)?)?,
+        _ => access_review(shard, ctx, &subject_of(kind, &spec)?, attributes_of(kind, &spec, None)?)?,
     };
     review["status"] = status;
     ctx.respond_object(201, &review, &warnings)
@@ -170,8 +171,8 @@ fn subject_of(kind: &str, spec: &Spec) -> ApiResult<Identity> {
 }
 
 /// `status` of an access review: the decision the authorizer would take.
-fn access_review(ctx: &Ctx, subject: &Identity, attributes: Attributes) -> ApiResult<Value> {
-    let policy = StorePolicy::new(&ctx.shard, ctx.cluster()?);
+fn access_review(shard: &Shard, ctx: &Ctx, subject: &Identity, attributes: Attributes) -> ApiResult<Value> {
+    let policy = StorePolicy::new(shard, ctx.cluster()?);
     let decision = decision::decide(&policy, policy.owner().as_ref(), subject, &attributes)?;
     let mut status = json!({"allowed": matches!(decision, Decision::Allowed(_))});
     let reason = decision.reason();
@@ -186,11 +187,11 @@ fn access_review(ctx: &Ctx, subject: &Identity, attributes: Attributes) -> ApiRe
 }
 
 /// `status` of a SelfSubjectRulesReview: the caller's rules in `spec.namespace`.
-fn rules_review(ctx: &Ctx, spec: &Spec) -> ApiResult<Value> {
+fn rules_review(shard: &Shard, ctx: &Ctx, spec: &Spec) -> ApiResult<Value> {
     if spec.namespace.is_empty() {
         return Err(ApiError::bad_request("no namespace on request: set spec.namespace"));
     }
-    let policy = StorePolicy::new(&ctx.shard, ctx.cluster()?);
+    let policy = StorePolicy::new(shard, ctx.cluster()?);
     let rules = decision::rules_for(&policy, policy.owner().as_ref(), &ctx.identity, &spec.namespace)?;
     let mut status = rules_status(&rules.rules);
     status["incomplete"] = Value::from(!rules.errors.is_empty());

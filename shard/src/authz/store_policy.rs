@@ -10,8 +10,8 @@
 
 use super::policy::{Binding, Role};
 use super::resolver::{PolicyError, PolicySource};
-use crate::objects;
 use crate::state::Shard;
+use apiserver::objects;
 use protocol::types::Owner;
 use protocol::wellknown::OWNER_ANNOTATION;
 use serde::de::DeserializeOwned;

@@ -5,7 +5,7 @@
 //! bindings' `status.boundResources`: a binding serves once it is Bound.
 
 use super::schema;
-use crate::registry::Core;
+use apiserver::registry::Core;
 use parking_lot::RwLock;
 use protocol::meta;
 use serde_json::Value;
@@ -79,7 +79,7 @@ impl BoundResources {
     /// Rebuilds the index from every APIBinding in the store.
     pub fn load(&self, core: &Core) -> anyhow::Result<()> {
         let Some(rt) = super::bindings_row(core) else { return Ok(()) };
-        crate::objects::scan(&core.store, &rt, |cluster, object| self.observe(cluster, object))?;
+        apiserver::objects::scan(&core.store, &rt, |cluster, object| self.observe(cluster, object))?;
         Ok(())
     }
 }

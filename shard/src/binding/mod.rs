@@ -6,7 +6,7 @@
 //! shard is down. Each bound schema becomes a *bound CRD* in this shard's
 //! [`BOUND_CRDS_CLUSTER`] (a system logical cluster nobody addresses), named after the
 //! export identity and the schema's UID; the consumer cluster serves the resource from it
-//! (`crate::registry::Registry::lookup`), with objects stored under
+//! (`apiserver::registry::Registry::lookup`), with objects stored under
 //! `<group>/<resource>:<identityHash>/…`, apart from every other export's. Bound CRDs are
 //! local, so a bound resource keeps serving with the exporter and every cache gone.
 //!
@@ -26,10 +26,10 @@ pub mod system;
 
 use crate::cache::lister;
 use crate::controllers::REQUEUE_DELAY;
-use crate::objects;
-use crate::registry::ResourceType;
 use crate::state::Shard;
-use crate::storage::{self, ObjectRef, WriteOptions};
+use apiserver::objects;
+use apiserver::registry::ResourceType;
+use apiserver::storage::{self, ObjectRef, WriteOptions};
 use bound::BoundResources;
 use parking_lot::Mutex;
 use protocol::meta;
@@ -40,10 +40,10 @@ use std::sync::Arc;
 use store::{ListOptions, Precondition, StoreError};
 
 pub use crate::apis::APIS_GROUP;
-pub use crate::registry::custom::{BOUND_CRDS_CLUSTER, IDENTITY_ANNOTATION};
+pub use apiserver::registry::custom::BOUND_CRDS_CLUSTER;
 
 /// The `apibindings.apis.kcp.io` registry row.
-pub fn bindings_row(shard: &crate::registry::Core) -> Option<Arc<ResourceType>> {
+pub fn bindings_row(shard: &apiserver::registry::Core) -> Option<Arc<ResourceType>> {
     shard.registry.all().iter().find(|r| r.group == APIS_GROUP && r.resource == "apibindings").cloned()
 }
 
@@ -168,14 +168,15 @@ async fn reconcile(shard: &Shard, bound: &BoundResources, cluster: &str, name: &
             return false;
         }
     };
-    let unchanged = binding.get("status").is_some_and(|status| crate::conditions::same_status(status, &outcome.status));
+    let unchanged =
+        binding.get("status").is_some_and(|status| apiserver::conditions::same_status(status, &outcome.status));
     let written = if unchanged {
         binding
     } else {
         let status = outcome.status.clone();
         let update = storage::guaranteed_update(shard, &rt, &at, Some("status"), WriteOptions::default(), |old| {
             let mut new = old.clone();
-            new["status"] = crate::conditions::with_transition_times(old.get("status"), &status);
+            new["status"] = apiserver::conditions::with_transition_times(old.get("status"), &status);
             Ok(new)
         });
         match update.await {

@@ -126,7 +126,7 @@ mod tests {
         assert_eq!(meta::annotations(&crd)[IDENTITY_ANNOTATION], identity);
         assert_eq!(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["type"], "object");
         assert_eq!(crd["spec"]["versions"][0]["subresources"], json!({"status": {}}));
-        let rows = crate::registry::definition::resource_types(&crd, &crate::registry::strategy::generic());
+        let rows = apiserver::registry::definition::resource_types(&crd, &apiserver::registry::strategy::generic());
         assert_eq!(rows.len(), 1);
         assert_eq!((rows[0].group.as_str(), rows[0].resource.as_str()), ("example.io", "widgets"));
     }

@@ -6,8 +6,8 @@
 use super::bound::BoundResources;
 use super::system::SystemIdentities;
 use super::BOUND_CRDS_CLUSTER;
-use crate::registry::CustomResources;
-use crate::registry::{Registry, ResourceSource, ResourceType};
+use apiserver::registry::CustomResources;
+use apiserver::registry::{Registry, ResourceSource, ResourceType};
 use std::sync::Arc;
 
 /// APIBindings' rows, from the bindings index and the bound CRDs.

@@ -7,11 +7,11 @@ use super::bound::BoundResources;
 use super::source::BoundSource;
 use super::system::SystemIdentities;
 use crate::apis::{Api, ApiKind, APIS_GROUP};
-use crate::http::status::{ApiError, ApiResult};
-use crate::registry::strategy::{done, Causes, Committed, Hook, Strategy};
-use crate::registry::Core;
-use crate::registry::{Registry, ResourceType};
 use crate::state::Shard;
+use apiserver::registry::strategy::{done, Causes, Committed, Hook, Strategy};
+use apiserver::registry::Core;
+use apiserver::registry::{Registry, ResourceType};
+use apiserver::rest::status::{ApiError, ApiResult};
 
 use parking_lot::Mutex;
 use protocol::meta;

@@ -6,10 +6,10 @@
 //! `<resource>:<identityHash>` naming as well as under the plain name.
 
 use crate::peer::PeerError;
-use crate::registry::ResourceType;
 use crate::state::Shard;
-use crate::storage::{self, ObjectRef, WriteOptions};
 use anyhow::Context;
+use apiserver::registry::ResourceType;
+use apiserver::storage::{self, ObjectRef, WriteOptions};
 use parking_lot::RwLock;
 use protocol::path::ROOT;
 use serde_json::{json, Value};

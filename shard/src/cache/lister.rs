@@ -4,8 +4,8 @@
 //! through here, so they keep working from the cache while the owning shard is down. A
 //! miss in both proves nothing: replication lags, so callers retry.
 
-use crate::objects;
 use crate::state::Shard;
+use apiserver::objects;
 use serde_json::Value;
 
 /// Where an object was read.

@@ -2,9 +2,10 @@
 //! every object in the cluster, then release the LogicalCluster so the cluster is gone.
 
 use super::{for_each_object, REQUEUE_DELAY};
-use crate::objects;
 use crate::state::Shard;
-use crate::storage::{self, ObjectRef};
+use crate::tenancy::rows::TenancyRows;
+use apiserver::objects;
+use apiserver::storage::{self, ObjectRef};
 use parking_lot::Mutex;
 use protocol::meta;
 use protocol::types::LOGICAL_CLUSTER_NAME;

@@ -3,10 +3,11 @@
 //! objects and root's WorkspaceTypes every second.
 
 use crate::membership::Persisted;
-use crate::objects;
 use crate::peer::PeerError;
 use crate::state::Shard;
-use crate::storage::{self, ObjectRef, WriteOptions};
+use crate::tenancy::rows::TenancyRows;
+use apiserver::objects;
+use apiserver::storage::{self, ObjectRef, WriteOptions};
 use protocol::path::ROOT as ROOT_CLUSTER;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -96,7 +97,7 @@ async fn read_set(shard: &Shard) -> anyhow::Result<Persisted> {
     Ok(Persisted::from_objects(&shards, types))
 }
 
-fn local_items(shard: &Shard, rt: &crate::registry::ResourceType) -> anyhow::Result<Vec<Value>> {
+fn local_items(shard: &Shard, rt: &apiserver::registry::ResourceType) -> anyhow::Result<Vec<Value>> {
     let prefix = objects::collection_prefix(rt, Some(ROOT_CLUSTER), None);
     let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };
     let page = shard.store.list(&options, |_, _| true)?;

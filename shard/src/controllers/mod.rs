@@ -1,6 +1,6 @@
 //! Controllers that run inside the shard, each a loop over a store watch.
 //!
-//! They use [`crate::storage`] directly (no HTTP) and are level-triggered: every pass
+//! They use [`apiserver::storage`] directly (no HTTP) and are level-triggered: every pass
 //! recomputes what to do from the current objects, so a missed event or a restart only
 //! delays work, never loses it.
 
@@ -11,10 +11,10 @@ pub mod namespace;
 pub mod queue;
 pub mod workspace;
 
-use crate::objects;
-use crate::registry::ResourceType;
 use crate::state::Shard;
 use crate::store_watch::{StoreConsumer, StoreSource};
+use apiserver::objects;
+use apiserver::registry::ResourceType;
 use parking_lot::Mutex;
 use protocol::meta;
 use protocol::watcher::{drive, Backoff};

@@ -3,8 +3,8 @@
 
 use super::finish_each;
 use crate::state::Shard;
-use crate::storage::{self, DeletePreconditions, ObjectRef, WriteOptions};
-use crate::strategy::NAMESPACE_FINALIZER;
+use apiserver::storage::{self, DeletePreconditions, ObjectRef, WriteOptions};
+use apiserver::strategy::NAMESPACE_FINALIZER;
 use protocol::meta;
 use serde_json::Value;
 use std::sync::Arc;
@@ -29,12 +29,12 @@ fn has_spec_finalizer(namespace: &Value) -> bool {
 async fn finalize(shard: &Shard, cluster: &str, namespace: &str) -> bool {
     let mut remaining = 0usize;
     for rt in shard.registry.stored(cluster).iter().filter(|rt| rt.namespaced) {
-        let prefix = crate::objects::collection_prefix(rt, Some(cluster), Some(namespace));
+        let prefix = apiserver::objects::collection_prefix(rt, Some(cluster), Some(namespace));
         let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };
         let Ok(page) = shard.store.list(&options, |_, _| true) else { return false };
         for (key, _) in page.items {
             remaining += 1;
-            let Some((_, _, name)) = crate::objects::split_key(&key) else { continue };
+            let Some((_, _, name)) = apiserver::objects::split_key(&key) else { continue };
             let at = ObjectRef { cluster, namespace: Some(namespace), name };
             let deleted =
                 storage::delete(shard, rt, &at, &DeletePreconditions::default(), WriteOptions::default()).await;

@@ -13,12 +13,13 @@
 //! (the other shard's logical-cluster controller deletes those first).
 
 use super::for_each_object;
-use crate::http::status::ApiResult;
 use crate::peer::PeerError;
 use crate::state::Shard;
-use crate::storage::{self, ObjectRef, WriteOptions};
-use crate::strategy::UNRESTRICTED_WRITE as SCHEDULER_WRITE;
+use crate::tenancy::rows::TenancyRows;
 use crate::tenancy::{self, clusters};
+use apiserver::rest::status::ApiResult;
+use apiserver::storage::{self, ObjectRef, WriteOptions};
+use apiserver::strategy::UNRESTRICTED_WRITE as SCHEDULER_WRITE;
 use parking_lot::Mutex;
 use protocol::meta;
 use protocol::wellknown::{

@@ -5,7 +5,7 @@
 use super::CLEANUP_FINALIZER;
 use crate::controllers::finish_each;
 use crate::state::Shard;
-use crate::storage::{self, DeletePreconditions, ObjectRef, WriteOptions};
+use apiserver::storage::{self, DeletePreconditions, ObjectRef, WriteOptions};
 use protocol::meta;
 use serde_json::Value;
 use std::sync::Arc;
@@ -26,13 +26,13 @@ async fn clean_up(shard: &Shard, cluster: &str, crd_name: &str) -> bool {
         // Not indexed: a CRD without group, plural or kind, through which nothing was stored.
         return remove_finalizer(shard, cluster, crd_name).await;
     };
-    let prefix = crate::objects::collection_prefix(&rt, Some(cluster), None);
+    let prefix = apiserver::objects::collection_prefix(&rt, Some(cluster), None);
     let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };
     let Ok(page) = shard.store.list(&options, |_, _| true) else { return false };
     let mut remaining = 0usize;
     for (key, _) in page.items {
         remaining += 1;
-        let Some((_, namespace, name)) = crate::objects::split_key(&key) else { continue };
+        let Some((_, namespace, name)) = apiserver::objects::split_key(&key) else { continue };
         let namespace = rt.namespaced.then_some(namespace);
         let at = ObjectRef { cluster, namespace, name };
         let deleted = storage::delete(shard, &rt, &at, &DeletePreconditions::default(), WriteOptions::default()).await;

@@ -1,17 +1,16 @@
 //! CustomResourceDefinitions: their strategy, status, cleanup and published schemas. A
 //! CRD is an ordinary object of its logical cluster; the rows it defines live in the
-//! table ([`crate::registry::custom`], built by [`crate::registry::definition`]).
+//! table ([`apiserver::registry::custom`], built by [`apiserver::registry::definition`]).
 //!
 //! - [`status`]: the CRD strategy (finalizer, conditions, accepted names, stored versions).
 //! - [`strategy`]: how the generic storage treats CRDs and custom resources.
 //! - [`cleanup`]: deleting a CRD deletes its objects, then lets the CRD go.
 //! - [`objects`]: what custom resources need on the write and read paths (schema
 //!   defaulting and validation, version conversion).
-//! - [`openapi`]: their published schemas (`kubectl explain`).
+//! - `apiserver::openapi`: their published schemas (`kubectl explain`).
 
 pub mod cleanup;
 pub mod objects;
-pub mod openapi;
 pub mod status;
 pub mod strategy;
 
@@ -19,8 +18,8 @@ pub mod strategy;
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 /// Rebuilds the table's index of custom resources from every CRD in the store.
-pub fn load_index(core: &crate::registry::Core) -> anyhow::Result<()> {
+pub fn load_index(core: &apiserver::registry::Core) -> anyhow::Result<()> {
     let rt = core.registry.custom_resource_definitions();
-    crate::objects::scan(&core.store, &rt, |cluster, object| core.registry.custom().observe(cluster, object))?;
+    apiserver::objects::scan(&core.store, &rt, |cluster, object| core.registry.custom().observe(cluster, object))?;
     Ok(())
 }

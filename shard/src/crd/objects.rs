@@ -6,8 +6,8 @@
 //! back. Schema defaults are applied on write and, as kube does, again on read, so
 //! defaults added to a schema later show on old objects too.
 
-use crate::http::status::{ApiError, ApiResult};
-use crate::registry::ResourceType;
+use apiserver::registry::ResourceType;
+use apiserver::rest::status::{ApiError, ApiResult};
 use serde_json::Value;
 
 /// Defaults a custom resource by its version's schema and moves it to the storage version.
@@ -53,7 +53,7 @@ mod tests {
     use serde_json::json;
 
     fn rows() -> Vec<ResourceType> {
-        crate::registry::definition::resource_types(
+        apiserver::registry::definition::resource_types(
             &json!({
                 "metadata": {"name": "widgets.example.com"},
                 "spec": {"group": "example.com", "scope": "Namespaced",
@@ -66,7 +66,7 @@ mod tests {
                             {"name": "v2", "served": true, "storage": false, "schema": {"openAPIV3Schema": {"type": "object"}}}
                          ]}
             }),
-            &crate::registry::strategy::generic(),
+            &apiserver::registry::strategy::generic(),
         )
     }
 

@@ -44,7 +44,7 @@ pub fn validate(old: Option<&Value>, crd: &Value) -> Vec<(String, String)> {
 
 /// A CRD may not define a resource the built-in table serves (kube serves the built-in
 /// and ignores such a CRD; refusing it says so at once).
-pub fn shadowed_builtin(registry: &crate::registry::Registry, crd: &Value) -> Vec<(String, String)> {
+pub fn shadowed_builtin(registry: &apiserver::registry::Registry, crd: &Value) -> Vec<(String, String)> {
     let group = crd.pointer("/spec/group").and_then(Value::as_str).unwrap_or_default();
     let plural = crd.pointer("/spec/names/plural").and_then(Value::as_str).unwrap_or_default();
     if !registry.is_builtin(group, plural) {

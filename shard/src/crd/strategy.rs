@@ -1,11 +1,11 @@
 //! The strategies of CustomResourceDefinitions and of the custom resources they define,
 //! which the generic storage calls through each row's [`Strategy`].
 
-use crate::http::status::{ApiError, ApiResult};
-use crate::registry::strategy::{done, Causes, Committed, Hook, Strategy};
-use crate::registry::Core;
-use crate::registry::{Registry, ResourceType};
-use crate::storage::{self, ObjectRef};
+use apiserver::registry::strategy::{done, Causes, Committed, Hook, Strategy};
+use apiserver::registry::Core;
+use apiserver::registry::{Registry, ResourceType};
+use apiserver::rest::status::{ApiError, ApiResult};
+use apiserver::storage::{self, ObjectRef};
 
 use protocol::meta;
 use serde_json::Value;
@@ -105,12 +105,13 @@ impl Strategy for CustomResource {
 async fn withdraw_if_definition_went(core: &Core, rt: &ResourceType, at: &ObjectRef<'_>, rv: u64) -> ApiResult<()> {
     let Some(custom) = &rt.custom else { return Ok(()) };
     // Bound resources are defined by the shard's bound CRDs, not by the cluster's own.
-    let defined_in = if custom.identity.is_some() { crate::registry::custom::BOUND_CRDS_CLUSTER } else { at.cluster };
+    let defined_in =
+        if custom.identity.is_some() { apiserver::registry::custom::BOUND_CRDS_CLUSTER } else { at.cluster };
     let current = core.registry.custom().storage_row(defined_in, &custom.crd_name);
     if current.as_ref().and_then(|row| row.custom.as_ref()).is_some_and(|c| !c.terminating) {
         return Ok(());
     }
-    let key = crate::objects::key(rt, at.cluster, at.namespace, at.name);
+    let key = apiserver::objects::key(rt, at.cluster, at.namespace, at.name);
     match core.store.delete(key, Precondition::ResourceVersion(rv)).await {
         Ok(_) | Err(StoreError::NotFound) | Err(StoreError::Conflict { .. }) => {}
         Err(e) => return Err(storage::object_error(rt, at.name, e)),

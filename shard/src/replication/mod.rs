@@ -17,8 +17,8 @@
 
 pub mod replica;
 
-use crate::objects;
 use crate::state::Shard;
+use apiserver::objects;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use protocol::cache::cache_client::CacheClient;

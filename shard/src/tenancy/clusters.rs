@@ -1,12 +1,13 @@
 //! LogicalCluster operations on a target shard: through [`crate::peer`] for other
-//! shards, straight through [`crate::storage`] when the target is this shard (the same
+//! shards, straight through [`apiserver::storage`] when the target is this shard (the same
 //! admission and strategy run either way; only the HTTP round trip is saved).
 
-use crate::http::status::ApiError;
 use crate::membership::ShardInfo;
 use crate::peer::{logical_cluster_path, PeerError};
 use crate::state::Shard;
-use crate::storage::{self, DeletePreconditions, ObjectRef, WriteOptions};
+use crate::tenancy::rows::TenancyRows;
+use apiserver::rest::status::ApiError;
+use apiserver::storage::{self, DeletePreconditions, ObjectRef, WriteOptions};
 use protocol::types::LOGICAL_CLUSTER_NAME;
 use serde_json::Value;
 

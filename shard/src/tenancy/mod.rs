@@ -7,13 +7,15 @@
 
 pub mod clusters;
 pub mod owner;
+pub mod rows;
 pub mod strategy;
 pub mod types;
 
-use crate::http::status::{ApiError, ApiResult};
-use crate::objects;
 use crate::state::Shard;
-use crate::storage::{self, ObjectRef};
+use crate::tenancy::rows::TenancyRows;
+use apiserver::objects;
+use apiserver::rest::status::{ApiError, ApiResult};
+use apiserver::storage::{self, ObjectRef};
 use protocol::meta;
 use protocol::path::ROOT;
 use protocol::types::LOGICAL_CLUSTER_NAME;

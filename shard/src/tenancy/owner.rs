@@ -33,7 +33,8 @@ pub fn record_creator(identity: &Identity, workspace: &mut Value) {
 }
 
 /// The owner recorded in an object's annotations, if any.
-pub fn owner_of(object: &Value) -> Option<Owner> {
+#[cfg(test)]
+fn owner_of(object: &Value) -> Option<Owner> {
     let annotation = object.pointer("/metadata/annotations")?.get(OWNER_ANNOTATION)?.as_str()?;
     Owner::parse(annotation)
 }

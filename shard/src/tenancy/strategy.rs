@@ -3,14 +3,14 @@
 //! namespace every new cluster gets) and Workspaces (admission against their type, the
 //! placement only the scheduler writes, the creator recorded as owner).
 
-use crate::http::status::{ApiError, ApiResult};
 use crate::paths::PathIndex;
-use crate::registry::strategy::{Causes, Committed, Hook, Strategy, WithGeneration};
-use crate::registry::Core;
-use crate::registry::{Registry, ResourceType};
 use crate::state::Shard;
-use crate::storage::{self, WriteOptions};
-use crate::strategy::{invalid, keep_annotation};
+use apiserver::registry::strategy::{Causes, Committed, Hook, Strategy, WithGeneration};
+use apiserver::registry::Core;
+use apiserver::registry::{Registry, ResourceType};
+use apiserver::rest::status::{ApiError, ApiResult};
+use apiserver::storage::{self, WriteOptions};
+use apiserver::strategy::{invalid, keep_annotation};
 use protocol::wellknown::{
     OWNER_ANNOTATION, PATH_ANNOTATION, SCHEDULED_CLUSTER_ANNOTATION, SCHEDULED_SHARD_ANNOTATION,
 };
@@ -27,6 +27,7 @@ const WORKSPACE_SYSTEM_SPEC: [&str; 2] = ["cluster", "URL"];
 /// Gives tenancy's rows their strategies. `shard` is the shard being assembled (workspace
 /// admission reads parents and types through it once it serves).
 pub fn register(registry: &mut Registry, shard: Weak<Shard>, paths: Arc<PathIndex>, base_url: String) {
+    registry.add_rows(super::rows::rows());
     registry.set_strategy("core.kcp.io", "logicalclusters", Arc::new(LogicalCluster { paths, base_url }));
     registry.set_strategy("tenancy.kcp.io", "workspaces", Arc::new(Workspace { shard }));
     registry.set_strategy("tenancy.kcp.io", "workspacetypes", Arc::new(WithGeneration));
@@ -195,6 +196,7 @@ fn promote_initialized(object: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tenancy::rows::TenancyRows;
 
     fn logical_cluster() -> LogicalCluster {
         LogicalCluster { paths: Arc::default(), base_url: "https://shard".into() }
@@ -202,7 +204,7 @@ mod tests {
 
     #[test]
     fn logical_cluster_object_must_be_named_cluster() {
-        let rt = Registry::builtin().logical_clusters();
+        let rt = Registry::from_resources(crate::tenancy::rows::rows()).logical_clusters();
         let strategy = logical_cluster();
         assert!(strategy.validate(&rt, None, &json!({"metadata": {"name": "cluster"}})).is_empty());
         let causes = strategy.validate(&rt, None, &json!({"metadata": {"name": "other"}}));
@@ -211,7 +213,7 @@ mod tests {
 
     #[test]
     fn logical_cluster_create_sets_finalizer_phase_and_url() {
-        let rt = Registry::builtin().logical_clusters();
+        let rt = Registry::from_resources(crate::tenancy::rows::rows()).logical_clusters();
         let mut object = json!({"metadata": {"name": "cluster", "annotations": {"kcp.io/cluster": "abc"}},
                                 "spec": {"initializers": ["x"]}});
         logical_cluster().prepare_create(&rt, &mut object, "t").unwrap();
@@ -229,7 +231,7 @@ mod tests {
 
     #[test]
     fn workspace_type_is_immutable_and_placement_is_the_schedulers() {
-        let rt = Registry::builtin().workspaces();
+        let rt = Registry::from_resources(crate::tenancy::rows::rows()).workspaces();
         let strategy = Workspace { shard: Weak::new() };
         let old = json!({"metadata": {"name": "w"}, "spec": {"type": {"name": "universal"}, "cluster": "abc"}});
         let mut retyped = json!({"metadata": {"name": "w"}, "spec": {"type": {"name": "other"}}});

@@ -22,11 +22,11 @@ use super::Settings;
 use crate::cache::lister;
 use crate::controllers::queue::WorkQueue;
 use crate::controllers::REQUEUE_DELAY;
-use crate::objects;
-use crate::registry::ResourceType;
 use crate::state::Shard;
-use crate::storage::{self, ObjectRef, WriteOptions};
 use crate::store_watch::{StoreConsumer, StoreSource};
+use apiserver::objects;
+use apiserver::registry::ResourceType;
+use apiserver::storage::{self, ObjectRef, WriteOptions};
 use parking_lot::Mutex;
 use placement::ApiIdentity;
 use protocol::meta;
@@ -333,10 +333,10 @@ impl Tmc {
             .await
             .map_err(|e| anyhow::anyhow!(e.message))?;
         }
-        if !current.get("status").is_some_and(|status| crate::conditions::same_status(status, &wanted)) {
+        if !current.get("status").is_some_and(|status| apiserver::conditions::same_status(status, &wanted)) {
             current = storage::guaranteed_update(shard, rt, &at, Some("status"), WriteOptions::default(), |old| {
                 let mut new = old.clone();
-                new["status"] = crate::conditions::with_transition_times(old.get("status"), &wanted);
+                new["status"] = apiserver::conditions::with_transition_times(old.get("status"), &wanted);
                 Ok(new)
             })
             .await
@@ -572,6 +572,6 @@ fn earliest(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
     }
 }
 
-fn error(e: crate::http::status::ApiError) -> anyhow::Error {
+fn error(e: apiserver::rest::status::ApiError) -> anyhow::Error {
     anyhow::anyhow!(e.message)
 }

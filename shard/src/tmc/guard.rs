@@ -10,8 +10,8 @@
 //!   The check runs inside the write, against the stored object, so an object unplaced
 //!   (or deleted and recreated) meanwhile is refused, and nothing is created.
 
-use crate::http::status::{ApiError, ApiResult};
-use crate::registry::virtual_workspace::WriteAdmission;
+use apiserver::registry::virtual_workspace::WriteAdmission;
+use apiserver::rest::status::{ApiError, ApiResult};
 use protocol::meta;
 use protocol::types::{
     CLUSTER_RESOURCE_STATE_LABEL_PREFIX, INTERNAL_CLUSTER_DELETION_TIMESTAMP_ANNOTATION_PREFIX,

@@ -6,9 +6,9 @@
 //! whose workspaces may place namespaces on it.
 
 use super::Settings;
-use crate::registry::ResourceType;
 use crate::state::Shard;
-use crate::storage::{self, ObjectRef, WriteOptions};
+use apiserver::registry::ResourceType;
+use apiserver::storage::{self, ObjectRef, WriteOptions};
 use protocol::meta;
 use protocol::types::{ERROR_HEARTBEAT_MISSED_REASON, HEARTBEAT_HEALTHY_CONDITION, SYNC_TARGET_READY_CONDITION};
 use serde_json::{json, Value};
@@ -41,7 +41,7 @@ pub async fn reconcile(
     let views: Vec<String> = shards.iter().map(|url| format!("{url}{}", view_path(cluster, name))).collect();
     let wanted = status(target, &views, settings, jiff::Timestamp::now());
     let current = target.get("status").cloned().unwrap_or_else(|| json!({}));
-    if crate::conditions::same_status(&current, &wanted) {
+    if apiserver::conditions::same_status(&current, &wanted) {
         return Ok(());
     }
     let at = ObjectRef { cluster, namespace: None, name };
@@ -50,7 +50,7 @@ pub async fn reconcile(
         let old_status = old.get("status").cloned().unwrap_or_else(|| json!({}));
         let mut merged = status(old, &views, settings, jiff::Timestamp::now());
         merged["conditions"] =
-            crate::conditions::with_transition_times(Some(&old_status), &merged)["conditions"].clone();
+            apiserver::conditions::with_transition_times(Some(&old_status), &merged)["conditions"].clone();
         new["status"] = merged;
         Ok(new)
     })

@@ -4,9 +4,9 @@
 //! and the Location's labels as one string in `scheduling.kcp.io/labels`, which its
 //! `Labels` column shows.
 
-use crate::registry::ResourceType;
 use crate::state::Shard;
-use crate::storage::{self, ObjectRef, WriteOptions};
+use apiserver::registry::ResourceType;
+use apiserver::storage::{self, ObjectRef, WriteOptions};
 use protocol::meta;
 use protocol::selector::LabelSelector;
 use protocol::types::{LOCATION_LABELS_STRING_ANNOTATION, SYNC_TARGET_RESOURCE, WORKLOAD_KCP_GROUP};

@@ -15,10 +15,10 @@ pub mod placement;
 pub mod schedule;
 pub mod view;
 
-use crate::http::status::ApiResult;
-use crate::registry::strategy::{Causes, Strategy};
-use crate::registry::Core;
-use crate::registry::{age_column, builtin, col, strings, wide, Cell, Column, Registry, ResourceType};
+use apiserver::registry::strategy::{Causes, Strategy};
+use apiserver::registry::Core;
+use apiserver::registry::{age_column, builtin, col, strings, wide, Cell, Column, Registry, ResourceType};
+use apiserver::rest::status::ApiResult;
 use protocol::meta;
 use protocol::selector::LabelSelector;
 use protocol::types::{
@@ -54,7 +54,7 @@ pub fn register(registry: &mut Registry, shard: std::sync::Weak<crate::state::Sh
     registry.add_write_admission(Arc::new(guard::Reserved));
 }
 
-fn row(group: &str, resource: &str, kind: &str, columns: Vec<crate::registry::Column>) -> ResourceType {
+fn row(group: &str, resource: &str, kind: &str, columns: Vec<apiserver::registry::Column>) -> ResourceType {
     let schema = format!("io.kcp.{}.v1alpha1.{kind}", group.split('.').next().unwrap_or_default());
     ResourceType {
         categories: strings(&["kcp"]),

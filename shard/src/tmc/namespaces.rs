@@ -43,7 +43,7 @@ impl PlacementView {
         let phase = placement.pointer("/status/phase").and_then(Value::as_str).unwrap_or(PLACEMENT_PHASE_PENDING);
         let valid = !meta::is_deleting(placement)
             && phase != PLACEMENT_PHASE_PENDING
-            && crate::conditions::is_true(placement.get("status"), PLACEMENT_READY_CONDITION);
+            && apiserver::conditions::is_true(placement.get("status"), PLACEMENT_READY_CONDITION);
         let target = meta::annotations(placement).get(INTERNAL_SYNC_TARGET_PLACEMENT_ANNOTATION).cloned();
         PlacementView { selector, valid, target }
     }

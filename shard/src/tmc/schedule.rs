@@ -18,7 +18,7 @@ pub fn candidate(target: &Value, supported: Option<Vec<ApiIdentity>>) -> Candida
     let mut candidate = Candidate::new(meta::name(target).unwrap_or_default());
     candidate.labels = meta::labels(target);
     candidate.ready =
-        crate::conditions::is_true(target.get("status"), SYNC_TARGET_READY_CONDITION) && !meta::is_deleting(target);
+        apiserver::conditions::is_true(target.get("status"), SYNC_TARGET_READY_CONDITION) && !meta::is_deleting(target);
     candidate.unschedulable = target.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true);
     candidate.evict_after =
         target.pointer("/spec/evictAfter").and_then(Value::as_str).and_then(|t| t.parse::<jiff::Timestamp>().ok());

@@ -15,11 +15,11 @@ use super::guard::ViewWrites;
 use crate::authz::attributes::{Attributes, ResourceAttributes};
 use crate::authz::workspace_rbac::{self, Answer};
 use crate::cache::lister;
-use crate::http::request_info::{Target, Verb};
-use crate::http::status::{ApiError, ApiResult};
-use crate::registry::virtual_workspace::{Admitted, VirtualWorkspace};
 use crate::state::Shard;
-use crate::storage::{self, ObjectRef};
+use apiserver::registry::virtual_workspace::{Admitted, VirtualWorkspace};
+use apiserver::rest::request_info::{Target, Verb};
+use apiserver::rest::status::{ApiError, ApiResult};
+use apiserver::storage::{self, ObjectRef};
 use protocol::meta;
 use protocol::path::ClusterRef;
 use protocol::types::{

@@ -2,8 +2,8 @@
 //! kube-apiserver's table printers compute them (`kubectl get` shows what it would
 //! against a kube cluster). Pure functions of the object and the request's time.
 
-use crate::registry::{Cell, Computed};
-use crate::table::human_duration;
+use apiserver::registry::{Cell, Computed};
+use apiserver::table::human_duration;
 use jiff::Timestamp;
 use protocol::selector::LabelSelector;
 use serde_json::Value;

@@ -11,7 +11,7 @@ mod rows;
 mod strategy;
 mod validate;
 
-use crate::registry::Registry;
+use apiserver::registry::Registry;
 
 /// Adds the workload rows, each with its strategy.
 pub fn register(registry: &mut Registry) {

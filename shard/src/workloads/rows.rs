@@ -3,8 +3,8 @@
 
 use super::columns::{self as c, computed, CellFn};
 use super::strategy::{AutoscalerV1, Workload};
-use crate::registry::definition::ScalePaths;
-use crate::registry::{age_column, builtin, col, strings, wide, Cell, Column, ResourceType};
+use apiserver::registry::definition::ScalePaths;
+use apiserver::registry::{age_column, builtin, col, strings, wide, Cell, Column, ResourceType};
 use k8s_openapi::api::{apps, autoscaling, batch, core, discovery, networking, policy};
 use std::sync::Arc;
 

@@ -3,9 +3,9 @@
 //! selector, and the kinds' validation. Nothing runs the objects.
 
 use super::{convert, defaults, validate};
-use crate::http::status::ApiResult;
-use crate::registry::strategy::{Causes, Strategy};
-use crate::registry::ResourceType;
+use apiserver::registry::strategy::{Causes, Strategy};
+use apiserver::registry::ResourceType;
+use apiserver::rest::status::ApiResult;
 use protocol::meta;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
@@ -119,7 +119,7 @@ fn generate_job_selector(job: &mut Value) {
         ("job-name", name.as_str()),
     ];
     for (key, value) in labels {
-        crate::strategy::set_label(template, key, value);
+        apiserver::strategy::set_label(template, key, value);
     }
 }
 
@@ -215,7 +215,7 @@ mod tests {
         let error = decode::<Deployment>(&bad).expect("a string is no replica count");
         assert!(error.starts_with("spec.replicas: invalid type: string \"two\""), "{error}");
         let workload = Workload::of::<k8s_openapi::api::core::v1::Pod>(false);
-        let rt = crate::registry::builtin("", "v1", "pods", "pod", "Pod", true, "io.k8s.api.core.v1.Pod");
+        let rt = apiserver::registry::builtin("", "v1", "pods", "pod", "Pod", true, "io.k8s.api.core.v1.Pod");
         let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
             "spec": {"containers": [{"name": "a", "image": "b", "resources": {"limits": {"cpu": 1}}}]}});
         assert_eq!(workload.decode_error(&rt, &pod), None, "a number is a quantity");

@@ -17,7 +17,7 @@
 //! - otherwise it is deleted with the policy its own finalizers ask for, else background.
 
 use super::graph::{identity_hash, namespace_hash, ItemView, Node, OwnerFacts, OwnerRef, Uid};
-use crate::storage::Propagation;
+use apiserver::storage::Propagation;
 use std::sync::Arc;
 
 /// How one ownerReference of a dependent resolves.

@@ -184,7 +184,7 @@ fn group_of(api_version: &str) -> &str {
 /// Reads a stored object: its logical cluster and node. `None` for keys outside the object
 /// layout and values that are not objects with a UID (nothing can own or be owned then).
 pub fn decode(key: &[u8], rv: u64, value: &[u8]) -> Option<(Arc<str>, Node)> {
-    let (cluster, namespace, name) = crate::objects::split_key(key)?;
+    let (cluster, namespace, name) = apiserver::objects::split_key(key)?;
     let key = std::str::from_utf8(key).ok()?;
     let stored: Stored = serde_json::from_slice(value).ok()?;
     let uid = stored.metadata.uid.filter(|uid| !uid.is_empty())?;
@@ -210,8 +210,8 @@ pub fn decode(key: &[u8], rv: u64, value: &[u8]) -> Option<(Arc<str>, Node)> {
             })
             .collect(),
         deleting: stored.metadata.deletion_timestamp.is_some(),
-        orphan_finalizer: has(crate::storage::propagation::ORPHAN_FINALIZER),
-        foreground_finalizer: has(crate::storage::propagation::FOREGROUND_FINALIZER),
+        orphan_finalizer: has(apiserver::storage::propagation::ORPHAN_FINALIZER),
+        foreground_finalizer: has(apiserver::storage::propagation::FOREGROUND_FINALIZER),
     };
     Some((cluster.into(), node))
 }
@@ -285,7 +285,7 @@ impl Graph {
     pub fn wants_removal(&self, key: &[u8]) -> bool {
         let Ok(text) = std::str::from_utf8(key) else { return false };
         self.keys.contains_key(text)
-            || crate::objects::split_key(key)
+            || apiserver::objects::split_key(key)
                 .is_some_and(|(cluster, _, _)| self.clusters.get(cluster).is_some_and(|g| !g.dependents.is_empty()))
     }
 

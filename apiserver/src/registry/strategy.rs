@@ -4,7 +4,7 @@
 //! implement them in their own modules and register them at start-up.
 
 use super::{Core, ResourceType, VERBS};
-use crate::http::status::ApiResult;
+use crate::rest::status::ApiResult;
 use futures::future::BoxFuture;
 use security::authn::Identity;
 use serde_json::Value;

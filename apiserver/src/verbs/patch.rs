@@ -1,9 +1,9 @@
 //! PATCH of one object: JSON patch, merge patch and strategic merge patch.
 
 use super::ctx::Ctx;
-use crate::http::status::{ApiError, ApiResult};
-use crate::http::{self, negotiate, Response};
 use crate::patch::{self, PatchType};
+use crate::rest::status::{ApiError, ApiResult};
+use crate::rest::{self, negotiate, Response};
 use crate::{managed_fields, storage};
 use protocol::meta;
 use serde_json::Value;
@@ -26,7 +26,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
         ));
     }
     let length = ctx.header("content-length").and_then(|l| l.parse().ok());
-    let bytes = http::read_body(body, length).await?;
+    let bytes = rest::read_body(body, length).await?;
     let patch: Value = serde_json::from_slice(&bytes)
         .map_err(|e| ApiError::bad_request(format!("the patch is not valid JSON: {e}")))?;
     if patch_type == PatchType::Json && !patch.is_array() {
@@ -38,7 +38,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
     let at = ctx.object_ref()?;
     let mut warnings = Vec::new();
     let updated =
-        storage::guaranteed_update(&ctx.shard, &ctx.rt, &at, ctx.req.subresource.as_deref(), options, |stored| {
+        storage::guaranteed_update(&ctx.core, &ctx.rt, &at, ctx.req.subresource.as_deref(), options, |stored| {
             // A custom resource is patched as the addressed version shows it.
             let presented = ctx.present(stored);
             let current: &Value = &presented;
@@ -67,7 +67,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
 async fn server_side_apply(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Response> {
     let options = ctx.write_options()?;
     let length = ctx.header("content-length").and_then(|l| l.parse().ok());
-    let bytes = http::read_body(body, length).await?;
+    let bytes = rest::read_body(body, length).await?;
     let mut config: Value =
         serde_yaml_ng::from_slice(&bytes).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
     if !config.is_object() {
@@ -78,18 +78,18 @@ async fn server_side_apply(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<
     let warnings = crate::validation::prune_unknown(ctx, &mut config)?;
     crate::validation::check_types(ctx, &config)?;
     let at = ctx.object_ref()?;
-    match storage::get(&ctx.shard, &ctx.rt, &at) {
+    match storage::get(&ctx.core, &ctx.rt, &at) {
         Err(e) if e.is_not_found() && ctx.req.subresource.is_none() => {
             let mut object = managed_fields::apply(ctx, None, &config)?;
             super::body::admit_caller(ctx, &mut object)?;
-            let created = storage::create(&ctx.shard, &ctx.rt, at.cluster, object, options).await?;
+            let created = storage::create(&ctx.core, &ctx.rt, at.cluster, object, options).await?;
             return ctx.respond_object(201, &created, &warnings);
         }
         Err(e) => return Err(e),
         Ok(_) => {}
     }
     let updated =
-        storage::guaranteed_update(&ctx.shard, &ctx.rt, &at, ctx.req.subresource.as_deref(), options, |stored| {
+        storage::guaranteed_update(&ctx.core, &ctx.rt, &at, ctx.req.subresource.as_deref(), options, |stored| {
             let presented = ctx.present(stored);
             let current: &Value = &presented;
             let mut applied = managed_fields::apply(ctx, Some(current), &config)?;

@@ -11,17 +11,17 @@ mod scale;
 mod update;
 mod watch;
 
-use crate::http::request_info::Verb;
-use crate::http::status::{ApiError, ApiResult};
-use crate::http::Response;
+use crate::rest::request_info::Verb;
+use crate::rest::status::{ApiError, ApiResult};
+use crate::rest::Response;
 use hyper::body::Incoming;
 
 pub use ctx::{Ctx, Scope};
 
-/// Routes a resource request to its verb.
-pub async fn dispatch(ctx: Ctx, body: Incoming) -> ApiResult<Response> {
-    let sub = ctx.req.subresource.clone();
-    if let Some(sub) = sub.as_deref() {
+/// Refuses a request for a subresource the row does not have, or a verb other than list
+/// and watch across every cluster.
+pub fn check_request(ctx: &Ctx) -> ApiResult<()> {
+    if let Some(sub) = ctx.req.subresource.as_deref() {
         if !ctx.rt.has_subresource(sub) {
             return Err(ApiError::not_found_message(format!(
                 "the server could not find the requested resource ({} {}/{})",
@@ -34,9 +34,20 @@ pub async fn dispatch(ctx: Ctx, body: Incoming) -> ApiResult<Response> {
     if matches!(ctx.scope, Scope::Wildcard) && !matches!(ctx.req.verb, Verb::List | Verb::Watch) {
         ctx.cluster()?;
     }
-    // Resources that are never stored (access reviews) are questions answered at once.
+    Ok(())
+}
+
+/// Routes a resource request to its verb.
+pub async fn dispatch(ctx: Ctx, body: Incoming) -> ApiResult<Response> {
+    check_request(&ctx)?;
+    let sub = ctx.req.subresource.clone();
+    // Resources that are never stored (access reviews) are questions the serving binary
+    // answers before it dispatches here.
     if !ctx.rt.strategy.stored() {
-        return crate::authz::review::handle(&ctx, body).await;
+        return Err(ApiError::method_not_allowed(format!(
+            "{} are answered, not stored: only create is served",
+            ctx.rt.resource
+        )));
     }
     match (ctx.req.verb, sub.as_deref()) {
         (Verb::Get, Some("scale")) => scale::get(&ctx),

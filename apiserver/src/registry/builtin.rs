@@ -82,12 +82,6 @@ fn binding_columns() -> Vec<Column> {
     ]
 }
 
-/// kcp's READY column of its `apis.kcp.io` kinds: the status of one condition.
-fn ready_column(condition: &str) -> Column {
-    let path = format!(".status.conditions[?(@.type==\"{condition}\")].status");
-    col("Ready", "string", &format!("Status of the {condition} condition."), Cell::JsonPath(path))
-}
-
 /// A built-in resource row with the common defaults filled in.
 pub fn builtin(
     group: &str,
@@ -134,7 +128,6 @@ pub fn strings(items: &[&str]) -> Vec<String> {
 /// The built-in resources every logical cluster serves.
 pub fn builtin_resources() -> Vec<ResourceType> {
     const RBAC: &str = "rbac.authorization.k8s.io";
-    const APIS: &str = "apis.kcp.io";
     vec![
         ResourceType {
             short_names: strings(&["ns"]),
@@ -240,130 +233,6 @@ pub fn builtin_resources() -> Vec<ResourceType> {
                 "CustomResourceDefinition",
                 false,
                 "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
-            )
-        },
-        ResourceType {
-            subresources: strings(&["status"]),
-            return_deleted_object: true,
-            columns: vec![
-                col("Phase", "string", "The current phase of the logical cluster.", Cell::Pointer("/status/phase")),
-                col("URL", "string", "The URL of the logical cluster.", Cell::Pointer("/status/URL")),
-                age_column(),
-            ],
-            ..builtin(
-                "core.kcp.io",
-                "v1alpha1",
-                "logicalclusters",
-                "logicalcluster",
-                "LogicalCluster",
-                false,
-                "io.kcp.core.v1alpha1.LogicalCluster",
-            )
-        },
-        ResourceType {
-            short_names: strings(&["ws"]),
-            categories: strings(&["kcp"]),
-            subresources: strings(&["status"]),
-            names: NameRule::Label,
-            return_deleted_object: true,
-            columns: vec![
-                col("Type", "string", "Type of the workspace.", Cell::Pointer("/spec/type/name")),
-                col("Phase", "string", "The current phase of the workspace.", Cell::Pointer("/status/phase")),
-                col("URL", "string", "URL to access the workspace.", Cell::Pointer("/spec/URL")),
-                age_column(),
-            ],
-            ..builtin(
-                "tenancy.kcp.io",
-                "v1alpha1",
-                "workspaces",
-                "workspace",
-                "Workspace",
-                false,
-                "io.kcp.tenancy.v1alpha1.Workspace",
-            )
-        },
-        ResourceType {
-            categories: strings(&["kcp"]),
-            subresources: strings(&["status"]),
-            names: NameRule::Label,
-            ..builtin(
-                "tenancy.kcp.io",
-                "v1alpha1",
-                "workspacetypes",
-                "workspacetype",
-                "WorkspaceType",
-                false,
-                "io.kcp.tenancy.v1alpha1.WorkspaceType",
-            )
-        },
-        ResourceType {
-            categories: strings(&["kcp"]),
-            subresources: strings(&["status"]),
-            columns: vec![
-                col("URL", "string", "Base URL of the shard.", Cell::Pointer("/spec/baseURL")),
-                col(
-                    "External URL",
-                    "string",
-                    "URL clients use to reach the shard.",
-                    Cell::Pointer("/spec/externalURL"),
-                ),
-                age_column(),
-            ],
-            ..builtin("core.kcp.io", "v1alpha1", "shards", "shard", "Shard", false, "io.kcp.core.v1alpha1.Shard")
-        },
-        ResourceType {
-            categories: strings(&["kcp"]),
-            subresources: strings(&["status"]),
-            columns: vec![age_column(), ready_column("VirtualWorkspaceURLsReady")],
-            ..builtin(APIS, "v1alpha1", "apiexports", "apiexport", "APIExport", false, "io.kcp.apis.v1alpha1.APIExport")
-        },
-        ResourceType {
-            categories: strings(&["kcp"]),
-            ..builtin(
-                APIS,
-                "v1alpha1",
-                "apiresourceschemas",
-                "apiresourceschema",
-                "APIResourceSchema",
-                false,
-                "io.kcp.apis.v1alpha1.APIResourceSchema",
-            )
-        },
-        ResourceType {
-            categories: strings(&["kcp"]),
-            subresources: strings(&["status"]),
-            columns: vec![
-                col(
-                    "Export",
-                    "string",
-                    "The APIExport whose endpoints are listed.",
-                    Cell::Pointer("/spec/export/name"),
-                ),
-                col("Partition", "string", "The partition filtering the endpoints.", Cell::Pointer("/spec/partition")),
-                age_column(),
-            ],
-            ..builtin(
-                APIS,
-                "v1alpha1",
-                "apiexportendpointslices",
-                "apiexportendpointslice",
-                "APIExportEndpointSlice",
-                false,
-                "io.kcp.apis.v1alpha1.APIExportEndpointSlice",
-            )
-        },
-        ResourceType {
-            categories: strings(&["kcp"]),
-            subresources: strings(&["status"]),
-            columns: vec![age_column(), ready_column("Ready")],
-            ..builtin(
-                APIS,
-                "v1alpha1",
-                "apibindings",
-                "apibinding",
-                "APIBinding",
-                false,
-                "io.kcp.apis.v1alpha1.APIBinding",
             )
         },
         review("localsubjectaccessreviews", "LocalSubjectAccessReview", true),

@@ -17,7 +17,7 @@ const CLUSTER: &str = "c1";
 async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().expect("temporary directory");
     let store = Store::open(dir.path(), StoreOptions::default()).expect("open store");
-    let core = Core { store, registry: crate::strategy::kube_registry() };
+    let core = Core::new(store, crate::strategy::kube_registry());
     let namespaces = core.registry.namespaces();
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
     create(&core, &namespaces, CLUSTER, ns, WriteOptions::default()).await.expect("create namespace");

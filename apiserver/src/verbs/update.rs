@@ -2,8 +2,8 @@
 
 use super::body::{read_object, reconcile_name_and_namespace};
 use super::ctx::Ctx;
-use crate::http::status::ApiResult;
-use crate::http::Response;
+use crate::rest::status::ApiResult;
+use crate::rest::Response;
 use crate::{managed_fields, objects, storage, strategy};
 use protocol::meta;
 
@@ -20,7 +20,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
     let updated = match pinned {
         // Without a resourceVersion the update is unconditional: retry over concurrent writers.
         None => {
-            storage::guaranteed_update(&ctx.shard, &ctx.rt, &at, subresource, options, |current| {
+            storage::guaranteed_update(&ctx.core, &ctx.rt, &at, subresource, options, |current| {
                 let mut new = object.clone();
                 super::body::admit_caller_update(ctx, current, &mut new)?;
                 managed_fields::track_update(ctx, Some(&ctx.present(current)), &mut new)?;
@@ -30,7 +30,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
         }
         Some(expected) => {
             let expected = expected?;
-            let (old, old_rv) = storage::get(&ctx.shard, &ctx.rt, &at)?;
+            let (old, old_rv) = storage::get(&ctx.core, &ctx.rt, &at)?;
             if expected != old_rv {
                 let stale = store::StoreError::Conflict { expected, actual: old_rv };
                 return Err(storage::object_error(&ctx.rt, at.name, stale));
@@ -38,7 +38,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
             super::body::admit_caller_update(ctx, &old, &mut object)?;
             managed_fields::track_update(ctx, Some(&ctx.present(&old)), &mut object)?;
             strategy::prepare_update(&ctx.rt, &old, &mut object, subresource)?;
-            storage::replace(&ctx.shard, &ctx.rt, &at, &old, old_rv, object, options).await?
+            storage::replace(&ctx.core, &ctx.rt, &at, &old, old_rv, object, options).await?
         }
     };
     ctx.respond_object(200, &updated, &warnings)

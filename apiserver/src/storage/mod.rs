@@ -7,11 +7,11 @@
 //! row carries. It works on the narrow [`Core`] (store and table) and names no feature.
 //! HTTP concerns (parameters, bodies, formats) stay in [`crate::verbs`].
 
-use crate::http::status::{success_status, ApiError, ApiResult};
 use crate::namespace_defaults::IMPLICIT_RV;
 use crate::objects;
 use crate::registry::Core;
 use crate::registry::ResourceType;
+use crate::rest::status::{success_status, ApiError, ApiResult};
 use crate::strategy::{self, Committed, NAMESPACE_FINALIZER};
 use protocol::meta;
 use serde_json::{json, Value};
@@ -147,12 +147,14 @@ pub async fn create(
 ) -> ApiResult<Value> {
     let generated = meta::name(&object).is_none()
         && meta::meta_str(&object, "generateName").is_some_and(|prefix| !prefix.is_empty());
+    if !generated {
+        return create_once(core, rt, cluster, object, options, false).await;
+    }
     // A generated name may collide; draw again, as kube-apiserver does since 1.32.
-    let attempts = if generated { GENERATE_NAME_ATTEMPTS_MAX } else { 1 };
     let mut last_error = None;
-    for _ in 0..attempts {
-        match create_once(core, rt, cluster, object.clone(), options, generated).await {
-            Err(e) if generated && e.reason == "AlreadyExists" => last_error = Some(e),
+    for _ in 0..GENERATE_NAME_ATTEMPTS_MAX {
+        match create_once(core, rt, cluster, object.clone(), options, true).await {
+            Err(e) if e.reason == "AlreadyExists" => last_error = Some(e),
             other => return other,
         }
     }

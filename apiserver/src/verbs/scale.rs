@@ -3,10 +3,10 @@
 //! which `kubectl scale` and autoscalers read and write.
 
 use super::ctx::Ctx;
-use crate::http::status::{ApiError, ApiResult};
-use crate::http::{self, negotiate, Response};
 use crate::patch::{self, PatchType};
 use crate::registry::definition::ScalePaths;
+use crate::rest::status::{ApiError, ApiResult};
+use crate::rest::{self, negotiate, Response};
 use crate::storage;
 use protocol::meta;
 use serde_json::{json, Map, Value};
@@ -20,7 +20,7 @@ fn paths(ctx: &Ctx) -> ApiResult<&ScalePaths> {
 
 /// GET: the object's Scale.
 pub fn get(ctx: &Ctx) -> ApiResult<Response> {
-    let (object, _) = storage::get(&ctx.shard, &ctx.rt, &ctx.object_ref()?)?;
+    let (object, _) = storage::get(&ctx.core, &ctx.rt, &ctx.object_ref()?)?;
     ctx.respond_object(200, &scale_of(paths(ctx)?, &object), &[])
 }
 
@@ -30,9 +30,9 @@ pub async fn write(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Response
     let paths = paths(ctx)?.clone();
     let options = ctx.write_options()?;
     let length = ctx.header("content-length").and_then(|l| l.parse().ok());
-    let bytes = http::read_body(body, length).await?;
+    let bytes = rest::read_body(body, length).await?;
     let patch_type = match ctx.req.verb {
-        crate::http::request_info::Verb::Patch => {
+        crate::rest::request_info::Verb::Patch => {
             let essence = negotiate::essence(ctx.header("content-type"));
             Some(
                 PatchType::from_media_type(&essence)
@@ -47,7 +47,7 @@ pub async fn write(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Response
         None => negotiate::decode_object(ctx.header("content-type"), &bytes)?,
     };
     let at = ctx.object_ref()?;
-    let updated = storage::guaranteed_update(&ctx.shard, &ctx.rt, &at, None, options, |current| {
+    let updated = storage::guaranteed_update(&ctx.core, &ctx.rt, &at, None, options, |current| {
         let mut scale = scale_of(&paths, current);
         match patch_type {
             None => scale = body.clone(),

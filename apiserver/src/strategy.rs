@@ -6,10 +6,10 @@
 //! authorization) implement the trait in their own modules and register at start-up:
 //! this module imports none of them.
 
-use crate::http::status::{ApiError, ApiResult};
 use crate::namespace_defaults;
 use crate::registry::strategy::Strategy;
 use crate::registry::{NameRule, Registry, ResourceType};
+use crate::rest::status::{ApiError, ApiResult};
 use base64::Engine;
 use protocol::wellknown::CLUSTER_ANNOTATION;
 use protocol::{meta, names};
@@ -496,7 +496,9 @@ mod tests {
     fn rt(resource: &str) -> std::sync::Arc<ResourceType> {
         let mut registry = kube_registry();
         // A kind with a status subresource that tracks generations, as kcp's do.
-        registry.set_strategy("core.kcp.io", "logicalclusters", Arc::new(crate::registry::strategy::WithGeneration));
+        let widgets = crate::registry::builtin("example.com", "v1", "widgets", "widget", "Widget", false, "");
+        registry.add_rows(vec![ResourceType { subresources: vec!["status".into()], ..widgets }]);
+        registry.set_strategy("example.com", "widgets", Arc::new(crate::registry::strategy::WithGeneration));
         let row = registry.all().iter().find(|r| r.resource == resource).cloned();
         row.expect("row exists")
     }
@@ -537,13 +539,13 @@ mod tests {
             ),
         ];
         for (mut new, sub, generation, status) in cases {
-            prepare_update(&rt("logicalclusters"), &old, &mut new, sub).unwrap();
+            prepare_update(&rt("widgets"), &old, &mut new, sub).unwrap();
             assert_eq!(new["metadata"]["uid"], "u");
             assert_eq!(new["metadata"]["generation"], generation, "{new}");
             assert_eq!(new["status"], status);
         }
         let mut other_uid = json!({"metadata": {"name": "l", "uid": "zzz"}});
-        assert_eq!(prepare_update(&rt("logicalclusters"), &old, &mut other_uid, None).unwrap_err().code, 409);
+        assert_eq!(prepare_update(&rt("widgets"), &old, &mut other_uid, None).unwrap_err().code, 409);
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! GET of a collection: selectors, paging and resourceVersion semantics.
 
 use super::ctx::{Ctx, Scope};
-use crate::http::status::{ApiError, ApiResult};
-use crate::http::Response;
 use crate::objects;
 use crate::registry::ResourceType;
+use crate::rest::status::{ApiError, ApiResult};
+use crate::rest::Response;
 use base64::Engine;
 use protocol::meta;
 use protocol::selector::{FieldSelector, LabelSelector};
@@ -168,7 +168,7 @@ pub async fn collect(ctx: &Ctx, limit_override: Option<usize>) -> ApiResult<List
     };
     // A page at an old resourceVersion replays the change log since then: run it where
     // it cannot stall the other requests of this worker thread.
-    let page = tokio::task::block_in_place(|| ctx.shard.store.list(&options, keep))?;
+    let page = tokio::task::block_in_place(|| ctx.core.store.list(&options, keep))?;
     if let Some(e) = decode_error {
         return Err(e);
     }
@@ -220,19 +220,19 @@ pub fn implicit_objects(ctx: &Ctx, cluster: &str) -> ApiResult<Vec<Value>> {
     if ctx.rt.strategy.implicit_names().is_empty() {
         return Ok(Vec::new());
     }
-    let namespaces_rt = ctx.shard.registry.namespaces();
+    let namespaces_rt = ctx.core.registry.namespaces();
     let namespaces: Vec<Value> = match ctx.namespace() {
         Some(namespace) => {
             let at = crate::storage::ObjectRef { cluster, namespace: None, name: namespace };
-            match crate::storage::get(&ctx.shard, &namespaces_rt, &at) {
+            match crate::storage::get(&ctx.core, &namespaces_rt, &at) {
                 Ok((ns, _)) => vec![ns],
                 Err(e) if e.is_not_found() => Vec::new(),
                 Err(e) => return Err(e),
             }
         }
-        None => objects::list_in_cluster(&ctx.shard.store, &namespaces_rt, cluster)?,
+        None => objects::list_in_cluster(&ctx.core.store, &namespaces_rt, cluster)?,
     };
-    crate::storage::implicit_objects(&ctx.shard, &ctx.rt, cluster, &namespaces)
+    crate::storage::implicit_objects(&ctx.core, &ctx.rt, cluster, &namespaces)
 }
 
 fn collection_prefix(ctx: &Ctx) -> String {
@@ -282,7 +282,7 @@ async fn list_position(ctx: &Ctx, prefix: &str) -> ApiResult<(Option<u64>, Optio
             // A token handed out with a 410: the rest of the list as it is now.
             return Ok((None, Some(token.start.into_bytes())));
         }
-        if token.rv < ctx.shard.store.compacted_rv() {
+        if token.rv < ctx.core.store.compacted_rv() {
             // kube's offer: continue inconsistently from where the client was, at the
             // newest state, with the token in the Status's metadata.
             let mut error = ApiError::expired(EXPIRED_CONTINUE);
@@ -301,8 +301,8 @@ async fn list_position(ctx: &Ctx, prefix: &str) -> ApiResult<(Option<u64>, Optio
         }
         (Some(rv), Some("Exact")) => {
             let rv = objects::parse_rv(rv)?;
-            if rv < ctx.shard.store.compacted_rv() {
-                return Err(ApiError::expired(format!("The resourceVersion for the provided list is too old: {rv} is before the oldest retained version {}", ctx.shard.store.compacted_rv())));
+            if rv < ctx.core.store.compacted_rv() {
+                return Err(ApiError::expired(format!("The resourceVersion for the provided list is too old: {rv} is before the oldest retained version {}", ctx.core.store.compacted_rv())));
             }
             Ok((Some(rv), None))
         }
@@ -319,11 +319,11 @@ async fn list_position(ctx: &Ctx, prefix: &str) -> ApiResult<(Option<u64>, Optio
 /// Waits (bounded) until the shard has reached `rv`.
 pub async fn wait_for_rv(ctx: &Ctx, rv: u64) -> ApiResult<()> {
     let deadline = tokio::time::Instant::now() + WAIT_FOR_RV_MAX;
-    while ctx.shard.store.current_rv() < rv {
+    while ctx.core.store.current_rv() < rv {
         if tokio::time::Instant::now() >= deadline {
             return Err(ApiError::timeout(format!(
                 "Too large resource version: {rv}, current: {}",
-                ctx.shard.store.current_rv()
+                ctx.core.store.current_rv()
             )));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -6,8 +6,8 @@
 //! collector's finalizers.
 
 use super::ctx::Ctx;
-use crate::http::status::{ApiError, ApiResult};
-use crate::http::{self, Response};
+use crate::rest::status::{ApiError, ApiResult};
+use crate::rest::{self, Response};
 use crate::storage::{self, Cascade, DeletePreconditions, Deleted, ObjectRef, Propagation, WriteOptions};
 use protocol::meta;
 use serde_json::{json, Map, Value};
@@ -27,7 +27,7 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
     let request = read_delete_options(ctx, body).await?;
     let at = ctx.object_ref()?;
     let deleted =
-        storage::delete_cascading(&ctx.shard, &ctx.rt, &at, &request.preconditions, request.cascade, request.options)
+        storage::delete_cascading(&ctx.core, &ctx.rt, &at, &request.preconditions, request.cascade, request.options)
             .await?;
     match deleted {
         Deleted::Gone(answer) => ctx.respond_object(200, &answer, &[]),
@@ -49,7 +49,7 @@ pub async fn handle_collection(ctx: &Ctx, body: hyper::body::Incoming) -> ApiRes
         let name = meta::name(&object).unwrap_or_default().to_string();
         let at = ObjectRef { cluster, namespace: meta::namespace(&object), name: &name };
         let outcome = storage::delete_cascading(
-            &ctx.shard,
+            &ctx.core,
             &ctx.rt,
             &at,
             &request.preconditions,
@@ -67,7 +67,7 @@ pub async fn handle_collection(ctx: &Ctx, body: hyper::body::Incoming) -> ApiRes
     let list = json!({
         "kind": ctx.rt.list_kind(),
         "apiVersion": ctx.rt.api_version(),
-        "metadata": {"resourceVersion": ctx.shard.store.current_rv().to_string()},
+        "metadata": {"resourceVersion": ctx.core.store.current_rv().to_string()},
         "items": deleted,
     });
     ctx.respond_list(200, &list, &[])
@@ -76,7 +76,7 @@ pub async fn handle_collection(ctx: &Ctx, body: hyper::body::Incoming) -> ApiRes
 /// Reads DeleteOptions from the body, or from the query when the body is empty.
 async fn read_delete_options(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<DeleteRequest> {
     let length = ctx.header("content-length").and_then(|l| l.parse().ok());
-    let bytes = http::read_body(body, length).await?;
+    let bytes = rest::read_body(body, length).await?;
     let options = ctx.write_options()?;
     let fields = if bytes.iter().all(u8::is_ascii_whitespace) { options_from_query(ctx) } else { parse_body(&bytes)? };
     parse_delete_options(&fields, options)

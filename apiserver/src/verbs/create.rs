@@ -2,8 +2,8 @@
 
 use super::body::{admit_caller, read_object, reconcile_name_and_namespace};
 use super::ctx::Ctx;
-use crate::http::status::ApiResult;
-use crate::http::Response;
+use crate::rest::status::ApiResult;
+use crate::rest::Response;
 use crate::storage;
 
 /// Creates an object from the body.
@@ -13,6 +13,6 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
     reconcile_name_and_namespace(ctx, &mut object)?;
     admit_caller(ctx, &mut object)?;
     crate::managed_fields::track_update(ctx, None, &mut object)?;
-    let created = storage::create(&ctx.shard, &ctx.rt, ctx.cluster()?, object, options).await?;
+    let created = storage::create(&ctx.core, &ctx.rt, ctx.cluster()?, object, options).await?;
     ctx.respond_object(201, &created, &warnings)
 }

@@ -4,7 +4,7 @@
 //! `DeleteOptions.propagationPolicy` (or the legacy `orphanDependents`). The API server
 //! never touches dependents itself: it records the choice as a finalizer on the object
 //! (`orphan` or `foregroundDeletion`) and the garbage collector
-//! ([`crate::controllers::gc`]) acts on it. Background, the default of every resource
+//! (a controller of the serving binary) acts on it. Background, the default of every resource
 //! served here, sets neither and the object goes at once. Pure functions only.
 
 /// The finalizer that holds an object until the garbage collector has removed the

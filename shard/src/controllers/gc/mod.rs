@@ -13,7 +13,7 @@
 //!   it, [`GraphFeed`] applies what it lists and sees;
 //! - every change queues the objects whose decision it may change ([`super::queue`]); workers
 //!   take them one at a time, ask [`decide`] what to do from the index alone, and act
-//!   through [`crate::storage`] — the same delete path as the API, so the dependent's own
+//!   through [`apiserver::storage`] — the same delete path as the API, so the dependent's own
 //!   finalizers and cascading policy apply. The registry is consulted only then, to turn
 //!   a key back into its resource.
 //!
@@ -28,13 +28,13 @@ mod graph;
 
 use super::queue::WorkQueue;
 use super::REQUEUE_DELAY;
-use crate::http::status::{ApiError, ApiResult};
-use crate::objects;
-use crate::registry::ResourceType;
 use crate::state::Shard;
-use crate::storage::propagation::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
-use crate::storage::{self, Cascade, DeletePreconditions, ObjectRef, Propagation, WriteOptions};
 use crate::store_watch::{StoreConsumer, StoreSource};
+use apiserver::objects;
+use apiserver::registry::ResourceType;
+use apiserver::rest::status::{ApiError, ApiResult};
+use apiserver::storage::propagation::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
+use apiserver::storage::{self, Cascade, DeletePreconditions, ObjectRef, Propagation, WriteOptions};
 use bytes::Bytes;
 use decide::Decision;
 use graph::{Graph, Item, ItemView, OwnerFacts, OwnerRef, Uid};

@@ -3,10 +3,10 @@
 
 use super::ctx::{Ctx, Scope};
 use super::list::{wait_for_rv, Selectors};
-use crate::http::negotiate::Representation;
-use crate::http::status::{ApiError, ApiResult};
-use crate::http::{Body, Response};
 use crate::objects;
+use crate::rest::negotiate::Representation;
+use crate::rest::status::{ApiError, ApiResult};
+use crate::rest::{Body, Response};
 use crate::table::{self, IncludeObject};
 use bytes::Bytes;
 use http_body_util::{BodyExt, StreamBody};
@@ -51,9 +51,8 @@ struct Plan {
 pub fn handle(ctx: Ctx) -> ApiResult<Response> {
     let plan = plan(&ctx)?;
     let (tx, rx) = mpsc::channel::<Bytes>(FRAMES_BUFFERED_MAX);
-    ctx.shard.metrics.watches_started.inc();
     tokio::spawn(async move {
-        let _active = ctx.shard.metrics.active_watch_guard();
+        let _active = ctx.core.metrics.watch_started();
         let deadline = tokio::time::sleep(plan.timeout);
         tokio::pin!(deadline);
         tokio::select! {
@@ -89,7 +88,7 @@ fn plan(ctx: &Ctx) -> ApiResult<Plan> {
             }
             Start::WithInitialState { initial_events_end_bookmark: true }
         }
-        (Some(false), None | Some("0")) => Start::After(ctx.shard.store.current_rv()),
+        (Some(false), None | Some("0")) => Start::After(ctx.core.store.current_rv()),
         (_, None) | (None, Some("0")) => Start::WithInitialState { initial_events_end_bookmark: false },
         (_, Some(rv)) => Start::After(objects::parse_rv(rv)?),
     };
@@ -141,11 +140,11 @@ async fn stream(ctx: &Ctx, plan: &Plan, tx: &mpsc::Sender<Bytes>) -> Option<()> 
     // must not silently swallow the events up to it: wait briefly, then fail so that the
     // client re-lists.
     if wait_for_rv(ctx, from).await.is_err() {
-        let current = ctx.shard.store.current_rv();
+        let current = ctx.core.store.current_rv();
         let error = ApiError::timeout(format!("Too large resource version: {from}, current: {current}"));
         return send(tx, encoder.error(&error)).await;
     }
-    let mut watch = match ctx.shard.store.watch(plan.prefix.clone().into_bytes(), from) {
+    let mut watch = match ctx.core.store.watch(plan.prefix.clone().into_bytes(), from) {
         Ok(watch) => watch,
         Err(e) => return send(tx, encoder.error(&ApiError::from(e))).await,
     };
@@ -174,7 +173,7 @@ async fn stream(ctx: &Ctx, plan: &Plan, tx: &mpsc::Sender<Bytes>) -> Option<()> 
 
 async fn send_initial_state(encoder: &mut Encoder<'_>, tx: &mpsc::Sender<Bytes>) -> Option<u64> {
     let options = ListOptions { prefix: encoder.plan.prefix.clone().into_bytes(), ..ListOptions::default() };
-    let page = match encoder.ctx.shard.store.list(&options, |key, _| encoder.plan.key_matches(key)) {
+    let page = match encoder.ctx.core.store.list(&options, |key, _| encoder.plan.key_matches(key)) {
         Ok(page) => page,
         Err(e) => {
             send(tx, encoder.error(&ApiError::from(e))).await;

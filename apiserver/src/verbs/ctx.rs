@@ -1,12 +1,12 @@
-//! The context every verb gets: the request's shard, caller, scope, resource row,
+//! The context every verb gets: the request's core, caller, scope, resource row,
 //! parameters and headers, and how to answer in the negotiated representation.
 
-use crate::http::negotiate::{self, Representation};
-use crate::http::request_info::ResourceRequest;
-use crate::http::status::{ApiError, ApiResult};
-use crate::http::{self, Response};
+use crate::registry::Core;
 use crate::registry::ResourceType;
-use crate::state::Shard;
+use crate::rest::negotiate::{self, Representation};
+use crate::rest::request_info::ResourceRequest;
+use crate::rest::status::{ApiError, ApiResult};
+use crate::rest::{self, Response};
 use crate::storage::{ObjectRef, WriteOptions};
 use security::authn::Identity;
 use serde_json::Value;
@@ -24,8 +24,8 @@ pub enum Scope {
 
 /// Everything a verb needs about its request.
 pub struct Ctx {
-    /// Shared shard state.
-    pub shard: Arc<Shard>,
+    /// The store, the resource table and the core's counters.
+    pub core: Arc<Core>,
     /// The caller.
     pub identity: Identity,
     /// The addressed cluster(s).
@@ -40,7 +40,7 @@ pub struct Ctx {
     pub headers: ::http::HeaderMap,
     /// The admission of this request's writes when a virtual workspace admitted it, in
     /// place of the registry's.
-    pub writes: Option<std::sync::Arc<dyn crate::registry::virtual_workspace::WriteAdmission>>,
+    pub writes: Option<Arc<dyn crate::registry::virtual_workspace::WriteAdmission>>,
 }
 
 impl Ctx {
@@ -134,13 +134,13 @@ impl Ctx {
                 let include = crate::table::IncludeObject::parse(self.param("includeObject"));
                 let list_meta = serde_json::json!({"resourceVersion": value.pointer("/metadata/resourceVersion").cloned().unwrap_or_default()});
                 let table = crate::table::table(&self.rt, &rows(value), include, list_meta, true);
-                Ok(http::json_response(code, &table, warnings))
+                Ok(rest::json_response(code, &table, warnings))
             }
             Representation::Yaml => {
                 let yaml = serde_yaml_ng::to_string(value).map_err(|e| ApiError::internal(e.to_string()))?;
-                Ok(http::bytes_response(code, "application/yaml", yaml, warnings))
+                Ok(rest::bytes_response(code, "application/yaml", yaml, warnings))
             }
-            _ => Ok(http::json_response(code, value, warnings)),
+            _ => Ok(rest::json_response(code, value, warnings)),
         }
     }
 }

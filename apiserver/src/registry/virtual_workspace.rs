@@ -1,12 +1,12 @@
 //! Virtual workspaces: filtered, authorized API roots spanning the logical clusters of one
 //! shard (the placement sync view; the APIExport view next). A feature registers one per
-//! path prefix; the request entry point ([`crate::api`]) hands it every request under its
+//! path prefix; the serving binary's request entry point hands it every request under its
 //! prefix, where the path is `<prefix><view>/clusters/<name or *>/<Kubernetes API path>`.
 //! The virtual workspace authorizes the caller for the view (instead of the addressed
 //! cluster's RBAC) and narrows the request; the generic verbs then serve it.
 
-use crate::http::request_info::Target;
-use crate::http::status::ApiResult;
+use crate::rest::request_info::Target;
+use crate::rest::status::ApiResult;
 use protocol::path::ClusterRef;
 use security::authn::Identity;
 use serde_json::Value;

@@ -27,6 +27,15 @@ pub struct Core {
     pub store: Store,
     /// The served resources, each row with its strategy.
     pub registry: Registry,
+    /// The core's own counters.
+    pub metrics: crate::metrics::CoreMetrics,
+}
+
+impl Core {
+    /// A core over `store` serving `registry`'s rows.
+    pub fn new(store: Store, registry: Registry) -> Self {
+        Core { store, registry, metrics: Default::default() }
+    }
 }
 
 /// How a cell of a `kubectl get` table is computed from an object.
@@ -433,8 +442,8 @@ impl Registry {
         assert!(found, "no built-in resource {resource}.{group} to give a strategy");
     }
 
-    /// A resource the shard itself depends on; the built-in table always has it.
-    fn required(&self, group: &str, resource: &str) -> Arc<ResourceType> {
+    /// A row the serving binary depends on; a missing one is a bug of its assembly (panics).
+    pub fn required(&self, group: &str, resource: &str) -> Arc<ResourceType> {
         self.all
             .iter()
             .find(|r| r.resource == resource && r.group == group)
@@ -452,30 +461,10 @@ impl Registry {
         self.required("apiextensions.k8s.io", "customresourcedefinitions")
     }
 
-    /// `logicalclusters.core.kcp.io`.
-    pub fn logical_clusters(&self) -> Arc<ResourceType> {
-        self.required("core.kcp.io", "logicalclusters")
-    }
-
-    /// `workspaces.tenancy.kcp.io`.
-    pub fn workspaces(&self) -> Arc<ResourceType> {
-        self.required("tenancy.kcp.io", "workspaces")
-    }
-
-    /// `workspacetypes.tenancy.kcp.io`.
-    pub fn workspace_types(&self) -> Arc<ResourceType> {
-        self.required("tenancy.kcp.io", "workspacetypes")
-    }
-
     /// `<resource>.rbac.authorization.k8s.io` (roles, clusterroles, rolebindings,
     /// clusterrolebindings), which authorization reads.
     pub fn rbac(&self, resource: &str) -> Arc<ResourceType> {
         self.required("rbac.authorization.k8s.io", resource)
-    }
-
-    /// `shards.core.kcp.io`.
-    pub fn shards(&self) -> Arc<ResourceType> {
-        self.required("core.kcp.io", "shards")
     }
 
     /// Every built-in resource.

@@ -1,11 +1,11 @@
 //! Discovery (`/api`, `/apis`, group and group-version documents, aggregated discovery),
 //! `/version` and the OpenAPI v3 documents — all derived from the registry.
 
-use crate::http::negotiate::{self, Representation};
-use crate::http::request_info::Target;
-use crate::http::status::{ApiError, ApiResult};
-use crate::http::{self, Response};
 use crate::registry::{groups, resources_of, ResourceType};
+use crate::rest::negotiate::{self, Representation};
+use crate::rest::request_info::Target;
+use crate::rest::status::{ApiError, ApiResult};
+use crate::rest::{self, Response};
 use protocol::openapi::{self, OpenApiResource};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -29,7 +29,7 @@ pub fn handle(
         let core = matches!(target, Target::CoreVersions);
         let body = aggregated(registry, core, version);
         let content_type = format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList");
-        return Ok(http::bytes_response(200, &content_type, serde_json::to_vec(&body).unwrap_or_default(), &[]));
+        return Ok(rest::bytes_response(200, &content_type, serde_json::to_vec(&body).unwrap_or_default(), &[]));
     }
     let body = match target {
         Target::CoreVersions => json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}),
@@ -46,7 +46,7 @@ pub fn handle(
         Target::Version => version_info(),
         Target::OpenApiRoot => openapi_root(registry),
         Target::OpenApiGroupVersion(gv) => {
-            let mut response = http::json_response(200, &openapi_document(registry, gv)?, &[]);
+            let mut response = rest::json_response(200, &openapi_document(registry, gv)?, &[]);
             if query_hash {
                 // The hash in the URL names this exact document: clients may cache it forever.
                 response
@@ -57,7 +57,7 @@ pub fn handle(
         }
         Target::Resource(_) => return Err(not_found()),
     };
-    Ok(http::json_response(200, &body, &[]))
+    Ok(rest::json_response(200, &body, &[]))
 }
 
 fn not_found() -> ApiError {
@@ -197,7 +197,7 @@ fn openapi_resource(rt: &ResourceType) -> OpenApiResource {
 /// The OpenAPI document of a group-version and its hash.
 fn build_document(rows: &[Arc<ResourceType>], group: &str, version: &str) -> (Arc<Value>, String) {
     let resources: Vec<OpenApiResource> = rows.iter().map(|rt| openapi_resource(rt)).collect();
-    let custom = crate::crd::openapi::components(rows);
+    let custom = crate::openapi::components(rows);
     let components = if custom.is_empty() { openapi::builtin_components() } else { &custom };
     let document = openapi::group_version_document(group, version, &resources, components);
     let hash = openapi::document_hash(&serde_json::to_vec(&document).unwrap_or_default());

@@ -8,8 +8,8 @@
 //! The resourceVersion is not part of the stored bytes: the store keeps it beside the
 //! value, and [`decode`] writes it into `metadata.resourceVersion` on the way out.
 
-use crate::http::status::{ApiError, ApiResult};
 use crate::registry::ResourceType;
+use crate::rest::status::{ApiError, ApiResult};
 use bytes::Bytes;
 use protocol::meta;
 use serde_json::Value;

@@ -5,8 +5,8 @@
 //! which schema gives lists and maps their merge semantics, which fields the endpoint
 //! resets, and turns refusals into Statuses.
 
-use crate::http::status::{ApiError, ApiResult};
 use crate::registry::ResourceType;
+use crate::rest::status::{ApiError, ApiResult};
 use crate::verbs::ctx::Ctx;
 use protocol::managed::{self, ApplyError, BuiltinShape, SchemaShape, WriteContext};
 use protocol::meta;

@@ -1,6 +1,6 @@
 //! Unknown-field handling per `fieldValidation`, using the published OpenAPI schemas.
 
-use crate::http::status::{ApiError, ApiResult};
+use crate::rest::status::{ApiError, ApiResult};
 use crate::verbs::ctx::Ctx;
 use serde_json::Value;
 

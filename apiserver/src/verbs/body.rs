@@ -2,9 +2,9 @@
 //! the URL, and the admission that needs the caller.
 
 use super::ctx::Ctx;
-use crate::http::negotiate;
-use crate::http::status::{ApiError, ApiResult};
 use crate::registry::ResourceType;
+use crate::rest::negotiate;
+use crate::rest::status::{ApiError, ApiResult};
 use hyper::body::Incoming;
 use serde_json::Value;
 
@@ -31,7 +31,7 @@ fn admit_write(ctx: &Ctx, old: Option<&Value>, new: &mut Value) -> ApiResult<()>
     match &ctx.writes {
         Some(writes) => writes.admit(old, new, sub),
         None if ctx.identity.is_master() => Ok(()),
-        None => ctx.shard.registry.write_admissions().iter().try_for_each(|admission| admission.admit(old, new, sub)),
+        None => ctx.core.registry.write_admissions().iter().try_for_each(|admission| admission.admit(old, new, sub)),
     }
 }
 
@@ -39,7 +39,7 @@ fn admit_write(ctx: &Ctx, old: Option<&Value>, new: &mut Value) -> ApiResult<()>
 /// fields per `fieldValidation` (Strict → 400, Warn → warnings, Ignore → silent).
 pub async fn read_object(ctx: &Ctx, body: Incoming) -> ApiResult<(Value, Vec<String>)> {
     let length = ctx.header("content-length").and_then(|l| l.parse().ok());
-    let bytes = crate::http::read_body(body, length).await?;
+    let bytes = crate::rest::read_body(body, length).await?;
     let mut object = negotiate::decode_object(ctx.header("content-type"), &bytes)?;
     default_type_meta(&ctx.rt, &mut object);
     check_type_meta(&ctx.rt, &object)?;
