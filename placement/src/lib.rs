@@ -19,6 +19,8 @@
 //! - `framework`: the stages (filter, keep, batch, score, normalise, sort, select, bind)
 //!   and the report with a reason for every candidate.
 //! - `decision`: what comes out.
+//! - `pages`: OCM's decision pages laid out and written so that no cluster that stays
+//!   chosen ever vanishes from them while they are rewritten (ocm#1346).
 //! - `sync_target_key`: kcp's SyncTarget key (base62 SHA-224), which namespace labels
 //!   carry; `stable_hash`: the rendezvous hash kcp profiles break ties with.
 //!
@@ -31,6 +33,7 @@ mod candidate;
 mod decision;
 mod error;
 mod framework;
+mod pages;
 mod plugins;
 mod policy;
 mod profile;
@@ -43,6 +46,7 @@ pub use candidate::{AddOnScores, ApiIdentity, Candidate, Taint, TaintEffect};
 pub use decision::{Bind, ClusterReport, Decision, Outcome, PluginScore, ScorerSummary};
 pub use error::Error;
 pub use framework::decide;
+pub use pages::{apply as apply_pages, plan as plan_pages, Page, PagePlan, PageWrite, CLUSTERS_PER_PAGE};
 pub use plugins::{FilterPlugin, ScorerPlugin, TaintSemantics};
 pub use policy::{
     AddOnCoordinate, Number, Policy, Preference, PreferredTerm, PrioritizerConfig, PrioritizerMode, PrioritizerPolicy,
