@@ -25,6 +25,7 @@ pub fn registry(shard: Weak<Shard>, paths: Arc<PathIndex>, base_url: String, roo
     registry.set_strategy("", "configmaps", Arc::new(apiserver::strategy::ConfigMap { root_ca }));
     crate::workloads::register(&mut registry);
     crate::tmc::register(&mut registry, shard.clone());
+    crate::ocm::register(&mut registry);
     crate::tenancy::strategy::register(&mut registry, shard.clone(), paths, base_url);
     crate::crd::strategy::register(&mut registry);
     crate::apis::register(&mut registry);
@@ -42,6 +43,7 @@ pub fn start_controllers(shard: Arc<Shard>, handles: Handles, tmc: crate::tmc::S
     tokio::spawn(crate::controllers::gc::run(shard.clone()));
     tokio::spawn(crate::controllers::workspace::run(shard.clone()));
     tokio::spawn(crate::tmc::controller::run(shard.clone(), tmc));
+    tokio::spawn(crate::ocm::controller::run(shard.clone()));
     tokio::spawn(crate::binding::run(shard.clone(), handles.bindings));
     tokio::spawn(crate::controllers::membership::run(shard));
 }

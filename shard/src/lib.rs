@@ -48,6 +48,7 @@ mod crd;
 mod index_feed;
 mod membership;
 mod metrics;
+mod ocm;
 mod paths;
 mod peer;
 mod replication;

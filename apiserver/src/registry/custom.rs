@@ -2,8 +2,9 @@
 //! of every version of every CRD. It is filled from the store at start and kept current
 //! by the CRD strategy's after-commit hook, before the write answers, so a client that saw
 //! a CRD created (and `Established`) can use it at once. A CRD of one logical cluster is
-//! invisible in every other. Rows of the shard's bound CRDs (in [`BOUND_CRDS_CLUSTER`])
-//! carry the identity of the export they serve.
+//! invisible in every other. A feature may name one cluster whose CRDs are shared
+//! definitions ([`SharedDefinitions`]; kcp's bound CRDs): their rows carry a storage
+//! identity from an annotation, and wildcard requests never read them.
 
 use super::definition;
 pub use super::definition::{CustomVersion, ScalePaths};
@@ -16,7 +17,15 @@ use std::cmp::Reverse;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-pub use protocol::wellknown::{BOUND_CRDS_CLUSTER, IDENTITY_ANNOTATION};
+/// A cluster whose CRDs define resources served elsewhere under a storage identity
+/// (kcp's bound CRDs, whose identity is their APIExport's).
+#[derive(Debug, Clone)]
+pub struct SharedDefinitions {
+    /// The logical cluster that holds the shared CRDs (nobody addresses it).
+    pub cluster: String,
+    /// The CRD annotation that holds a definition's storage identity.
+    pub identity_annotation: String,
+}
 
 /// kube's version priority as a sort key (smaller sorts first): GA versions by number
 /// descending, then betas, then alphas (each by major, then minor, descending), then
@@ -62,11 +71,13 @@ pub struct CustomResources {
     by_cluster: RwLock<HashMap<Box<str>, HashMap<String, Definition>>>,
     /// The strategy of custom resources' rows (the CRD feature registers it).
     strategy: RwLock<Arc<dyn Strategy>>,
+    /// The cluster of shared definitions, if a feature set one.
+    shared: RwLock<Option<SharedDefinitions>>,
 }
 
 impl Default for CustomResources {
     fn default() -> Self {
-        CustomResources { by_cluster: RwLock::default(), strategy: RwLock::new(generic()) }
+        CustomResources { by_cluster: RwLock::default(), strategy: RwLock::new(generic()), shared: RwLock::default() }
     }
 }
 
@@ -76,15 +87,25 @@ impl CustomResources {
         *self.strategy.write() = strategy;
     }
 
+    /// Names the cluster of shared definitions; at start-up, before any is indexed.
+    pub fn set_shared_definitions(&self, shared: SharedDefinitions) {
+        *self.shared.write() = Some(shared);
+    }
+
+    fn is_shared(&self, cluster: &str) -> bool {
+        self.shared.read().as_ref().is_some_and(|shared| shared.cluster == cluster)
+    }
+
     /// Records a committed CRD object of `cluster`. Writes of one CRD may finish out of
     /// order; an older resourceVersion than the one recorded is ignored.
     pub fn observe(&self, cluster: &str, crd: &Value) {
         let Some(name) = meta::name(crd) else { return };
         let rv = meta::meta_str(crd, "resourceVersion").and_then(|rv| rv.parse().ok()).unwrap_or(0);
         let mut versions = definition::resource_types(crd, &self.strategy.read());
-        // Only the shard's own bound CRDs say which export identity they store under.
-        if cluster == BOUND_CRDS_CLUSTER {
-            let identity = meta::annotations(crd).get(IDENTITY_ANNOTATION).cloned();
+        // Only shared definitions say which identity they store under.
+        let shared = self.shared.read().clone().filter(|shared| shared.cluster == cluster);
+        if let Some(shared) = shared {
+            let identity = meta::annotations(crd).get(&shared.identity_annotation).cloned();
             for row in &mut versions {
                 if let Some(custom) = row.custom.as_mut() {
                     Arc::make_mut(custom).identity = identity.clone();
@@ -129,7 +150,7 @@ impl CustomResources {
     pub fn get_any(&self, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceType>> {
         let by_cluster = self.by_cluster.read();
         let mut found: Option<Arc<ResourceType>> = None;
-        let definitions = by_cluster.iter().filter(|(cluster, _)| &***cluster != BOUND_CRDS_CLUSTER);
+        let definitions = by_cluster.iter().filter(|(cluster, _)| !self.is_shared(cluster));
         for definition in definitions.flat_map(|(_, d)| d.values()) {
             if !definition.versions.iter().any(|r| r.group == group && r.resource == resource) {
                 continue;

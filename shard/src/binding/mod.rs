@@ -40,7 +40,7 @@ use std::sync::Arc;
 use store::{ListOptions, Precondition, StoreError};
 
 pub use crate::apis::APIS_GROUP;
-pub use apiserver::registry::custom::BOUND_CRDS_CLUSTER;
+pub use protocol::wellknown::BOUND_CRDS_CLUSTER;
 
 /// The `apibindings.apis.kcp.io` registry row.
 pub fn bindings_row(shard: &apiserver::registry::Core) -> Option<Arc<ResourceType>> {

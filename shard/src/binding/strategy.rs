@@ -8,6 +8,7 @@ use super::source::BoundSource;
 use super::system::SystemIdentities;
 use crate::apis::{Api, ApiKind, APIS_GROUP};
 use crate::state::Shard;
+use apiserver::registry::custom::SharedDefinitions;
 use apiserver::registry::strategy::{done, Causes, Committed, Hook, Strategy};
 use apiserver::registry::Core;
 use apiserver::registry::{Registry, ResourceType};
@@ -28,6 +29,11 @@ pub fn register(registry: &mut Registry, shard: Weak<Shard>) -> Arc<BindingState
     let strategy = Binding { shard, state: state.clone() };
     registry.set_strategy(APIS_GROUP, "apibindings", Arc::new(strategy));
     registry.add_source(Arc::new(BoundSource { bound: state.bound.clone(), system: state.system.clone() }));
+    // Bound CRDs live in a system cluster and are stored under their export's identity.
+    registry.custom().set_shared_definitions(SharedDefinitions {
+        cluster: super::BOUND_CRDS_CLUSTER.into(),
+        identity_annotation: protocol::wellknown::IDENTITY_ANNOTATION.into(),
+    });
     state
 }
 

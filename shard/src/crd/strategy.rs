@@ -105,8 +105,7 @@ impl Strategy for CustomResource {
 async fn withdraw_if_definition_went(core: &Core, rt: &ResourceType, at: &ObjectRef<'_>, rv: u64) -> ApiResult<()> {
     let Some(custom) = &rt.custom else { return Ok(()) };
     // Bound resources are defined by the shard's bound CRDs, not by the cluster's own.
-    let defined_in =
-        if custom.identity.is_some() { apiserver::registry::custom::BOUND_CRDS_CLUSTER } else { at.cluster };
+    let defined_in = if custom.identity.is_some() { protocol::wellknown::BOUND_CRDS_CLUSTER } else { at.cluster };
     let current = core.registry.custom().storage_row(defined_in, &custom.crd_name);
     if current.as_ref().and_then(|row| row.custom.as_ref()).is_some_and(|c| !c.terminating) {
         return Ok(());

@@ -1,0 +1,333 @@
+//! The OCM placement controller of one shard: every Placement of every logical cluster
+//! on it, decided again when an OCM object of that cluster is written and on a slow
+//! resync (taints' toleration deadlines and add-on scores' validity run out without a
+//! write).
+//!
+//! A Placement's decisions are written as PlacementDecision pages of at most 100
+//! clusters, labelled with the Placement's name and owned by it (the garbage collector
+//! removes them with it). The pages are laid out and written in the order
+//! `placement::plan_pages` gives, so a consumer that watches them never sees a cluster
+//! that stays decided vanish while they are rewritten. A decision that does not change
+//! the chosen set writes no page; a status that says the same writes nothing.
+
+use super::decide::{self, Condition, Inputs};
+use super::{CLUSTER_GROUP, DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PLACEMENT_LABEL};
+use crate::state::Shard;
+use crate::store_watch::{StoreConsumer, StoreSource};
+use apiserver::objects;
+use apiserver::registry::ResourceType;
+use apiserver::storage::{self, DeletePreconditions, ObjectRef, WriteOptions};
+use parking_lot::Mutex;
+use placement::{Page, PageWrite};
+use protocol::meta;
+use protocol::watcher::{drive, Backoff};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// How often every logical cluster with Placements is decided again without a write.
+const RESYNC: Duration = Duration::from_secs(5);
+
+/// How long a failed watch waits before it starts again.
+const RETRY: Duration = Duration::from_millis(500);
+
+/// The resources one hub reads, by plural.
+struct Rows {
+    placements: Arc<ResourceType>,
+    decisions: Arc<ResourceType>,
+    clusters: Arc<ResourceType>,
+    sets: Arc<ResourceType>,
+    bindings: Arc<ResourceType>,
+    scores: Arc<ResourceType>,
+}
+
+impl Rows {
+    fn of(shard: &Shard) -> Option<Rows> {
+        let row = |version: &str, resource: &str| shard.registry.get(CLUSTER_GROUP, version, resource);
+        Some(Rows {
+            placements: row("v1beta1", "placements")?,
+            decisions: row("v1beta1", "placementdecisions")?,
+            clusters: row("v1", "managedclusters")?,
+            sets: row("v1beta2", "managedclustersets")?,
+            bindings: row("v1beta2", "managedclustersetbindings")?,
+            scores: row("v1alpha1", "addonplacementscores")?,
+        })
+    }
+
+    fn all(&self) -> [&Arc<ResourceType>; 6] {
+        [&self.placements, &self.decisions, &self.clusters, &self.sets, &self.bindings, &self.scores]
+    }
+}
+
+/// Logical clusters whose OCM objects were written since their last pass.
+#[derive(Default)]
+struct Dirty {
+    clusters: Mutex<BTreeSet<String>>,
+    wake: Notify,
+}
+
+/// Queues the cluster of every written OCM object; PlacementDecision writes are the
+/// controller's own and wake nothing.
+struct Feed(Arc<Dirty>);
+
+impl StoreConsumer for Feed {
+    fn page(&mut self, items: &[(bytes::Bytes, store::Versioned)]) {
+        for (key, _) in items {
+            self.queue(key);
+        }
+    }
+
+    fn event(&mut self, event: &store::Event) {
+        self.queue(&event.key);
+    }
+}
+
+impl Feed {
+    fn queue(&self, key: &[u8]) {
+        if let Some((cluster, _, _)) = objects::split_key(key) {
+            self.0.clusters.lock().insert(cluster.to_string());
+            self.0.wake.notify_one();
+        }
+    }
+}
+
+/// Runs the controller until the process ends.
+pub async fn run(shard: Arc<Shard>) {
+    let Some(rows) = Rows::of(&shard) else { return };
+    let dirty = Arc::new(Dirty::default());
+    for rt in rows.all().into_iter().filter(|rt| !Arc::ptr_eq(rt, &rows.decisions)) {
+        let prefix = objects::collection_prefix(rt, None, None).into_bytes();
+        let mut source = StoreSource::new(shard.store.clone(), prefix, Feed(dirty.clone()));
+        let name = rt.resource.clone();
+        tokio::spawn(async move { drive::run(&name, &mut source, Backoff::new(RETRY, RETRY)).await });
+    }
+    let mut resync = tokio::time::interval(RESYNC);
+    loop {
+        tokio::select! {
+            _ = dirty.wake.notified() => {}
+            _ = resync.tick() => {
+                let mut hubs = BTreeSet::new();
+                let _ = objects::scan(&shard.store, &rows.placements, |cluster, _| {
+                    hubs.insert(cluster.to_string());
+                });
+                dirty.clusters.lock().extend(hubs);
+            }
+        }
+        let clusters = std::mem::take(&mut *dirty.clusters.lock());
+        for cluster in clusters {
+            if let Err(error) = hub(&shard, &rows, &cluster).await {
+                tracing::warn!(%error, %cluster, "OCM placement pass failed; retrying");
+                dirty.clusters.lock().insert(cluster);
+            }
+        }
+    }
+}
+
+/// Decides every Placement of one logical cluster.
+async fn hub(shard: &Shard, rows: &Rows, cluster: &str) -> anyhow::Result<()> {
+    let list = |rt: &ResourceType| {
+        objects::list_in_cluster(&shard.store, rt, cluster)
+            .map_err(|e| anyhow::anyhow!("list {}: {}", rt.resource, e.message))
+    };
+    let placements = list(&rows.placements)?;
+    if placements.is_empty() {
+        return Ok(());
+    }
+    let clusters = list(&rows.clusters)?;
+    let sets = list(&rows.sets)?;
+    let all_bindings = list(&rows.bindings)?;
+    let scores = list(&rows.scores)?;
+    let decisions = list(&rows.decisions)?;
+    let pages_of = |namespace: &str, placement: &str| -> Vec<Page> {
+        decisions
+            .iter()
+            .filter(|d| {
+                meta::namespace(d) == Some(namespace)
+                    && meta::labels(d).get(PLACEMENT_LABEL).map(String::as_str) == Some(placement)
+            })
+            .filter_map(|d| page(placement, d))
+            .collect()
+    };
+    // Balance counts each cluster's decisions of every placement but the one decided.
+    let mut decided: BTreeMap<String, u64> = BTreeMap::new();
+    for page in decisions.iter().filter_map(|d| page(meta::labels(d).get(PLACEMENT_LABEL)?, d)) {
+        for cluster in page.clusters {
+            *decided.entry(cluster).or_default() += 1;
+        }
+    }
+    let now = jiff::Timestamp::now();
+    let mut failed = None;
+    for placement in &placements {
+        if meta::is_deleting(placement) {
+            continue;
+        }
+        let namespace = meta::namespace(placement).unwrap_or_default();
+        let name = meta::name(placement).unwrap_or_default();
+        let pages = pages_of(namespace, name);
+        let current: Vec<String> = pages.iter().flat_map(|p| p.clusters.iter().cloned()).collect();
+        let mut others = decided.clone();
+        for cluster in &current {
+            if let Some(count) = others.get_mut(cluster) {
+                *count = count.saturating_sub(1);
+            }
+        }
+        let bindings: Vec<Value> =
+            all_bindings.iter().filter(|b| meta::namespace(b) == Some(namespace)).cloned().collect();
+        let inputs = Inputs {
+            placement,
+            clusters: &clusters,
+            sets: &sets,
+            bindings: &bindings,
+            scores: &scores,
+            current: &current,
+            other_decisions: &others,
+            now,
+        };
+        let verdict = decide::decide(inputs);
+        // Each decision says why its cluster was picked, with the scores, as the
+        // framework reports it.
+        let reasons: BTreeMap<String, String> = verdict
+            .decision
+            .iter()
+            .flat_map(|d| d.clusters.iter())
+            .map(|report| (report.name.clone(), report.reason.clone()))
+            .collect();
+        let written = write_pages(shard, rows, cluster, placement, &pages, &verdict.chosen, &reasons).await;
+        let status = match written {
+            Ok(names) => {
+                write_status(shard, rows, cluster, placement, &verdict.conditions, verdict.chosen.len(), &names).await
+            }
+            Err(error) => Err(error),
+        };
+        if let Err(error) = status {
+            tracing::warn!(%error, %cluster, namespace, name, "placement not written");
+            failed = Some(error);
+        }
+    }
+    failed.map_or(Ok(()), Err)
+}
+
+/// The page a PlacementDecision is: its index from `<placement>-decision-<index>` and
+/// its clusters.
+fn page(placement: &str, decision: &Value) -> Option<Page> {
+    let index = meta::name(decision)?.strip_prefix(placement)?.strip_prefix("-decision-")?.parse().ok()?;
+    let clusters = decision.pointer("/status/decisions").and_then(Value::as_array).into_iter().flatten();
+    let clusters = clusters.filter_map(|d| d.get("clusterName")?.as_str().map(str::to_string)).collect();
+    Some(Page { index, clusters })
+}
+
+/// Writes the placement's pages for `chosen`; returns the page names after the writes.
+async fn write_pages(
+    shard: &Shard,
+    rows: &Rows,
+    cluster: &str,
+    placement: &Value,
+    pages: &[Page],
+    chosen: &[String],
+    reasons: &BTreeMap<String, String>,
+) -> anyhow::Result<Vec<String>> {
+    let namespace = meta::namespace(placement).unwrap_or_default();
+    let name = meta::name(placement).unwrap_or_default();
+    let plan = placement::plan_pages(pages, chosen, placement::CLUSTERS_PER_PAGE);
+    let page_name = |index: u32| format!("{name}-decision-{index}");
+    let rt = &rows.decisions;
+    for write in &plan.writes {
+        match write {
+            PageWrite::Put(page) => {
+                let decision_name = page_name(page.index);
+                let at = ObjectRef { cluster, namespace: Some(namespace), name: &decision_name };
+                if !pages.iter().any(|p| p.index == page.index) {
+                    let object = json!({
+                        "apiVersion": format!("{CLUSTER_GROUP}/v1beta1"),
+                        "kind": super::PLACEMENT_DECISION_KIND,
+                        "metadata": {
+                            "name": decision_name,
+                            "namespace": namespace,
+                            "labels": {PLACEMENT_LABEL: name, DECISION_GROUP_INDEX_LABEL: "0", DECISION_GROUP_NAME_LABEL: ""},
+                            "ownerReferences": [{
+                                "apiVersion": format!("{CLUSTER_GROUP}/v1beta1"),
+                                "kind": super::PLACEMENT_KIND,
+                                "name": name,
+                                "uid": meta::meta_str(placement, "uid").unwrap_or_default(),
+                                "controller": true,
+                                "blockOwnerDeletion": true,
+                            }],
+                        },
+                    });
+                    match storage::create(shard, rt, cluster, object, WriteOptions::default()).await {
+                        Ok(_) => {}
+                        Err(e) if e.is_already_exists() => {}
+                        Err(e) => return Err(anyhow::anyhow!("create {decision_name}: {}", e.message)),
+                    }
+                }
+                let decisions: Vec<Value> = page
+                    .clusters
+                    .iter()
+                    .map(|c| json!({"clusterName": c, "reason": reasons.get(c).cloned().unwrap_or_default()}))
+                    .collect();
+                storage::guaranteed_update(shard, rt, &at, Some("status"), WriteOptions::default(), |old| {
+                    let mut new = old.clone();
+                    new["status"] = json!({"decisions": decisions});
+                    Ok(new)
+                })
+                .await
+                .map_err(|e| anyhow::anyhow!("write {decision_name}: {}", e.message))?;
+            }
+            PageWrite::Delete(index) => {
+                let decision_name = page_name(*index);
+                let at = ObjectRef { cluster, namespace: Some(namespace), name: &decision_name };
+                match storage::delete(shard, rt, &at, &DeletePreconditions::default(), WriteOptions::default()).await {
+                    Ok(_) => {}
+                    Err(e) if e.is_not_found() => {}
+                    Err(e) => return Err(anyhow::anyhow!("delete {decision_name}: {}", e.message)),
+                }
+            }
+        }
+    }
+    Ok(plan.pages.iter().map(|p| page_name(p.index)).collect())
+}
+
+/// Writes the placement's status when it says something new.
+async fn write_status(
+    shard: &Shard,
+    rows: &Rows,
+    cluster: &str,
+    placement: &Value,
+    conditions: &[Condition],
+    selected: usize,
+    pages: &[String],
+) -> anyhow::Result<()> {
+    let conditions: Vec<Value> = conditions
+        .iter()
+        .map(|c| {
+            json!({
+                "type": c.kind,
+                "status": if c.status { "True" } else { "False" },
+                "reason": c.reason,
+                "message": c.message,
+                "observedGeneration": placement.pointer("/metadata/generation").cloned().unwrap_or(json!(0)),
+            })
+        })
+        .collect();
+    let wanted = json!({
+        "numberOfSelectedClusters": selected,
+        "conditions": conditions,
+        "decisionGroups": [{"decisionGroupIndex": 0, "decisionGroupName": "", "decisions": pages, "clustersCount": selected}],
+    });
+    let current = placement.get("status").cloned().unwrap_or(Value::Null);
+    if apiserver::conditions::same_status(&current, &wanted) {
+        return Ok(());
+    }
+    let name = meta::name(placement).unwrap_or_default();
+    let at = ObjectRef { cluster, namespace: meta::namespace(placement), name };
+    storage::guaranteed_update(shard, &rows.placements, &at, Some("status"), WriteOptions::default(), |old| {
+        let mut new = old.clone();
+        new["status"] = apiserver::conditions::with_transition_times(old.get("status"), &wanted);
+        Ok(new)
+    })
+    .await
+    .map(|_| ())
+    .map_err(|e| anyhow::anyhow!("write status of placement {name}: {}", e.message))
+}

@@ -1,0 +1,230 @@
+//! The OCM kinds as definitions in the shape of CustomResourceDefinitions, from which the
+//! registry builds their rows: the groups, versions, names, scopes, subresources and
+//! printer columns OCM's hub serves, so OCM manifests apply unchanged. The schemas spell
+//! out the fields placement reads and keep the rest (selectors, policies, strategies) as
+//! free-form objects, so nothing a newer OCM release adds is pruned.
+
+use serde_json::{json, Value};
+
+use super::{
+    ADDON_PLACEMENT_SCORE_KIND, CLUSTER_GROUP, MANAGED_CLUSTER_KIND, MANAGED_CLUSTER_SET_BINDING_KIND,
+    MANAGED_CLUSTER_SET_KIND, PLACEMENT_DECISION_KIND, PLACEMENT_KIND,
+};
+
+/// An object that keeps whatever it is given.
+fn free() -> Value {
+    json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+}
+
+fn list_of(items: Value) -> Value {
+    json!({"type": "array", "items": items})
+}
+
+fn string() -> Value {
+    json!({"type": "string"})
+}
+
+fn conditions() -> Value {
+    list_of(free())
+}
+
+/// One definition: `kind` in `version`, its plural, scope, columns and schema.
+fn definition(
+    kind: &str,
+    plural: &str,
+    version: &str,
+    namespaced: bool,
+    short_names: &[&str],
+    columns: Value,
+    schema: Value,
+) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{CLUSTER_GROUP}")},
+        "spec": {
+            "group": CLUSTER_GROUP,
+            "names": {
+                "kind": kind,
+                "listKind": format!("{kind}List"),
+                "plural": plural,
+                "singular": kind.to_lowercase(),
+                "shortNames": short_names,
+                "categories": ["ocm"],
+            },
+            "scope": if namespaced { "Namespaced" } else { "Cluster" },
+            "versions": [{
+                "name": version,
+                "served": true,
+                "storage": true,
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": columns,
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {
+                        "apiVersion": string(),
+                        "kind": string(),
+                        "metadata": {"type": "object"},
+                        "spec": schema.get("spec").cloned().unwrap_or_else(free),
+                        "status": schema.get("status").cloned().unwrap_or_else(free),
+                    },
+                }},
+            }],
+        },
+    })
+}
+
+fn column(name: &str, kind: &str, path: &str) -> Value {
+    json!({"name": name, "type": kind, "jsonPath": path})
+}
+
+fn condition_column(name: &str, condition: &str) -> Value {
+    column(name, "string", &format!(".status.conditions[?(@.type==\"{condition}\")].status"))
+}
+
+fn age() -> Value {
+    column("Age", "date", ".metadata.creationTimestamp")
+}
+
+/// Every OCM definition Atoll serves.
+pub fn all() -> Vec<Value> {
+    let taint = json!({
+        "type": "object",
+        "required": ["key", "effect"],
+        "properties": {
+            "key": string(),
+            "value": string(),
+            "effect": {"type": "string", "enum": ["NoSelect", "PreferNoSelect", "NoSelectIfNew"]},
+            "timeAdded": {"type": "string", "format": "date-time", "nullable": true},
+        },
+    });
+    let quantities = json!({"type": "object", "additionalProperties": {"x-kubernetes-int-or-string": true}});
+    let managed_cluster = definition(
+        MANAGED_CLUSTER_KIND,
+        "managedclusters",
+        "v1",
+        false,
+        &["mcl", "mcls"],
+        json!([
+            column("Hub Accepted", "boolean", ".spec.hubAcceptsClient"),
+            column("Managed Cluster URLs", "string", ".spec.managedClusterClientConfigs[*].url"),
+            condition_column("Joined", "ManagedClusterJoined"),
+            condition_column("Available", "ManagedClusterConditionAvailable"),
+            age(),
+        ]),
+        json!({
+            "spec": {"type": "object", "properties": {
+                "hubAcceptsClient": {"type": "boolean"},
+                "managedClusterClientConfigs": list_of(free()),
+                "leaseDurationSeconds": {"type": "integer", "format": "int32", "default": 60},
+                "taints": list_of(taint),
+            }},
+            "status": {"type": "object", "properties": {
+                "conditions": conditions(),
+                "capacity": quantities.clone(),
+                "allocatable": quantities,
+                "version": free(),
+                "clusterClaims": list_of(json!({"type": "object", "properties": {"name": string(), "value": string()}})),
+            }},
+        }),
+    );
+    let cluster_set = definition(
+        MANAGED_CLUSTER_SET_KIND,
+        "managedclustersets",
+        "v1beta2",
+        false,
+        &["mclset", "mclsets"],
+        json!([condition_column("Empty", "ClusterSetEmpty"), age()]),
+        json!({
+            "spec": {"type": "object", "properties": {
+                "clusterSelector": {"type": "object", "properties": {
+                    "selectorType": {
+                        "type": "string",
+                        "enum": ["ExclusiveClusterSetLabel", "LabelSelector", "PlacementSelector"],
+                        "default": "ExclusiveClusterSetLabel",
+                    },
+                    "labelSelector": free(),
+                }},
+            }},
+            "status": {"type": "object", "properties": {"conditions": conditions()}},
+        }),
+    );
+    let binding = definition(
+        MANAGED_CLUSTER_SET_BINDING_KIND,
+        "managedclustersetbindings",
+        "v1beta2",
+        true,
+        &["mclsetbinding", "mclsetbindings"],
+        json!([condition_column("Bound", "Bound"), age()]),
+        json!({
+            "spec": {"type": "object", "required": ["clusterSet"], "properties": {"clusterSet": string()}},
+            "status": {"type": "object", "properties": {"conditions": conditions()}},
+        }),
+    );
+    let placement = definition(
+        PLACEMENT_KIND,
+        "placements",
+        "v1beta1",
+        true,
+        &[],
+        json!([
+            condition_column("Succeeded", "PlacementSatisfied"),
+            column("Reason", "string", ".status.conditions[?(@.type==\"PlacementSatisfied\")].reason"),
+            column("SelectedClusters", "integer", ".status.numberOfSelectedClusters"),
+        ]),
+        json!({
+            "spec": {"type": "object", "properties": {
+                "clusterSets": list_of(string()),
+                "numberOfClusters": {"type": "integer", "format": "int32", "minimum": 0},
+                "predicates": list_of(free()),
+                "prioritizerPolicy": free(),
+                "spreadPolicy": free(),
+                "tolerations": list_of(free()),
+                "decisionStrategy": free(),
+            }},
+            "status": {"type": "object", "properties": {
+                "numberOfSelectedClusters": {"type": "integer", "format": "int32"},
+                "conditions": conditions(),
+                "decisionGroups": list_of(free()),
+            }},
+        }),
+    );
+    let decision = definition(
+        PLACEMENT_DECISION_KIND,
+        "placementdecisions",
+        "v1beta1",
+        true,
+        &[],
+        json!([age()]),
+        json!({
+            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+            "status": {"type": "object", "properties": {
+                "decisions": list_of(json!({
+                    "type": "object",
+                    "required": ["clusterName", "reason"],
+                    "properties": {"clusterName": string(), "reason": string()},
+                })),
+            }},
+        }),
+    );
+    let score = definition(
+        ADDON_PLACEMENT_SCORE_KIND,
+        "addonplacementscores",
+        "v1alpha1",
+        true,
+        &[],
+        json!([age()]),
+        json!({
+            "status": {"type": "object", "properties": {
+                "conditions": conditions(),
+                "scores": list_of(json!({
+                    "type": "object",
+                    "required": ["name", "value"],
+                    "properties": {"name": string(), "value": {"type": "integer", "format": "int32"}},
+                })),
+                "validUntil": {"type": "string", "format": "date-time", "nullable": true},
+            }},
+        }),
+    );
+    vec![managed_cluster, cluster_set, binding, placement, decision, score]
+}
