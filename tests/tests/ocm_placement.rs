@@ -1,0 +1,296 @@
+//! OCM placement in a workspace that acts as the hub, through the front-proxy with stock
+//! kubectl: ManagedClusters in two cluster sets, both bound to the placement's
+//! namespace, and a Placement picking two clusters by an add-on score.
+//!
+//! - the Placement's PlacementDecision names the two best-scored clusters, and the
+//!   Placement reports `PlacementSatisfied` with OCM's reason and the selected count;
+//! - raising another cluster's AddOnPlacementScore moves one decision to it, while a
+//!   watcher of the PlacementDecisions never sees the cluster that stays vanish;
+//! - a cluster tainted NoSelect (as OCM taints an unreachable cluster) leaves the
+//!   decision, and a Placement without enough clusters says how many are unscheduled;
+//! - a namespace without a ManagedClusterSetBinding gets OCM's NoManagedClusterSetBindings.
+
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::time::Duration;
+use tests::agent::wait_json;
+use tests::installation::{Installation, InstallationOptions};
+use tests::kubectl::Kubectl;
+
+fn cluster(name: &str, set: &str) -> Value {
+    json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+        "metadata": {"name": name, "labels": {"cluster.open-cluster-management.io/clusterset": set, "env": "prod"}},
+        "spec": {"hubAcceptsClient": true},
+    })
+}
+
+fn score(cluster: &str, value: i64) -> Value {
+    json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1alpha1", "kind": "AddOnPlacementScore",
+        "metadata": {"name": "cpu-ratio", "namespace": cluster},
+        "status": {"scores": [{"name": "cpuRatio", "value": value}]},
+    })
+}
+
+/// The clusters a placement's decisions hold.
+fn decided(list: &Value) -> BTreeSet<String> {
+    let items = list["items"].as_array().cloned().unwrap_or_default();
+    items
+        .iter()
+        .flat_map(|d| d["status"]["decisions"].as_array().cloned().unwrap_or_default())
+        .filter_map(|d| d["clusterName"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ocm_placement_decides_by_scores_and_never_flaps() {
+    let options = InstallationOptions { front_proxy: true, ..InstallationOptions::default() };
+    let installation = Installation::start_with(options).await.expect("start the installation");
+    let placed = installation.place_workspaces("hub", 1, |p| p.values().any(|names| !names.is_empty())).await.unwrap();
+    let hub = format!("root:{}", placed.values().flatten().next().unwrap());
+    installation.proxy().wait_resolves(&hub).await.unwrap();
+    let (config, url) = (installation.proxy().kubeconfig_path(), installation.proxy().base_url().to_string());
+    let cache = tempfile::tempdir().unwrap();
+    let kubectl = || Kubectl::new(&config, &url, cache.path(), None).cluster(&hub);
+
+    // Four clusters in two sets, a namespace for each cluster's add-on scores.
+    let mut manifests = Vec::new();
+    for (name, set) in [("east-1", "east"), ("east-2", "east"), ("west-1", "west"), ("west-2", "west")] {
+        manifests.push(cluster(name, set));
+        manifests.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}));
+    }
+    for set in ["east", "west"] {
+        manifests.push(json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSet",
+            "metadata": {"name": set},
+        }));
+    }
+    manifests.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}}));
+    for set in ["east", "west"] {
+        manifests.push(json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSetBinding",
+            "metadata": {"name": set, "namespace": "apps"}, "spec": {"clusterSet": set},
+        }));
+    }
+    let yaml: Vec<String> = manifests.iter().map(|m| serde_yaml_ng::to_string(m).unwrap()).collect();
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml.join("---\n")).ok();
+    // Scores live in status: created, then written through the status subresource.
+    for (name, value) in [("east-1", 80), ("east-2", 10), ("west-1", 50), ("west-2", 20)] {
+        let object = score(name, value);
+        kubectl().args(["create", "-f", "-"]).stdin(object.to_string()).ok();
+        let patch = json!({"status": object["status"]}).to_string();
+        kubectl()
+            .args([
+                "patch",
+                "addonplacementscore",
+                "cpu-ratio",
+                "-n",
+                name,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                &patch,
+            ])
+            .ok();
+    }
+    // kubectl finds the kinds by their short names and shows OCM's columns.
+    let listed = kubectl().args(["get", "mcl"]).ok();
+    assert!(listed.stdout.contains("HUB ACCEPTED") && listed.stdout.contains("east-1"), "{}", listed.stdout);
+
+    let placement = json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+        "metadata": {"name": "by-cpu", "namespace": "apps"},
+        "spec": {
+            "numberOfClusters": 2,
+            "predicates": [{"requiredClusterSelector": {"labelSelector": {"matchLabels": {"env": "prod"}}}}],
+            "prioritizerPolicy": {"mode": "Exact", "configurations": [
+                {"scoreCoordinate": {"type": "AddOn", "addOn": {"resourceName": "cpu-ratio", "scoreName": "cpuRatio"}}, "weight": 1},
+            ]},
+        },
+    });
+    kubectl().args(["create", "-f", "-"]).stdin(placement.to_string()).ok();
+    let first = wait_json(
+        &kubectl,
+        &["placementdecisions", "-n", "apps", "-l", "cluster.open-cluster-management.io/placement=by-cpu"],
+        "the first decision",
+        |list| decided(list).len() == 2,
+    );
+    assert_eq!(decided(&first), BTreeSet::from(["east-1".to_string(), "west-1".to_string()]));
+    let page = &first["items"][0];
+    assert_eq!(page["metadata"]["name"], "by-cpu-decision-1");
+    assert_eq!(page["metadata"]["ownerReferences"][0]["kind"], "Placement");
+    assert!(page["status"]["decisions"][0]["reason"].as_str().is_some_and(|r| !r.is_empty()), "{page}");
+    let status = wait_json(
+        &kubectl,
+        &["placement.cluster.open-cluster-management.io", "by-cpu", "-n", "apps"],
+        "the placement's status",
+        |p| p["status"]["numberOfSelectedClusters"] == 2,
+    );
+    let satisfied = status["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "PlacementSatisfied")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        (satisfied["status"].as_str(), satisfied["reason"].as_str()),
+        (Some("True"), Some("AllDecisionsScheduled"))
+    );
+
+    // A higher score elsewhere moves one decision.
+    let patch = json!({"status": {"scores": [{"name": "cpuRatio", "value": 95}]}}).to_string();
+    kubectl()
+        .args([
+            "patch",
+            "addonplacementscore",
+            "cpu-ratio",
+            "-n",
+            "west-2",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &patch,
+        ])
+        .ok();
+    let moved = wait_json(
+        &kubectl,
+        &["placementdecisions", "-n", "apps", "-l", "cluster.open-cluster-management.io/placement=by-cpu"],
+        "the decision moved to west-2",
+        |list| decided(list).contains("west-2"),
+    );
+    assert_eq!(decided(&moved), BTreeSet::from(["east-1".to_string(), "west-2".to_string()]));
+
+    // A NoSelect taint (OCM's unreachable taint) takes east-1 out.
+    let taint = json!({"spec": {"taints": [{
+        "key": "cluster.open-cluster-management.io/unreachable", "effect": "NoSelect",
+        "timeAdded": jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+    }]}})
+    .to_string();
+    kubectl().args(["patch", "managedcluster", "east-1", "--type=merge", "-p", &taint]).ok();
+    let without = wait_json(
+        &kubectl,
+        &["placementdecisions", "-n", "apps", "-l", "cluster.open-cluster-management.io/placement=by-cpu"],
+        "east-1 left the decision",
+        |list| !decided(list).contains("east-1") && decided(list).len() == 2,
+    );
+    assert_eq!(decided(&without), BTreeSet::from(["west-1".to_string(), "west-2".to_string()]));
+
+    // Asking for more than there are: every feasible cluster, and the shortfall reported.
+    let more = json!({"spec": {"numberOfClusters": 5}}).to_string();
+    kubectl()
+        .args([
+            "patch",
+            "placement.cluster.open-cluster-management.io",
+            "by-cpu",
+            "-n",
+            "apps",
+            "--type=merge",
+            "-p",
+            &more,
+        ])
+        .ok();
+    wait_json(
+        &kubectl,
+        &["placement.cluster.open-cluster-management.io", "by-cpu", "-n", "apps"],
+        "the shortfall reported",
+        |p| {
+            p["status"]["conditions"].as_array().is_some_and(|conditions| {
+                conditions.iter().any(|c| {
+                    c["reason"] == "NotAllDecisionsScheduled" && c["message"] == "2 cluster decisions unscheduled"
+                })
+            }) && p["status"]["numberOfSelectedClusters"] == 3
+        },
+    );
+
+    // More than a page: 120 clusters in set "many", all decided by one placement. A new
+    // cluster whose name sorts first must not push a decided cluster from page 1 to
+    // page 2 (OCM#1346: rewriting page 1 first drops it from every page for a moment);
+    // a watcher of every page checks that the union never loses a decided cluster.
+    let mut many = vec![json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSet",
+        "metadata": {"name": "many"},
+    })];
+    let names: Vec<String> = (0..120).map(|i| format!("m-{i:03}")).collect();
+    many.extend(names.iter().map(|name| cluster(name, "many")));
+    many.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fleet"}}));
+    many.push(json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSetBinding",
+        "metadata": {"name": "many", "namespace": "fleet"}, "spec": {"clusterSet": "many"},
+    }));
+    many.push(json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+        "metadata": {"name": "all", "namespace": "fleet"}, "spec": {"clusterSets": ["many"]},
+    }));
+    let yaml: Vec<String> = many.iter().map(|m| serde_yaml_ng::to_string(m).unwrap()).collect();
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml.join("---\n")).ok();
+    let pages = wait_json(&kubectl, &["placementdecisions", "-n", "fleet"], "120 clusters on two pages", |list| {
+        decided(list).len() == 120
+    });
+    let sizes: Vec<usize> = pages["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["status"]["decisions"].as_array().map_or(0, Vec::len))
+        .collect();
+    assert_eq!(sizes, [100, 20], "pages of at most 100");
+    let watcher = {
+        let watch = kubectl()
+            .args(["get", "placementdecisions", "-n", "fleet", "--watch", "--output-watch-events", "-o", "json"])
+            .timeout(Duration::from_secs(8));
+        std::thread::spawn(move || watch.run())
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    let newcomer = serde_yaml_ng::to_string(&cluster("a-first", "many")).unwrap();
+    kubectl().args(["apply", "-f", "-"]).stdin(newcomer).ok();
+    wait_json(&kubectl, &["placementdecisions", "-n", "fleet"], "the newcomer decided", |list| {
+        decided(list).contains("a-first")
+    });
+    let output = watcher.join().unwrap();
+    let mut by_page: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+    let mut events = 0;
+    for event in serde_json::Deserializer::from_str(&output.stdout).into_iter::<Value>().map_while(Result::ok) {
+        let page = event["object"]["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        by_page.insert(page, decided(&json!({"items": [event["object"].clone()]})));
+        events += 1;
+        let union: BTreeSet<&String> = by_page.values().flatten().collect();
+        // Once both pages are known, every original cluster is on one of them.
+        if by_page.len() == 2 {
+            let missing: Vec<&String> = names.iter().filter(|n| !union.contains(n)).collect();
+            assert!(missing.is_empty(), "decided clusters vanished after event {events}: {missing:?}");
+        }
+    }
+    assert!(events >= 3, "the watcher saw both pages and the rewrite ({events} events)");
+    assert!(by_page.values().flatten().any(|c| c == "a-first"), "the watcher saw the newcomer decided");
+
+    // A namespace without bindings.
+    kubectl().args(["create", "namespace", "lonely"]).ok();
+    let alone = json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+        "metadata": {"name": "alone", "namespace": "lonely"}, "spec": {},
+    });
+    kubectl().args(["create", "-f", "-"]).stdin(alone.to_string()).ok();
+    wait_json(
+        &kubectl,
+        &["placement.cluster.open-cluster-management.io", "alone", "-n", "lonely"],
+        "NoManagedClusterSetBindings",
+        |p| {
+            p["status"]["conditions"]
+                .as_array()
+                .is_some_and(|conditions| conditions.iter().any(|c| c["reason"] == "NoManagedClusterSetBindings"))
+        },
+    );
+    let table = kubectl().args(["get", "placements.cluster.open-cluster-management.io", "-A"]).ok();
+    assert!(
+        table.stdout.contains("SUCCEEDED") && table.stdout.contains("NoManagedClusterSetBindings"),
+        "{}",
+        table.stdout
+    );
+
+    // Deleting the placement takes its decisions with it (they are owned by it).
+    kubectl().args(["delete", "placement.cluster.open-cluster-management.io", "by-cpu", "-n", "apps"]).ok();
+    wait_json(&kubectl, &["placementdecisions", "-n", "apps"], "the decisions collected", |list| {
+        list["items"].as_array().is_some_and(Vec::is_empty)
+    });
+}
