@@ -57,8 +57,8 @@ mod tests {
         let (registry, _) = registry(Weak::new(), Arc::default(), "https://shard".into(), "CA");
         for row in registry.all() {
             // kube sets generations for kinds with a spec controllers act on: kcp's kinds,
-            // CRDs and the controllers of pods here, not ConfigMaps, Secrets, RBAC, Pods,
-            // Services and the like.
+            // CRDs, OCM's kinds (custom resources on an OCM hub) and the controllers of
+            // pods here, not ConfigMaps, Secrets, RBAC, Pods, Services and the like.
             let workload_controller = matches!(
                 row.resource.as_str(),
                 "deployments"
@@ -72,8 +72,10 @@ mod tests {
                     | "networkpolicies"
                     | "poddisruptionbudgets"
             );
-            let tracks =
-                row.group.ends_with(".kcp.io") || row.resource == "customresourcedefinitions" || workload_controller;
+            let tracks = row.group.ends_with(".kcp.io")
+                || row.group == crate::ocm::CLUSTER_GROUP
+                || row.resource == "customresourcedefinitions"
+                || workload_controller;
             assert_eq!(row.strategy.tracks_generation(), tracks, "{}.{}", row.resource, row.group);
             let review = row.group == "authorization.k8s.io";
             assert_eq!(row.strategy.stored(), !review, "{}.{}", row.resource, row.group);

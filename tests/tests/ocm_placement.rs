@@ -111,7 +111,7 @@ async fn ocm_placement_decides_by_scores_and_never_flaps() {
     });
     kubectl().args(["create", "-f", "-"]).stdin(placement.to_string()).ok();
     let first = wait_json(
-        &kubectl,
+        kubectl,
         &["placementdecisions", "-n", "apps", "-l", "cluster.open-cluster-management.io/placement=by-cpu"],
         "the first decision",
         |list| decided(list).len() == 2,
@@ -122,7 +122,7 @@ async fn ocm_placement_decides_by_scores_and_never_flaps() {
     assert_eq!(page["metadata"]["ownerReferences"][0]["kind"], "Placement");
     assert!(page["status"]["decisions"][0]["reason"].as_str().is_some_and(|r| !r.is_empty()), "{page}");
     let status = wait_json(
-        &kubectl,
+        kubectl,
         &["placement.cluster.open-cluster-management.io", "by-cpu", "-n", "apps"],
         "the placement's status",
         |p| p["status"]["numberOfSelectedClusters"] == 2,
@@ -155,7 +155,7 @@ async fn ocm_placement_decides_by_scores_and_never_flaps() {
         ])
         .ok();
     let moved = wait_json(
-        &kubectl,
+        kubectl,
         &["placementdecisions", "-n", "apps", "-l", "cluster.open-cluster-management.io/placement=by-cpu"],
         "the decision moved to west-2",
         |list| decided(list).contains("west-2"),
@@ -170,7 +170,7 @@ async fn ocm_placement_decides_by_scores_and_never_flaps() {
     .to_string();
     kubectl().args(["patch", "managedcluster", "east-1", "--type=merge", "-p", &taint]).ok();
     let without = wait_json(
-        &kubectl,
+        kubectl,
         &["placementdecisions", "-n", "apps", "-l", "cluster.open-cluster-management.io/placement=by-cpu"],
         "east-1 left the decision",
         |list| !decided(list).contains("east-1") && decided(list).len() == 2,
@@ -192,7 +192,7 @@ async fn ocm_placement_decides_by_scores_and_never_flaps() {
         ])
         .ok();
     wait_json(
-        &kubectl,
+        kubectl,
         &["placement.cluster.open-cluster-management.io", "by-cpu", "-n", "apps"],
         "the shortfall reported",
         |p| {
@@ -225,7 +225,7 @@ async fn ocm_placement_decides_by_scores_and_never_flaps() {
     }));
     let yaml: Vec<String> = many.iter().map(|m| serde_yaml_ng::to_string(m).unwrap()).collect();
     kubectl().args(["apply", "-f", "-"]).stdin(yaml.join("---\n")).ok();
-    let pages = wait_json(&kubectl, &["placementdecisions", "-n", "fleet"], "120 clusters on two pages", |list| {
+    let pages = wait_json(kubectl, &["placementdecisions", "-n", "fleet"], "120 clusters on two pages", |list| {
         decided(list).len() == 120
     });
     let sizes: Vec<usize> = pages["items"]
@@ -244,7 +244,7 @@ async fn ocm_placement_decides_by_scores_and_never_flaps() {
     std::thread::sleep(Duration::from_secs(2));
     let newcomer = serde_yaml_ng::to_string(&cluster("a-first", "many")).unwrap();
     kubectl().args(["apply", "-f", "-"]).stdin(newcomer).ok();
-    wait_json(&kubectl, &["placementdecisions", "-n", "fleet"], "the newcomer decided", |list| {
+    wait_json(kubectl, &["placementdecisions", "-n", "fleet"], "the newcomer decided", |list| {
         decided(list).contains("a-first")
     });
     let output = watcher.join().unwrap();
@@ -272,7 +272,7 @@ async fn ocm_placement_decides_by_scores_and_never_flaps() {
     });
     kubectl().args(["create", "-f", "-"]).stdin(alone.to_string()).ok();
     wait_json(
-        &kubectl,
+        kubectl,
         &["placement.cluster.open-cluster-management.io", "alone", "-n", "lonely"],
         "NoManagedClusterSetBindings",
         |p| {
@@ -290,7 +290,7 @@ async fn ocm_placement_decides_by_scores_and_never_flaps() {
 
     // Deleting the placement takes its decisions with it (they are owned by it).
     kubectl().args(["delete", "placement.cluster.open-cluster-management.io", "by-cpu", "-n", "apps"]).ok();
-    wait_json(&kubectl, &["placementdecisions", "-n", "apps"], "the decisions collected", |list| {
+    wait_json(kubectl, &["placementdecisions", "-n", "apps"], "the decisions collected", |list| {
         list["items"].as_array().is_some_and(Vec::is_empty)
     });
 }
