@@ -6,16 +6,17 @@
 # through a regional cache under a parent), `scripts/bench.sh placement [flags]` runs
 # bench-placement (one scheduling decision over 10,000 candidate clusters), and
 # `scripts/bench.sh placement-e2e [flags]` runs bench-placement-e2e (1,000 namespaces placed
-# on 20 SyncTargets and synced into members by agents).
+# on 20 SyncTargets and synced into members by agents), and `scripts/bench.sh ocm [flags]` runs
+# bench-ocm (one OCM Placement over 2,000 ManagedClusters with three prioritizers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-name="${1:?usage: scripts/bench.sh store|workspaces|proxy|replication|placement|placement-e2e [flags]}"
+name="${1:?usage: scripts/bench.sh store|workspaces|proxy|replication|placement|placement-e2e|ocm [flags]}"
 shift
 # Checked before building, so a typo does not cost a build.
 case "$name" in
-    store | workspaces | proxy | replication | placement | placement-e2e) ;;
+    store | workspaces | proxy | replication | placement | placement-e2e | ocm) ;;
     *)
-        echo "unknown benchmark: $name (known: store, workspaces, proxy, replication, placement, placement-e2e)" >&2
+        echo "unknown benchmark: $name (known: store, workspaces, proxy, replication, placement, placement-e2e, ocm)" >&2
         exit 2
         ;;
 esac

@@ -1,0 +1,227 @@
+//! `bench-ocm`: one OCM Placement over many ManagedClusters, on a real shard.
+//!
+//! A standalone shard with one logical cluster acts as the OCM hub. The benchmark
+//! creates `--clusters` ManagedClusters (labelled into one ManagedClusterSet, spread over
+//! ten zones) and writes each one's `status.allocatable` and `status.capacity`, binds the
+//! set to a namespace, and then creates one Placement asking for `--pick` clusters with
+//! three prioritizers (ResourceAllocatableCPU, ResourceAllocatableMemory and Steady, in
+//! Exact mode) and a label predicate. It prints the time from the Placement's create
+//! until its PlacementDecisions hold every decision, against the goal (< 1 s), then the
+//! same again after one cluster's allocatable CPU changes enough to enter the picked set
+//! (a re-decision), the objects the placement wrote, and the shard's CPU time and
+//! resident memory.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ::tests::{ShardProcess, TlsHttp};
+use anyhow::Context;
+use clap::Parser;
+use http::{Method, StatusCode};
+use serde_json::{json, Value};
+use tokio::task::JoinSet;
+
+/// The goal this benchmark reports against.
+const GOAL_SECONDS: f64 = 1.0;
+
+/// How long a wait may take before the run gives up.
+const DEADLINE: Duration = Duration::from_secs(120);
+
+const GROUP_PATH: &str = "/clusters/hub/apis/cluster.open-cluster-management.io";
+
+#[derive(Parser, Debug)]
+#[command(name = "bench-ocm", about = "One OCM Placement over many ManagedClusters")]
+struct Args {
+    /// ManagedClusters in the hub.
+    #[arg(long, default_value_t = 2_000, value_parser = clap::value_parser!(u32).range(1..=20_000))]
+    clusters: u32,
+    /// numberOfClusters of the Placement.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=20_000))]
+    pick: u32,
+    /// Concurrent clients creating the clusters.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=128))]
+    clients: u32,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let shard = ShardProcess::with_clusters(&["hub"]).await;
+    let http = shard.http();
+    let pid = shard.pid().context("the shard's pid")?;
+
+    let loaded = Instant::now();
+    let next = Arc::new(AtomicU32::new(0));
+    let mut clients = JoinSet::new();
+    for _ in 0..args.clients {
+        let (http, next, total) = (http.clone(), next.clone(), args.clusters);
+        clients.spawn(async move {
+            loop {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if n >= total {
+                    return anyhow::Ok(());
+                }
+                let name = format!("cluster-{n:05}");
+                let cluster = json!({
+                    "apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+                    "metadata": {"name": name, "labels": {
+                        "cluster.open-cluster-management.io/clusterset": "fleet",
+                        "zone": format!("zone-{}", n % 10),
+                        "env": if n % 4 == 0 { "dev" } else { "prod" },
+                    }},
+                    "spec": {"hubAcceptsClient": true},
+                });
+                post(&http, &format!("{GROUP_PATH}/v1/managedclusters"), &cluster).await?;
+                let status = json!({"status": resources(n)});
+                patch_status(&http, &format!("{GROUP_PATH}/v1/managedclusters/{name}/status"), &status).await?;
+            }
+        });
+    }
+    while let Some(done) = clients.join_next().await {
+        done??;
+    }
+    println!(
+        "bench-ocm: {} ManagedClusters (with allocatable and capacity) loaded in {:.2} s",
+        args.clusters,
+        loaded.elapsed().as_secs_f64()
+    );
+    let set = json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSet",
+        "metadata": {"name": "fleet"}});
+    post(&http, &format!("{GROUP_PATH}/v1beta2/managedclustersets"), &set).await?;
+    post(&http, "/clusters/hub/api/v1/namespaces", &json!({"metadata": {"name": "apps"}})).await?;
+    let binding = json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSetBinding",
+        "metadata": {"name": "fleet", "namespace": "apps"}, "spec": {"clusterSet": "fleet"}});
+    post(&http, &format!("{GROUP_PATH}/v1beta2/namespaces/apps/managedclustersetbindings"), &binding).await?;
+
+    let (cpu_before, _) = usage(pid);
+    let placement = json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+        "metadata": {"name": "biggest", "namespace": "apps"},
+        "spec": {
+            "numberOfClusters": args.pick,
+            "predicates": [{"requiredClusterSelector": {"labelSelector": {"matchLabels": {"env": "prod"}}}}],
+            "prioritizerPolicy": {"mode": "Exact", "configurations": [
+                {"scoreCoordinate": {"builtIn": "ResourceAllocatableCPU"}, "weight": 2},
+                {"scoreCoordinate": {"builtIn": "ResourceAllocatableMemory"}, "weight": 1},
+                {"scoreCoordinate": {"builtIn": "Steady"}, "weight": 1},
+            ]},
+        },
+    });
+    let started = Instant::now();
+    post(&http, &format!("{GROUP_PATH}/v1beta1/namespaces/apps/placements"), &placement).await?;
+    let wanted = args.pick.min(args.clusters - args.clusters.div_ceil(4)) as usize;
+    let first = wait_decisions(&http, |decided| decided.len() == wanted).await?;
+    let decided_in = started.elapsed();
+    let (cpu_after, rss) = usage(pid);
+
+    // One unpicked cluster grows enough to enter the picked set: a re-decision.
+    let (n, grower) = (0..args.clusters)
+        .filter(|n| n % 4 != 0)
+        .map(|n| (n, format!("cluster-{n:05}")))
+        .find(|(_, name)| !first.contains(name))
+        .context("an unpicked prod cluster")?;
+    let mut grown = resources(n);
+    grown["allocatable"]["cpu"] = json!("1000");
+    grown["capacity"]["cpu"] = json!("1000");
+    let moved = Instant::now();
+    patch_status(&http, &format!("{GROUP_PATH}/v1/managedclusters/{grower}/status"), &json!({"status": grown})).await?;
+    let second = wait_decisions(&http, |decided| decided.contains(&grower)).await?;
+    let moved_in = moved.elapsed();
+    let kept = first.iter().filter(|c| second.contains(c)).count();
+
+    let pages =
+        get(&http, "/clusters/hub/apis/cluster.open-cluster-management.io/v1beta1/namespaces/apps/placementdecisions")
+            .await?;
+    let page_count = items(&pages).len();
+    let verdict = |seconds: f64| if seconds < GOAL_SECONDS { "met" } else { "MISSED" };
+    println!(
+        "  placement: numberOfClusters {}, 3 prioritizers (CPU ×2, memory, Steady), env=prod predicate",
+        args.pick
+    );
+    println!(
+        "  create → every decision written:     {:>8.3} s   goal < {GOAL_SECONDS} s: {}",
+        decided_in.as_secs_f64(),
+        verdict(decided_in.as_secs_f64())
+    );
+    println!(
+        "  score change → decision moved:       {:>8.3} s   goal < {GOAL_SECONDS} s: {}  ({kept} of {} decisions kept)",
+        moved_in.as_secs_f64(),
+        verdict(moved_in.as_secs_f64()),
+        first.len()
+    );
+    println!("  objects the placement wrote: {page_count} PlacementDecision page(s) + the Placement's status");
+    println!(
+        "  shard during the first decision: {:.2} s CPU, {:.1} MiB resident",
+        (cpu_after - cpu_before) as f64 / 100.0,
+        rss as f64 / 1024.0
+    );
+    Ok(())
+}
+
+/// A cluster's allocatable and capacity: CPU and memory that differ per cluster.
+fn resources(n: u32) -> Value {
+    let cpu = 4 + (n * 37) % 60;
+    let memory = 8 + (n * 53) % 120;
+    json!({
+        "allocatable": {"cpu": cpu.to_string(), "memory": format!("{memory}Gi")},
+        "capacity": {"cpu": (cpu + 4).to_string(), "memory": format!("{}Gi", memory + 8)},
+    })
+}
+
+/// Waits until the placement's decisions satisfy `done`; returns them.
+async fn wait_decisions(http: &TlsHttp, done: impl Fn(&Vec<String>) -> bool) -> anyhow::Result<Vec<String>> {
+    let deadline = Instant::now() + DEADLINE;
+    let path = "/clusters/hub/apis/cluster.open-cluster-management.io/v1beta1/namespaces/apps/placementdecisions?labelSelector=cluster.open-cluster-management.io%2Fplacement%3Dbiggest";
+    loop {
+        let list = get(http, path).await?;
+        let decided: Vec<String> = items(&list)
+            .iter()
+            .flat_map(|d| d.pointer("/status/decisions").and_then(Value::as_array).cloned().unwrap_or_default())
+            .filter_map(|d| d.get("clusterName").and_then(Value::as_str).map(str::to_string))
+            .collect();
+        if done(&decided) {
+            return Ok(decided);
+        }
+        anyhow::ensure!(Instant::now() < deadline, "decisions not done within {DEADLINE:?}: {} so far", decided.len());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The process's CPU time (utime + stime, clock ticks) and resident memory (KiB).
+fn usage(pid: u32) -> (u64, u64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or_default().split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let rss = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    // After the command name: state is field 0, utime 11, stime 12.
+    (ticks(11) + ticks(12), rss)
+}
+
+async fn post(http: &TlsHttp, path: &str, body: &Value) -> anyhow::Result<()> {
+    let response = http.post_json(path, body).await?;
+    anyhow::ensure!(response.status == StatusCode::CREATED, "POST {path}: {} {}", response.status, response.text());
+    Ok(())
+}
+
+async fn patch_status(http: &TlsHttp, path: &str, body: &Value) -> anyhow::Result<()> {
+    let headers = [("content-type", "application/merge-patch+json")];
+    let response = http.send(Method::PATCH, path, &headers, serde_json::to_vec(body)?).await?;
+    anyhow::ensure!(response.status == StatusCode::OK, "PATCH {path}: {} {}", response.status, response.text());
+    Ok(())
+}
+
+async fn get(http: &TlsHttp, path: &str) -> anyhow::Result<Value> {
+    let response = http.get(path).await?;
+    anyhow::ensure!(response.status == StatusCode::OK, "GET {path}: {} {}", response.status, response.text());
+    response.json()
+}
+
+fn items(list: &Value) -> Vec<Value> {
+    list.get("items").and_then(Value::as_array).cloned().unwrap_or_default()
+}
