@@ -25,6 +25,14 @@ fn cluster(name: &str, set: &str) -> Value {
     })
 }
 
+/// A cluster the hub has not accepted: its health is not judged (no lease, no taints), so
+/// it needs no agent; placement still considers it.
+fn registered(name: &str, set: &str) -> Value {
+    let mut cluster = cluster(name, set);
+    cluster["spec"]["hubAcceptsClient"] = json!(false);
+    cluster
+}
+
 fn score(cluster: &str, value: i64) -> Value {
     json!({
         "apiVersion": "cluster.open-cluster-management.io/v1alpha1", "kind": "AddOnPlacementScore",
@@ -54,11 +62,11 @@ async fn ocm_placement_decides_by_scores_and_never_flaps() {
     let cache = tempfile::tempdir().unwrap();
     let kubectl = || Kubectl::new(&config, &url, cache.path(), None).cluster(&hub);
 
-    // Four clusters in two sets, a namespace for each cluster's add-on scores.
+    // Four clusters in two sets; the hub gives each accepted cluster its namespace (where
+    // its add-on scores and its lease live).
     let mut manifests = Vec::new();
     for (name, set) in [("east-1", "east"), ("east-2", "east"), ("west-1", "west"), ("west-2", "west")] {
         manifests.push(cluster(name, set));
-        manifests.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}));
     }
     for set in ["east", "west"] {
         manifests.push(json!({
@@ -75,6 +83,11 @@ async fn ocm_placement_decides_by_scores_and_never_flaps() {
     }
     let yaml: Vec<String> = manifests.iter().map(|m| serde_yaml_ng::to_string(m).unwrap()).collect();
     kubectl().args(["apply", "-f", "-"]).stdin(yaml.join("---\n")).ok();
+    for name in ["east-1", "east-2", "west-1", "west-2"] {
+        wait_json(kubectl, &["namespace", name], "the hub's namespace for the cluster", |ns| {
+            ns["metadata"]["name"] == name
+        });
+    }
     // Scores live in status: created, then written through the status subresource.
     for (name, value) in [("east-1", 80), ("east-2", 10), ("west-1", 50), ("west-2", 20)] {
         let object = score(name, value);
@@ -93,6 +106,16 @@ async fn ocm_placement_decides_by_scores_and_never_flaps() {
                 &patch,
             ])
             .ok();
+    }
+    // Their agents report them available (a cluster no agent reported is tainted
+    // unreachable, as OCM's hub taints it).
+    for name in ["east-1", "east-2", "west-1", "west-2"] {
+        let patch = json!({"status": {"conditions": [{
+            "type": "ManagedClusterConditionAvailable", "status": "True", "reason": "ManagedClusterAvailable",
+            "message": "Managed cluster is available", "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }]}})
+        .to_string();
+        kubectl().args(["patch", "managedcluster", name, "--subresource=status", "--type=merge", "-p", &patch]).ok();
     }
     // kubectl finds the kinds by their short names and shows OCM's columns.
     let listed = kubectl().args(["get", "mcl"]).ok();
@@ -162,9 +185,9 @@ async fn ocm_placement_decides_by_scores_and_never_flaps() {
     );
     assert_eq!(decided(&moved), BTreeSet::from(["east-1".to_string(), "west-2".to_string()]));
 
-    // A NoSelect taint (OCM's unreachable taint) takes east-1 out.
+    // A NoSelect taint takes east-1 out.
     let taint = json!({"spec": {"taints": [{
-        "key": "cluster.open-cluster-management.io/unreachable", "effect": "NoSelect",
+        "key": "example.com/maintenance", "effect": "NoSelect",
         "timeAdded": jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
     }]}})
     .to_string();
@@ -204,6 +227,72 @@ async fn ocm_placement_decides_by_scores_and_never_flaps() {
         },
     );
 
+    // Heartbeats, as OCM's hub judges them: the hub gives an accepted cluster its
+    // namespace and lease; the registration agent (played here by kubectl) renews the
+    // lease and reports Available. Five lease durations without a renewal make the
+    // cluster Unknown and taint it unreachable, and the placement drops it; the agent's
+    // return brings it back.
+    let beat = json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+        "metadata": {"name": "beat", "labels": {"cluster.open-cluster-management.io/clusterset": "east", "beat": "yes"}},
+        "spec": {"hubAcceptsClient": true, "leaseDurationSeconds": 1},
+    });
+    kubectl().args(["create", "-f", "-"]).stdin(beat.to_string()).ok();
+    wait_json(kubectl, &["lease", "managed-cluster-lease", "-n", "beat"], "the hub's lease for beat", |lease| {
+        lease["metadata"]["labels"]["open-cluster-management.io/cluster-name"] == "beat"
+    });
+    let available = |status: &str| {
+        json!({"status": {"conditions": [{
+            "type": "ManagedClusterConditionAvailable", "status": status, "reason": "ManagedClusterAvailable",
+            "message": "Managed cluster is available", "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }]}})
+        .to_string()
+    };
+    let renew = || {
+        let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
+        let patch = json!({"spec": {"renewTime": now}}).to_string();
+        kubectl().args(["patch", "lease", "managed-cluster-lease", "-n", "beat", "--type=merge", "-p", &patch]).ok();
+    };
+    renew();
+    kubectl()
+        .args(["patch", "managedcluster", "beat", "--subresource=status", "--type=merge", "-p", &available("True")])
+        .ok();
+    let beaters = json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+        "metadata": {"name": "beaters", "namespace": "apps"},
+        "spec": {"predicates": [{"requiredClusterSelector": {"labelSelector": {"matchLabels": {"beat": "yes"}}}}]},
+    });
+    kubectl().args(["create", "-f", "-"]).stdin(beaters.to_string()).ok();
+    let beaters_decisions =
+        ["placementdecisions", "-n", "apps", "-l", "cluster.open-cluster-management.io/placement=beaters"];
+    wait_json(kubectl, &beaters_decisions, "beat decided", |list| decided(list).contains("beat"));
+    // Renewed every second for longer than the grace (5 × 1 s): still available.
+    for _ in 0..7 {
+        renew();
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let alive = kubectl().args(["get", "managedcluster", "beat", "-o", "json"]).ok().json().unwrap();
+    assert!(alive["spec"]["taints"].as_array().is_none_or(Vec::is_empty), "{alive}");
+    // The agent stops.
+    let stopped = wait_json(kubectl, &["managedcluster", "beat"], "beat Unknown and tainted", |c| {
+        c["status"]["conditions"].as_array().is_some_and(|conditions| {
+            conditions.iter().any(|c| c["reason"] == "ManagedClusterLeaseUpdateStopped" && c["status"] == "Unknown")
+        }) && c["spec"]["taints"][0]["key"] == "cluster.open-cluster-management.io/unreachable"
+    });
+    assert_eq!(stopped["spec"]["taints"][0]["effect"], "NoSelect");
+    wait_json(kubectl, &beaters_decisions, "beat dropped", |list| decided(list).is_empty());
+    wait_json(kubectl, &["placement.cluster.open-cluster-management.io", "beaters", "-n", "apps"], "no match", |p| {
+        p["status"]["conditions"]
+            .as_array()
+            .is_some_and(|conditions| conditions.iter().any(|c| c["reason"] == "NoManagedClusterMatched"))
+    });
+    // The agent returns: a renewal and Available again; the taint goes, the decision comes back.
+    renew();
+    kubectl()
+        .args(["patch", "managedcluster", "beat", "--subresource=status", "--type=merge", "-p", &available("True")])
+        .ok();
+    wait_json(kubectl, &beaters_decisions, "beat decided again", |list| decided(list).contains("beat"));
+
     // More than a page: 120 clusters in set "many", all decided by one placement. A new
     // cluster whose name sorts first must not push a decided cluster from page 1 to
     // page 2 (OCM#1346: rewriting page 1 first drops it from every page for a moment);
@@ -213,7 +302,7 @@ async fn ocm_placement_decides_by_scores_and_never_flaps() {
         "metadata": {"name": "many"},
     })];
     let names: Vec<String> = (0..120).map(|i| format!("m-{i:03}")).collect();
-    many.extend(names.iter().map(|name| cluster(name, "many")));
+    many.extend(names.iter().map(|name| registered(name, "many")));
     many.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fleet"}}));
     many.push(json!({
         "apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSetBinding",
@@ -242,7 +331,7 @@ async fn ocm_placement_decides_by_scores_and_never_flaps() {
         std::thread::spawn(move || watch.run())
     };
     std::thread::sleep(Duration::from_secs(2));
-    let newcomer = serde_yaml_ng::to_string(&cluster("a-first", "many")).unwrap();
+    let newcomer = serde_yaml_ng::to_string(&registered("a-first", "many")).unwrap();
     kubectl().args(["apply", "-f", "-"]).stdin(newcomer).ok();
     wait_json(kubectl, &["placementdecisions", "-n", "fleet"], "the newcomer decided", |list| {
         decided(list).contains("a-first")
@@ -290,7 +379,6 @@ async fn ocm_placement_decides_by_scores_and_never_flaps() {
 
     // Deleting the placement takes its decisions with it (they are owned by it).
     kubectl().args(["delete", "placement.cluster.open-cluster-management.io", "by-cpu", "-n", "apps"]).ok();
-    wait_json(kubectl, &["placementdecisions", "-n", "apps"], "the decisions collected", |list| {
-        list["items"].as_array().is_some_and(Vec::is_empty)
-    });
+    let by_cpu = ["placementdecisions", "-n", "apps", "-l", "cluster.open-cluster-management.io/placement=by-cpu"];
+    wait_json(kubectl, &by_cpu, "the decisions collected", |list| list["items"].as_array().is_some_and(Vec::is_empty));
 }

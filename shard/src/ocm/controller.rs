@@ -1,7 +1,10 @@
-//! The OCM placement controller of one shard: every Placement of every logical cluster
-//! on it, decided again when an OCM object of that cluster is written and on a slow
-//! resync (taints' toleration deadlines and add-on scores' validity run out without a
-//! write).
+//! The OCM hub controller of one shard, per logical cluster with OCM objects, run when an
+//! OCM object of that cluster is written, at the next deadline it knows of (a lease or a
+//! toleration running out) and on a slow resync:
+//! - cluster health ([`super::health`]): each accepted ManagedCluster gets its namespace
+//!   and lease; a lease not renewed in time makes it Unknown, and the taints follow its
+//!   Available condition;
+//! - every Placement decided again.
 //!
 //! A Placement's decisions are written as PlacementDecision pages of at most 100
 //! clusters, labelled with the Placement's name and owned by it (the garbage collector
@@ -11,6 +14,7 @@
 //! the chosen set writes no page; a status that says the same writes nothing.
 
 use super::decide::{self, Condition, Inputs};
+use super::health;
 use super::{CLUSTER_GROUP, DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PLACEMENT_LABEL};
 use crate::state::Shard;
 use crate::store_watch::{StoreConsumer, StoreSource};
@@ -41,6 +45,8 @@ struct Rows {
     sets: Arc<ResourceType>,
     bindings: Arc<ResourceType>,
     scores: Arc<ResourceType>,
+    leases: Arc<ResourceType>,
+    namespaces: Arc<ResourceType>,
 }
 
 impl Rows {
@@ -53,18 +59,22 @@ impl Rows {
             sets: row("v1beta2", "managedclustersets")?,
             bindings: row("v1beta2", "managedclustersetbindings")?,
             scores: row("v1alpha1", "addonplacementscores")?,
+            leases: shard.registry.get("coordination.k8s.io", "v1", "leases")?,
+            namespaces: shard.registry.namespaces(),
         })
     }
 
-    fn all(&self) -> [&Arc<ResourceType>; 6] {
+    fn ocm(&self) -> [&Arc<ResourceType>; 6] {
         [&self.placements, &self.decisions, &self.clusters, &self.sets, &self.bindings, &self.scores]
     }
 }
 
-/// Logical clusters whose OCM objects were written since their last pass.
+/// Logical clusters whose OCM objects were written since their last pass, and when each
+/// must be looked at again without a write.
 #[derive(Default)]
 struct Dirty {
     clusters: Mutex<BTreeSet<String>>,
+    deadlines: Mutex<BTreeMap<String, jiff::Timestamp>>,
     wake: Notify,
 }
 
@@ -97,7 +107,7 @@ impl Feed {
 pub async fn run(shard: Arc<Shard>) {
     let Some(rows) = Rows::of(&shard) else { return };
     let dirty = Arc::new(Dirty::default());
-    for rt in rows.all().into_iter().filter(|rt| !Arc::ptr_eq(rt, &rows.decisions)) {
+    for rt in rows.ocm().into_iter().filter(|rt| !Arc::ptr_eq(rt, &rows.decisions)) {
         let prefix = objects::collection_prefix(rt, None, None).into_bytes();
         let mut source = StoreSource::new(shard.store.clone(), prefix, Feed(dirty.clone()));
         let name = rt.resource.clone();
@@ -105,37 +115,65 @@ pub async fn run(shard: Arc<Shard>) {
     }
     let mut resync = tokio::time::interval(RESYNC);
     loop {
+        let next = dirty.deadlines.lock().values().min().copied();
+        let wait = next.map_or(RESYNC, |at| {
+            Duration::try_from(at.duration_since(jiff::Timestamp::now())).unwrap_or(Duration::ZERO)
+        });
         tokio::select! {
             _ = dirty.wake.notified() => {}
+            _ = tokio::time::sleep(wait) => {
+                let now = jiff::Timestamp::now();
+                let mut deadlines = dirty.deadlines.lock();
+                let due: Vec<String> = deadlines.iter().filter(|(_, at)| **at <= now).map(|(c, _)| c.clone()).collect();
+                for cluster in due {
+                    deadlines.remove(&cluster);
+                    dirty.clusters.lock().insert(cluster);
+                }
+            }
             _ = resync.tick() => {
                 let mut hubs = BTreeSet::new();
-                let _ = objects::scan(&shard.store, &rows.placements, |cluster, _| {
-                    hubs.insert(cluster.to_string());
-                });
+                for rt in [&rows.placements, &rows.clusters] {
+                    let _ = objects::scan(&shard.store, rt, |cluster, _| {
+                        hubs.insert(cluster.to_string());
+                    });
+                }
                 dirty.clusters.lock().extend(hubs);
             }
         }
         let clusters = std::mem::take(&mut *dirty.clusters.lock());
         for cluster in clusters {
-            if let Err(error) = hub(&shard, &rows, &cluster).await {
-                tracing::warn!(%error, %cluster, "OCM placement pass failed; retrying");
-                dirty.clusters.lock().insert(cluster);
+            match hub(&shard, &rows, &cluster).await {
+                Ok(Some(at)) => {
+                    dirty.deadlines.lock().insert(cluster, at);
+                }
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(%error, %cluster, "OCM hub pass failed; retrying");
+                    dirty.deadlines.lock().insert(cluster, jiff::Timestamp::now() + Duration::from_millis(500));
+                }
             }
         }
     }
 }
 
-/// Decides every Placement of one logical cluster.
-async fn hub(shard: &Shard, rows: &Rows, cluster: &str) -> anyhow::Result<()> {
+/// Judges every ManagedCluster's health and decides every Placement of one logical
+/// cluster; returns when it must be looked at again without a write.
+async fn hub(shard: &Shard, rows: &Rows, cluster: &str) -> anyhow::Result<Option<jiff::Timestamp>> {
     let list = |rt: &ResourceType| {
         objects::list_in_cluster(&shard.store, rt, cluster)
             .map_err(|e| anyhow::anyhow!("list {}: {}", rt.resource, e.message))
     };
+    let mut clusters = list(&rows.clusters)?;
+    let mut next = None;
+    for managed in clusters.iter_mut() {
+        if let Some(at) = judge(shard, rows, cluster, managed).await? {
+            next = earliest(next, Some(at));
+        }
+    }
     let placements = list(&rows.placements)?;
     if placements.is_empty() {
-        return Ok(());
+        return Ok(next);
     }
-    let clusters = list(&rows.clusters)?;
     let sets = list(&rows.sets)?;
     let all_bindings = list(&rows.bindings)?;
     let scores = list(&rows.scores)?;
@@ -186,6 +224,7 @@ async fn hub(shard: &Shard, rows: &Rows, cluster: &str) -> anyhow::Result<()> {
             now,
         };
         let verdict = decide::decide(inputs);
+        next = earliest(next, verdict.decision.as_ref().and_then(|d| d.requeue_at));
         // Each decision says why its cluster was picked, with the scores, as the
         // framework reports it.
         let reasons: BTreeMap<String, String> = verdict
@@ -206,7 +245,79 @@ async fn hub(shard: &Shard, rows: &Rows, cluster: &str) -> anyhow::Result<()> {
             failed = Some(error);
         }
     }
-    failed.map_or(Ok(()), Err)
+    failed.map_or(Ok(next), Err)
+}
+
+fn earliest(a: Option<jiff::Timestamp>, b: Option<jiff::Timestamp>) -> Option<jiff::Timestamp> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// One ManagedCluster's health: its namespace and lease exist once it is accepted; a
+/// lease not renewed in time makes it Unknown; its taints follow its Available
+/// condition. `managed` is updated to what was written. Returns when the lease runs out.
+async fn judge(
+    shard: &Shard,
+    rows: &Rows,
+    cluster: &str,
+    managed: &mut Value,
+) -> anyhow::Result<Option<jiff::Timestamp>> {
+    if !health::accepted(managed) {
+        return Ok(None);
+    }
+    let name = meta::name(managed).unwrap_or_default().to_string();
+    let now = jiff::Timestamp::now();
+    let namespace_at = ObjectRef { cluster, namespace: None, name: &name };
+    if storage::get(shard, &rows.namespaces, &namespace_at).is_err() {
+        let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        match storage::create(shard, &rows.namespaces, cluster, namespace, WriteOptions::default()).await {
+            Ok(_) => {}
+            Err(e) if e.is_already_exists() => {}
+            Err(e) => anyhow::bail!("create the namespace of cluster {name}: {}", e.message),
+        }
+    }
+    let lease_at = ObjectRef { cluster, namespace: Some(&name), name: health::LEASE_NAME };
+    let lease = match storage::get(shard, &rows.leases, &lease_at) {
+        Ok((lease, _)) => lease,
+        Err(e) if e.is_not_found() => {
+            let lease = health::new_lease(&name, now);
+            match storage::create(shard, &rows.leases, cluster, lease.clone(), WriteOptions::default()).await {
+                Ok(created) => created,
+                Err(e) if e.is_already_exists() => lease,
+                Err(e) => anyhow::bail!("create the lease of cluster {name}: {}", e.message),
+            }
+        }
+        Err(e) => anyhow::bail!("read the lease of cluster {name}: {}", e.message),
+    };
+    let at = ObjectRef { cluster, namespace: None, name: &name };
+    if let Some(condition) = health::stopped_condition(managed, &lease, now) {
+        *managed =
+            storage::guaranteed_update(shard, &rows.clusters, &at, Some("status"), WriteOptions::default(), |old| {
+                let mut new = old.clone();
+                let mut conditions: Vec<Value> =
+                    old.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+                conditions.retain(|c| c.get("type").and_then(Value::as_str) != Some(health::AVAILABLE_CONDITION));
+                conditions.push(condition.clone());
+                let status = json!({"conditions": conditions});
+                let merged = apiserver::conditions::with_transition_times(old.get("status"), &status);
+                new["status"]["conditions"] = merged["conditions"].clone();
+                Ok(new)
+            })
+            .await
+            .map_err(|e| anyhow::anyhow!("mark cluster {name} Unknown: {}", e.message))?;
+    }
+    if let Some(taints) = health::wanted_taints(managed, now) {
+        *managed = storage::guaranteed_update(shard, &rows.clusters, &at, None, WriteOptions::default(), |old| {
+            let mut new = old.clone();
+            new["spec"]["taints"] = Value::Array(taints.clone());
+            Ok(new)
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("taint cluster {name}: {}", e.message))?;
+    }
+    Ok(health::expires_at(managed, &lease).filter(|at| *at > now))
 }
 
 /// The page a PlacementDecision is: its index from `<placement>-decision-<index>` and

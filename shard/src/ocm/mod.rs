@@ -15,6 +15,7 @@
 pub mod controller;
 pub mod decide;
 pub mod definitions;
+pub mod health;
 
 use apiserver::registry::definition::resource_types;
 use apiserver::registry::strategy::{Causes, Strategy};
