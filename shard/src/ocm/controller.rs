@@ -78,6 +78,11 @@ struct Dirty {
     wake: Notify,
 }
 
+/// When each cluster's lease runs out, as last read, by (logical cluster, cluster): a
+/// lease is read again only once that time has come, so a pass over many healthy
+/// clusters reads no lease.
+type Leases = Mutex<std::collections::HashMap<(String, String), jiff::Timestamp>>;
+
 /// Queues the cluster of every written OCM object; PlacementDecision writes are the
 /// controller's own and wake nothing.
 struct Feed(Arc<Dirty>);
@@ -113,6 +118,7 @@ pub async fn run(shard: Arc<Shard>) {
         let name = rt.resource.clone();
         tokio::spawn(async move { drive::run(&name, &mut source, Backoff::new(RETRY, RETRY)).await });
     }
+    let leases = Leases::default();
     let mut resync = tokio::time::interval(RESYNC);
     loop {
         let next = dirty.deadlines.lock().values().min().copied();
@@ -142,7 +148,10 @@ pub async fn run(shard: Arc<Shard>) {
         }
         let clusters = std::mem::take(&mut *dirty.clusters.lock());
         for cluster in clusters {
-            match hub(&shard, &rows, &cluster).await {
+            let started = std::time::Instant::now();
+            let done = hub(&shard, &rows, &leases, &cluster).await;
+            tracing::debug!(%cluster, took = ?started.elapsed(), "OCM hub pass");
+            match done {
                 Ok(Some(at)) => {
                     dirty.deadlines.lock().insert(cluster, at);
                 }
@@ -158,15 +167,14 @@ pub async fn run(shard: Arc<Shard>) {
 
 /// Judges every ManagedCluster's health and decides every Placement of one logical
 /// cluster; returns when it must be looked at again without a write.
-async fn hub(shard: &Shard, rows: &Rows, cluster: &str) -> anyhow::Result<Option<jiff::Timestamp>> {
+async fn hub(shard: &Shard, rows: &Rows, leases: &Leases, cluster: &str) -> anyhow::Result<Option<jiff::Timestamp>> {
     let list = |rt: &ResourceType| {
         objects::list_in_cluster(&shard.store, rt, cluster)
             .map_err(|e| anyhow::anyhow!("list {}: {}", rt.resource, e.message))
     };
-    let mut clusters = list(&rows.clusters)?;
     let mut next = None;
-    for managed in clusters.iter_mut() {
-        if let Some(at) = judge(shard, rows, cluster, managed).await? {
+    for mut managed in list(&rows.clusters)? {
+        if let Some(at) = judge(shard, rows, leases, cluster, &mut managed).await? {
             next = earliest(next, Some(at));
         }
     }
@@ -174,6 +182,9 @@ async fn hub(shard: &Shard, rows: &Rows, cluster: &str) -> anyhow::Result<Option
     if placements.is_empty() {
         return Ok(next);
     }
+    // Listed again after judging, which takes a while with many clusters: the decisions
+    // read the clusters as they are now, not as they were when the pass began.
+    let clusters = list(&rows.clusters)?;
     let sets = list(&rows.sets)?;
     let all_bindings = list(&rows.bindings)?;
     let scores = list(&rows.scores)?;
@@ -257,10 +268,11 @@ fn earliest(a: Option<jiff::Timestamp>, b: Option<jiff::Timestamp>) -> Option<ji
 
 /// One ManagedCluster's health: its namespace and lease exist once it is accepted; a
 /// lease not renewed in time makes it Unknown; its taints follow its Available
-/// condition. `managed` is updated to what was written. Returns when the lease runs out.
+/// condition. Returns when the lease runs out.
 async fn judge(
     shard: &Shard,
     rows: &Rows,
+    leases: &Leases,
     cluster: &str,
     managed: &mut Value,
 ) -> anyhow::Result<Option<jiff::Timestamp>> {
@@ -269,19 +281,30 @@ async fn judge(
     }
     let name = meta::name(managed).unwrap_or_default().to_string();
     let now = jiff::Timestamp::now();
-    let namespace_at = ObjectRef { cluster, namespace: None, name: &name };
-    if storage::get(shard, &rows.namespaces, &namespace_at).is_err() {
-        let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-        match storage::create(shard, &rows.namespaces, cluster, namespace, WriteOptions::default()).await {
-            Ok(_) => {}
-            Err(e) if e.is_already_exists() => {}
-            Err(e) => anyhow::bail!("create the namespace of cluster {name}: {}", e.message),
+    let key = (cluster.to_string(), name.clone());
+    let known = leases.lock().get(&key).copied().filter(|expiry| *expiry > now);
+    if let Some(expiry) = known {
+        // The lease is known to be current: only the taints may need to follow a
+        // condition the agent wrote.
+        if let Some(taints) = health::wanted_taints(managed, now) {
+            write_taints(shard, rows, cluster, &name, taints).await?;
         }
+        return Ok(Some(expiry));
     }
     let lease_at = ObjectRef { cluster, namespace: Some(&name), name: health::LEASE_NAME };
     let lease = match storage::get(shard, &rows.leases, &lease_at) {
         Ok((lease, _)) => lease,
         Err(e) if e.is_not_found() => {
+            // A lease lives in the cluster's namespace: only a cluster without one may lack it.
+            let namespace_at = ObjectRef { cluster, namespace: None, name: &name };
+            if storage::get(shard, &rows.namespaces, &namespace_at).is_err() {
+                let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+                match storage::create(shard, &rows.namespaces, cluster, namespace, WriteOptions::default()).await {
+                    Ok(_) => {}
+                    Err(e) if e.is_already_exists() => {}
+                    Err(e) => anyhow::bail!("create the namespace of cluster {name}: {}", e.message),
+                }
+            }
             let lease = health::new_lease(&name, now);
             match storage::create(shard, &rows.leases, cluster, lease.clone(), WriteOptions::default()).await {
                 Ok(created) => created,
@@ -309,15 +332,26 @@ async fn judge(
             .map_err(|e| anyhow::anyhow!("mark cluster {name} Unknown: {}", e.message))?;
     }
     if let Some(taints) = health::wanted_taints(managed, now) {
-        *managed = storage::guaranteed_update(shard, &rows.clusters, &at, None, WriteOptions::default(), |old| {
-            let mut new = old.clone();
-            new["spec"]["taints"] = Value::Array(taints.clone());
-            Ok(new)
-        })
-        .await
-        .map_err(|e| anyhow::anyhow!("taint cluster {name}: {}", e.message))?;
+        write_taints(shard, rows, cluster, &name, taints).await?;
     }
-    Ok(health::expires_at(managed, &lease).filter(|at| *at > now))
+    let expiry = health::expires_at(managed, &lease).filter(|at| *at > now);
+    match expiry {
+        Some(at) => leases.lock().insert(key, at),
+        None => leases.lock().remove(&key),
+    };
+    Ok(expiry)
+}
+
+async fn write_taints(shard: &Shard, rows: &Rows, cluster: &str, name: &str, taints: Vec<Value>) -> anyhow::Result<()> {
+    let at = ObjectRef { cluster, namespace: None, name };
+    storage::guaranteed_update(shard, &rows.clusters, &at, None, WriteOptions::default(), |old| {
+        let mut new = old.clone();
+        new["spec"]["taints"] = Value::Array(taints.clone());
+        Ok(new)
+    })
+    .await
+    .map(|_| ())
+    .map_err(|e| anyhow::anyhow!("taint cluster {name}: {}", e.message))
 }
 
 /// The page a PlacementDecision is: its index from `<placement>-decision-<index>` and

@@ -140,8 +140,12 @@ async fn main() -> anyhow::Result<()> {
         .find(|(_, name)| !first.contains(name))
         .context("an unpicked prod cluster")?;
     let mut grown = resources(n);
-    grown["allocatable"]["cpu"] = json!("1000");
-    grown["capacity"]["cpu"] = json!("1000");
+    // Just above the largest allocatable CPU of the fleet (4..=63), so the normalised
+    // scores of the others barely move.
+    grown["allocatable"]["cpu"] = json!("80");
+    grown["capacity"]["cpu"] = json!("84");
+    grown["allocatable"]["memory"] = json!("127Gi");
+    grown["capacity"]["memory"] = json!("135Gi");
     let moved = Instant::now();
     patch_status(&http, &format!("{GROUP_PATH}/v1/managedclusters/{grower}/status"), &json!({"status": grown})).await?;
     let second = wait_decisions(&http, |decided| decided.contains(&grower)).await?;
