@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod names;
+pub mod ocm;
 pub mod transform;
 mod view;
 

@@ -1,4 +1,5 @@
-//! `atoll-agent`: syncs what is placed on one SyncTarget to one member cluster.
+//! `atoll-agent`: syncs what is placed on one SyncTarget to one member cluster, or serves
+//! one OCM ManagedCluster as its registration agent.
 
 use clap::Parser;
 use std::path::PathBuf;
@@ -13,8 +14,12 @@ struct Args {
     #[arg(long)]
     hub_kubeconfig: PathBuf,
     /// The SyncTarget's name.
+    #[arg(long, required_unless_present = "managed_cluster", conflicts_with = "managed_cluster")]
+    sync_target: Option<String>,
+    /// Serve this OCM ManagedCluster instead: register it, renew its lease and report its
+    /// status (ClusterClaims, node resources) from the member.
     #[arg(long)]
-    sync_target: String,
+    managed_cluster: Option<String>,
     /// Kubeconfig for the member cluster the objects are applied to.
     #[arg(long)]
     member_kubeconfig: PathBuf,
@@ -43,9 +48,18 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let args = Args::parse();
     let seconds = |s: f64| Duration::from_secs_f64(s.max(0.1));
+    let Some(sync_target) = args.sync_target else {
+        let managed_cluster = args.managed_cluster.unwrap_or_default();
+        return agent::ocm::run(agent::ocm::ManagedConfig {
+            hub_kubeconfig: args.hub_kubeconfig,
+            managed_cluster,
+            member_kubeconfig: args.member_kubeconfig,
+        })
+        .await;
+    };
     agent::run(agent::Config {
         hub_kubeconfig: args.hub_kubeconfig,
-        sync_target: args.sync_target,
+        sync_target,
         member_kubeconfig: args.member_kubeconfig,
         resources: args.resources,
         heartbeat_interval: seconds(args.heartbeat_interval_seconds),

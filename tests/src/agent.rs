@@ -25,10 +25,26 @@ impl AgentProcess {
     /// Starts `atoll-agent --hub-kubeconfig hub --sync-target name --member-kubeconfig
     /// member` plus `extra`, logging to `log`.
     pub fn start(hub: &Path, name: &str, member: &Path, extra: &[&str], log: &Path) -> anyhow::Result<AgentProcess> {
+        Self::start_as("--sync-target", hub, name, member, extra, log)
+    }
+
+    /// Starts `atoll-agent` as the OCM registration agent of ManagedCluster `name`.
+    pub fn start_managed_cluster(hub: &Path, name: &str, member: &Path, log: &Path) -> anyhow::Result<AgentProcess> {
+        Self::start_as("--managed-cluster", hub, name, member, &[], log)
+    }
+
+    fn start_as(
+        role: &str,
+        hub: &Path,
+        name: &str,
+        member: &Path,
+        extra: &[&str],
+        log: &Path,
+    ) -> anyhow::Result<AgentProcess> {
         let mut args: Vec<String> = vec![
             "--hub-kubeconfig".into(),
             hub.display().to_string(),
-            "--sync-target".into(),
+            role.into(),
             name.into(),
             "--member-kubeconfig".into(),
             member.display().to_string(),

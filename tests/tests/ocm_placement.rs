@@ -51,13 +51,20 @@ fn decided(list: &Value) -> BTreeSet<String> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ocm_placement_decides_by_scores_and_never_flaps() {
+/// An installation with a front-proxy and one workspace to act as the hub, resolvable
+/// through the proxy; returns the installation and the workspace's path.
+async fn hub() -> (Installation, String) {
     let options = InstallationOptions { front_proxy: true, ..InstallationOptions::default() };
     let installation = Installation::start_with(options).await.expect("start the installation");
     let placed = installation.place_workspaces("hub", 1, |p| p.values().any(|names| !names.is_empty())).await.unwrap();
     let hub = format!("root:{}", placed.values().flatten().next().unwrap());
     installation.proxy().wait_resolves(&hub).await.unwrap();
+    (installation, hub)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ocm_placement_decides_by_scores_and_never_flaps() {
+    let (installation, hub) = hub().await;
     let (config, url) = (installation.proxy().kubeconfig_path(), installation.proxy().base_url().to_string());
     let cache = tempfile::tempdir().unwrap();
     let kubectl = || Kubectl::new(&config, &url, cache.path(), None).cluster(&hub);
@@ -381,4 +388,85 @@ async fn ocm_placement_decides_by_scores_and_never_flaps() {
     kubectl().args(["delete", "placement.cluster.open-cluster-management.io", "by-cpu", "-n", "apps"]).ok();
     let by_cpu = ["placementdecisions", "-n", "apps", "-l", "cluster.open-cluster-management.io/placement=by-cpu"];
     wait_json(kubectl, &by_cpu, "the decisions collected", |list| list["items"].as_array().is_some_and(Vec::is_empty));
+}
+
+/// Real `atoll-agent`s as OCM registration agents, each for one member (a logical cluster
+/// of a standalone shard that keeps ClusterClaims): they register their ManagedCluster,
+/// an admin accepts it, they renew its lease and report it Available with its claims; a
+/// placement selects by claim. An agent killed with -9 stops its renewals: the hub makes
+/// its cluster Unknown and unreachable and the placement drops it; restarted, it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ocm_agents_register_renew_and_report_claims() {
+    let (installation, hub) = hub().await;
+    let proxy = installation.proxy();
+    let kubectl = || proxy.kubectl().cluster(&hub);
+    let member = tests::ShardProcess::with_clusters(&["m1", "m2"]).await;
+    let logs = tempfile::tempdir().unwrap();
+    let identity = installation.user_identity("ocm-agent", &["system:masters"]).unwrap();
+    let hub_config = proxy.user_kubeconfig("ocm-agent", &identity, &hub).unwrap();
+    let mut agents = Vec::new();
+    for (name, region) in [("m1", "us-east-1"), ("m2", "eu-west-1")] {
+        let config = member.user_kubeconfig(&format!("admin-{name}"), &["system:masters"], name).unwrap();
+        let claim = json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1alpha1", "kind": "ClusterClaim",
+            "metadata": {"name": "region.open-cluster-management.io"}, "spec": {"value": region},
+        });
+        member.kubectl_with(&config).args(["create", "-f", "-"]).stdin(claim.to_string()).ok();
+        let log = logs.path().join(format!("{name}.log"));
+        agents.push(tests::agent::AgentProcess::start_managed_cluster(&hub_config, name, &config, &log).unwrap());
+    }
+    // Registered, not accepted: the admin accepts each with a short lease.
+    for name in ["m1", "m2"] {
+        wait_json(kubectl, &["managedcluster", name], "registered by its agent", |c| {
+            c["spec"]["hubAcceptsClient"] == false
+        });
+        let accept = json!({
+            "metadata": {"labels": {"cluster.open-cluster-management.io/clusterset": "fleet"}},
+            "spec": {"hubAcceptsClient": true, "leaseDurationSeconds": 1},
+        })
+        .to_string();
+        kubectl().args(["patch", "managedcluster", name, "--type=merge", "-p", &accept]).ok();
+    }
+    let reported = wait_json(kubectl, &["managedcluster", "m1"], "m1 available with its claim", |c| {
+        c["status"]["clusterClaims"][0]["value"] == "us-east-1"
+            && c["status"]["conditions"].as_array().is_some_and(|conditions| {
+                conditions.iter().any(|c| c["type"] == "ManagedClusterConditionAvailable" && c["status"] == "True")
+            })
+            && c["spec"]["taints"].as_array().is_none_or(Vec::is_empty)
+    });
+    assert_eq!(reported["status"]["clusterClaims"][0]["name"], "region.open-cluster-management.io");
+    let set = json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSet",
+        "metadata": {"name": "fleet"},
+    });
+    kubectl().args(["create", "-f", "-"]).stdin(set.to_string()).ok();
+    kubectl().args(["create", "namespace", "apps"]).ok();
+    let binding = json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSetBinding",
+        "metadata": {"name": "fleet", "namespace": "apps"}, "spec": {"clusterSet": "fleet"},
+    });
+    kubectl().args(["create", "-f", "-"]).stdin(binding.to_string()).ok();
+    let placement = json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+        "metadata": {"name": "east", "namespace": "apps"},
+        "spec": {"predicates": [{"requiredClusterSelector": {"claimSelector": {"matchExpressions": [
+            {"key": "region.open-cluster-management.io", "operator": "In", "values": ["us-east-1"]},
+        ]}}}]},
+    });
+    kubectl().args(["create", "-f", "-"]).stdin(placement.to_string()).ok();
+    let decisions = ["placementdecisions", "-n", "apps", "-l", "cluster.open-cluster-management.io/placement=east"];
+    let first = wait_json(kubectl, &decisions, "m1 decided by its claim", |list| !decided(list).is_empty());
+    assert_eq!(decided(&first), BTreeSet::from(["m1".to_string()]));
+
+    // The agent of m1 dies: five lease durations later the hub makes m1 Unknown.
+    agents[0].kill9();
+    wait_json(kubectl, &["managedcluster", "m1"], "m1 Unknown and unreachable", |c| {
+        c["spec"]["taints"][0]["key"] == "cluster.open-cluster-management.io/unreachable"
+    });
+    wait_json(kubectl, &decisions, "m1 dropped", |list| decided(list).is_empty());
+    let m2 = kubectl().args(["get", "managedcluster", "m2", "-o", "json"]).ok().json().unwrap();
+    assert!(m2["spec"]["taints"].as_array().is_none_or(Vec::is_empty), "m2's agent still renews: {m2}");
+    // Back.
+    agents[0].restart().unwrap();
+    wait_json(kubectl, &decisions, "m1 decided again", |list| decided(list).contains("m1"));
 }

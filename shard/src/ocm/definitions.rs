@@ -7,8 +7,8 @@
 use serde_json::{json, Value};
 
 use super::{
-    ADDON_PLACEMENT_SCORE_KIND, CLUSTER_GROUP, MANAGED_CLUSTER_KIND, MANAGED_CLUSTER_SET_BINDING_KIND,
-    MANAGED_CLUSTER_SET_KIND, PLACEMENT_DECISION_KIND, PLACEMENT_KIND,
+    ADDON_PLACEMENT_SCORE_KIND, CLUSTER_CLAIM_KIND, CLUSTER_GROUP, MANAGED_CLUSTER_KIND,
+    MANAGED_CLUSTER_SET_BINDING_KIND, MANAGED_CLUSTER_SET_KIND, PLACEMENT_DECISION_KIND, PLACEMENT_KIND,
 };
 
 /// An object that keeps whatever it is given.
@@ -226,5 +226,15 @@ pub fn all() -> Vec<Value> {
             }},
         }),
     );
-    vec![managed_cluster, cluster_set, binding, placement, decision, score]
+    // On a managed cluster: facts about it its registration agent reports to the hub.
+    let claim = definition(
+        CLUSTER_CLAIM_KIND,
+        "clusterclaims",
+        "v1alpha1",
+        false,
+        &[],
+        json!([age()]),
+        json!({"spec": {"type": "object", "properties": {"value": string()}}}),
+    );
+    vec![managed_cluster, cluster_set, binding, placement, decision, score, claim]
 }

@@ -2,7 +2,7 @@
 //! groups, versions and names, so that a workspace can act as an OCM hub and OCM
 //! manifests apply unchanged: `cluster.open-cluster-management.io` ManagedClusters,
 //! ManagedClusterSets and their bindings, Placements, PlacementDecisions and
-//! AddOnPlacementScores.
+//! AddOnPlacementScores, and the ClusterClaims a managed cluster keeps about itself.
 //!
 //! - [`definitions`]: the kinds, in the shape of CRDs the registry builds rows from.
 //! - [`decide`]: one Placement's decision, pure: the eligible clusters from the bound
@@ -37,6 +37,8 @@ pub const PLACEMENT_KIND: &str = "Placement";
 pub const PLACEMENT_DECISION_KIND: &str = "PlacementDecision";
 /// Kind of an add-on's scores of one cluster, in the cluster's namespace (v1alpha1).
 pub const ADDON_PLACEMENT_SCORE_KIND: &str = "AddOnPlacementScore";
+/// Kind of a fact about a managed cluster, kept on that cluster (cluster-scoped, v1alpha1).
+pub const CLUSTER_CLAIM_KIND: &str = "ClusterClaim";
 
 /// Label on a PlacementDecision naming its Placement.
 pub const PLACEMENT_LABEL: &str = "cluster.open-cluster-management.io/placement";
