@@ -7,7 +7,8 @@
 //!   gives every op the next shard-wide resourceVersion, and writes objects, change-log
 //!   records and the RV counter in one synced RocksDB `WriteBatch` (group commit: one
 //!   fsync acknowledges a whole batch).
-//! - Committed changes are published as [`Event`]s to live watchers and persisted in the
+//! - Committed changes are published as [`Event`]s to the live watchers of their prefix
+//!   ([`fanout`]) and persisted in the
 //!   change log ([`record`]) that [`Watch`]es resume from and exact-RV lists roll back with
 //!   ([`read`]).
 //! - The writer, the compactor and watchers reach the database through one `shared`
@@ -24,6 +25,7 @@
 
 mod compaction;
 mod error;
+mod fanout;
 pub mod keys;
 mod read;
 pub mod record;

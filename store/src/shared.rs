@@ -2,13 +2,13 @@
 //! and the options and counters it carries. A leaf below all of them, so that the writer
 //! and the compactor reach the database without importing the handle that starts them.
 
+use crate::fanout::Fanout;
 use crate::keys::{self, CF_META, CF_OBJECTS};
-use crate::{Event, StoreError, Versioned};
+use crate::{StoreError, Versioned};
 use rocksdb::{ColumnFamily, DB};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast;
 
 /// Tuning of a store. Every queue and window here is bounded.
 #[derive(Debug, Clone)]
@@ -24,7 +24,7 @@ pub struct StoreOptions {
     pub max_batch_bytes: usize,
     /// Ops queued or in the writer at once; further callers wait for a slot.
     pub max_queued_ops: usize,
-    /// Events buffered for live watchers; a watcher that falls further behind re-reads
+    /// Events queued per live watcher; a watcher that falls further behind re-reads
     /// the change log.
     pub event_buffer: usize,
     /// RocksDB block cache shared by all column families.
@@ -72,7 +72,7 @@ pub(crate) struct Shared {
     pub committed_rv: AtomicU64,
     /// Log records at or below this resourceVersion have been removed.
     pub compacted_rv: AtomicU64,
-    pub events: broadcast::Sender<Arc<Event>>,
+    pub fanout: Arc<Fanout>,
     pub metrics: StoreMetrics,
 }
 

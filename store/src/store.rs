@@ -1,5 +1,6 @@
 //! Opening the database and the public [`Store`] handle.
 
+use crate::fanout::Fanout;
 use crate::keys::{self, CF_LOG, CF_META, CF_OBJECTS, CF_SUCCESSORS};
 use crate::shared::{Shared, StoreMetrics, StoreOptions};
 use crate::writer::{self, Committed, Op, Request};
@@ -10,7 +11,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use tokio::sync::{broadcast, oneshot, Semaphore};
+use tokio::sync::{oneshot, Semaphore};
 
 /// Table options of every column family: bloom filters, because every create checks that
 /// its key is absent and without a filter each such miss probes every level's files.
@@ -93,12 +94,12 @@ impl Store {
             .into_iter()
             .map(|name| ColumnFamilyDescriptor::new(name, column_family_options(name, &cache)));
         let db = DB::open_cf_descriptors(&db_options, dir, families)?;
-        let (events, _) = broadcast::channel(options.event_buffer.max(16));
+        let fanout = Arc::new(Fanout::new(options.event_buffer.max(16)));
         let shared = Arc::new(Shared {
             db,
             committed_rv: AtomicU64::new(0),
             compacted_rv: AtomicU64::new(0),
-            events,
+            fanout,
             metrics: StoreMetrics::default(),
             options: options.clone(),
         });

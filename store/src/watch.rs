@@ -1,12 +1,14 @@
 //! Watches: the change log first, then live events, as one ordered stream.
 //!
 //! The states are explicit: `Backlog` reads change-log records from `next` in bounded
-//! chunks; when the log has nothing more the watch goes `Live` on the broadcast channel.
-//! The live subscription is taken *before* the backlog is read, so every event is either
-//! in the log when read or arrives live; duplicates are dropped by resourceVersion. A
-//! watcher that lags behind the broadcast buffer goes back to `Backlog`, and one that needs
-//! records compaction removed ends with [`StoreError::Gone`].
+//! chunks; when the log has nothing more the watch goes `Live` on its mailbox, which the
+//! writer fills with the events under its prefix ([`crate::fanout`]). The live subscription
+//! is taken *before* the backlog is read, so every event is either in the log when read or
+//! arrives live; duplicates are dropped by resourceVersion. A watcher whose mailbox
+//! overflowed goes back to `Backlog`, and one that needs records compaction removed ends
+//! with [`StoreError::Gone`].
 
+use crate::fanout::{Delivery, Subscription};
 use crate::keys::{self, CF_LOG, CF_OBJECTS, CF_SUCCESSORS};
 use crate::record::LogRecord;
 use crate::shared::Shared;
@@ -16,7 +18,6 @@ use rocksdb::{Direction, IteratorMode, ReadOptions};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tokio::sync::broadcast::{self, error::RecvError};
 
 /// Change-log records read per chunk, bounding a slow watcher's memory.
 const BACKLOG_CHUNK: usize = 1024;
@@ -31,8 +32,8 @@ enum State {
 /// A stream of events for keys under one prefix, after a starting resourceVersion.
 pub struct Watch {
     shared: Arc<Shared>,
-    prefix: Bytes,
-    live: broadcast::Receiver<Arc<Event>>,
+    live: Subscription,
+    /// Events read from the log (in `Backlog`) or taken from the mailbox (in `Live`).
     buffered: VecDeque<Arc<Event>>,
     state: State,
     /// Every event up to here has been delivered or filtered out.
@@ -42,14 +43,13 @@ pub struct Watch {
 impl Store {
     /// Watches keys under `prefix` for changes after `from_rv`.
     pub fn watch(&self, prefix: impl Into<Bytes>, from_rv: u64) -> Result<Watch, StoreError> {
-        let live = self.shared.events.subscribe();
+        let live = self.shared.fanout.subscribe(prefix.into());
         let floor = self.compacted_rv();
         if from_rv < floor {
             return Err(StoreError::Gone { requested: from_rv, oldest: floor });
         }
         Ok(Watch {
             shared: self.shared.clone(),
-            prefix: prefix.into(),
             live,
             buffered: VecDeque::new(),
             state: State::Backlog { next: from_rv + 1 },
@@ -62,30 +62,28 @@ impl Watch {
     /// The next event under the prefix. Cancel-safe.
     pub async fn next(&mut self) -> Result<Arc<Event>, StoreError> {
         loop {
-            let event = match self.state {
-                State::Backlog { next } => match self.buffered.pop_front() {
-                    Some(event) => event,
-                    None => {
-                        self.fill_backlog(next)?;
-                        continue;
+            let event = match self.buffered.pop_front() {
+                Some(event) => event,
+                None => {
+                    match self.state {
+                        State::Backlog { next } => self.fill_backlog(next)?,
+                        State::Live => match self.live.receive().await {
+                            Delivery::Events(events) => self.buffered = events,
+                            Delivery::Lagged => {
+                                tracing::debug!(seen = self.seen_rv, "watcher lagged; re-reading the change log");
+                                self.state = State::Backlog { next: self.seen_rv + 1 };
+                            }
+                        },
                     }
-                },
-                State::Live => match self.live.recv().await {
-                    Ok(event) => event,
-                    Err(RecvError::Lagged(missed)) => {
-                        tracing::debug!(missed, seen = self.seen_rv, "watcher lagged; re-reading the change log");
-                        self.live = self.shared.events.subscribe();
-                        self.state = State::Backlog { next: self.seen_rv + 1 };
-                        continue;
-                    }
-                    Err(RecvError::Closed) => return Err(StoreError::Closed),
-                },
+                    continue;
+                }
             };
             if event.rv <= self.seen_rv {
                 continue;
             }
             self.seen_rv = event.rv;
-            if event.key.starts_with(&self.prefix) {
+            // The log holds every key; the mailbox only this watcher's.
+            if event.key.starts_with(self.live.prefix()) {
                 return Ok(event);
             }
         }
@@ -93,10 +91,10 @@ impl Watch {
 
     /// The resourceVersion up to which this watcher has seen every change, for bookmarks.
     pub fn progress_rv(&mut self) -> u64 {
-        // Read the committed RV first: every event at or below it was broadcast before it
-        // was stored, so an empty live queue afterwards means all of them were consumed.
+        // Read the committed RV first: every event at or below it was in its mailbox before
+        // it was stored, so an empty mailbox afterwards means all of them were consumed.
         let committed = self.shared.committed_rv.load(Ordering::Acquire);
-        if matches!(self.state, State::Live) && self.live.is_empty() {
+        if matches!(self.state, State::Live) && self.buffered.is_empty() && self.live.is_empty() {
             self.seen_rv = self.seen_rv.max(committed);
         }
         self.seen_rv

@@ -216,10 +216,8 @@ fn stage(shared: &Shared, write: &mut WriteBatch, op: Op, prev: Option<Versioned
 /// Events go out before `committed_rv` moves so that a watcher which sees
 /// `committed_rv = X` with an empty queue knows it has received everything up to X.
 fn publish(shared: &Shared, accepted: Vec<Accepted>, last_rv: u64) {
-    for a in &accepted {
-        // No receivers is fine: nobody is watching.
-        let _ = shared.events.send(Arc::new(a.event.clone()));
-    }
+    let events: Vec<Arc<Event>> = accepted.iter().map(|a| Arc::new(a.event.clone())).collect();
+    shared.fanout.publish(&events);
     let previous = shared.committed_rv.swap(last_rv, Ordering::AcqRel);
     debug_assert!(previous < last_rv, "resourceVersions must increase: {previous} -> {last_rv}");
     for a in accepted {
