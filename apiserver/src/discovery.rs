@@ -6,9 +6,10 @@ use crate::rest::negotiate::{self, Representation};
 use crate::rest::request_info::Target;
 use crate::rest::status::{ApiError, ApiResult};
 use crate::rest::{self, Response};
+use parking_lot::Mutex;
 use protocol::openapi::{self, OpenApiResource};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 /// The Kubernetes version this server behaves like.
@@ -194,8 +195,11 @@ fn openapi_resource(rt: &ResourceType) -> OpenApiResource {
     }
 }
 
+/// An OpenAPI document of a group-version and its hash.
+type Document = (Arc<Value>, String);
+
 /// The OpenAPI document of a group-version and its hash.
-fn build_document(rows: &[Arc<ResourceType>], group: &str, version: &str) -> (Arc<Value>, String) {
+fn build_document(rows: &[Arc<ResourceType>], group: &str, version: &str) -> Document {
     let resources: Vec<OpenApiResource> = rows.iter().map(|rt| openapi_resource(rt)).collect();
     let custom = crate::openapi::components(rows);
     let components = if custom.is_empty() { openapi::builtin_components() } else { &custom };
@@ -204,33 +208,26 @@ fn build_document(rows: &[Arc<ResourceType>], group: &str, version: &str) -> (Ar
     (Arc::new(document), hash)
 }
 
-/// OpenAPI documents of the built-in group-versions, by path (`api/v1`, `apis/g/v`),
-/// built once: they are the same in every logical cluster.
-fn builtin_documents() -> &'static BTreeMap<String, (Arc<Value>, String)> {
-    static DOCUMENTS: OnceLock<BTreeMap<String, (Arc<Value>, String)>> = OnceLock::new();
-    DOCUMENTS.get_or_init(|| {
-        let builtin = crate::registry::Registry::builtin();
-        let mut documents = BTreeMap::new();
-        for (group, versions) in groups(builtin.all()) {
-            for version in versions {
-                let rows = resources_of(builtin.all(), &group, &version);
-                let path = protocol::gvr::GroupVersion::new(group.clone(), version.clone()).url_prefix();
-                documents.insert(path, build_document(&rows, &group, &version));
-            }
-        }
-        documents
-    })
-}
-
-/// The document of one served group-version: the cached built-in one, or one built for
-/// the cluster's custom resources.
-fn document_of(registry: &[Arc<ResourceType>], group: &str, version: &str) -> (Arc<Value>, String) {
+/// The document of one served group-version. Documents of rows without a custom schema
+/// (built-ins and the rows features add at start-up) are the same in every logical
+/// cluster, so they are built once per set of rows and kept; a group-version with custom
+/// resources is built for its cluster.
+fn document_of(registry: &[Arc<ResourceType>], group: &str, version: &str) -> Document {
+    static DOCUMENTS: OnceLock<Mutex<HashMap<String, Document>>> = OnceLock::new();
     let rows = resources_of(registry, group, version);
-    let path = protocol::gvr::GroupVersion::new(group, version).url_prefix();
-    match builtin_documents().get(&path) {
-        Some(document) if rows.iter().all(|r| r.custom.is_none()) => document.clone(),
-        _ => build_document(&rows, group, version),
+    if rows.iter().any(|r| r.custom.is_some()) {
+        return build_document(&rows, group, version);
     }
+    let path = protocol::gvr::GroupVersion::new(group, version).url_prefix();
+    let names: Vec<&str> = rows.iter().map(|r| r.resource.as_str()).collect();
+    let key = format!("{path} {}", names.join(","));
+    let documents = DOCUMENTS.get_or_init(Mutex::default);
+    if let Some(document) = documents.lock().get(&key) {
+        return document.clone();
+    }
+    let document = build_document(&rows, group, version);
+    documents.lock().insert(key, document.clone());
+    document
 }
 
 fn openapi_root(registry: &[Arc<ResourceType>]) -> Value {
