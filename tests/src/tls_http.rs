@@ -181,6 +181,20 @@ impl TlsHttp {
         self.send(Method::POST, path, &headers, bytes).await
     }
 
+    /// `POST path` with a JSON body that must answer 201 Created.
+    pub async fn create(&self, path: &str, body: &serde_json::Value) -> anyhow::Result<()> {
+        let response = self.post_json(path, body).await?;
+        anyhow::ensure!(response.status == StatusCode::CREATED, "POST {path}: {} {}", response.status, response.text());
+        Ok(())
+    }
+
+    /// `GET path` that must answer 200 OK, as JSON.
+    pub async fn get_json(&self, path: &str) -> anyhow::Result<serde_json::Value> {
+        let response = self.get(path).await?;
+        anyhow::ensure!(response.status == StatusCode::OK, "GET {path}: {} {}", response.status, response.text());
+        response.json()
+    }
+
     /// Opens one dedicated HTTP/1.1 keep-alive connection (TLS handshake included,
     /// bounded by the request time limit).
     pub async fn connect(&self) -> anyhow::Result<TlsConnection> {
@@ -348,6 +362,11 @@ fn host_of(authority: &str) -> &str {
         _ => authority,
     };
     host.trim_start_matches('[').trim_end_matches(']')
+}
+
+/// The `items` of a list answer (empty when there are none).
+pub fn list_items(list: &serde_json::Value) -> Vec<serde_json::Value> {
+    list.get("items").and_then(serde_json::Value::as_array).cloned().unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -26,6 +26,11 @@ use std::time::Duration;
 /// How long a controller waits before retrying work that is not done yet.
 pub const REQUEUE_DELAY: Duration = Duration::from_millis(500);
 
+/// The earlier of two optional deadlines (or delays).
+pub fn earliest<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+    a.into_iter().chain(b).min()
+}
+
 /// Lists every object of `rt` across clusters, then calls `on_object` for each current
 /// object and every later change, forever; relists after 410 (the shared
 /// [`protocol::watcher`]). `on_object` returns quickly (it spawns longer work).
@@ -88,4 +93,59 @@ where
         });
     })
     .await;
+}
+
+/// Logical clusters whose objects of interest were written since their last pass: what a
+/// per-hub controller (OCM, Fleet) drains, woken by [`watch_clusters`].
+#[derive(Default)]
+pub struct DirtyClusters {
+    clusters: Mutex<std::collections::BTreeSet<String>>,
+    /// Notified whenever a cluster is marked.
+    pub wake: tokio::sync::Notify,
+}
+
+impl DirtyClusters {
+    /// Marks `cluster` for a pass and wakes the controller.
+    pub fn mark(&self, cluster: &str) {
+        self.clusters.lock().insert(cluster.to_string());
+        self.wake.notify_one();
+    }
+
+    /// Marks several clusters.
+    pub fn extend(&self, clusters: impl IntoIterator<Item = String>) {
+        self.clusters.lock().extend(clusters);
+        self.wake.notify_one();
+    }
+
+    /// The marked clusters, unmarking them.
+    pub fn take(&self) -> std::collections::BTreeSet<String> {
+        std::mem::take(&mut *self.clusters.lock())
+    }
+}
+
+/// Marks the logical cluster of every listed or written object of the watched rows.
+struct ClusterFeed(Arc<DirtyClusters>);
+
+impl StoreConsumer for ClusterFeed {
+    fn page(&mut self, items: &[(bytes::Bytes, store::Versioned)]) {
+        let clusters = items.iter().filter_map(|(key, _)| objects::split_key(key).map(|(c, _, _)| c.to_string()));
+        self.0.extend(clusters);
+    }
+
+    fn event(&mut self, event: &store::Event) {
+        if let Some((cluster, _, _)) = objects::split_key(&event.key) {
+            self.0.mark(cluster);
+        }
+    }
+}
+
+/// Watches each of `rows` in every logical cluster, marking the cluster of every object
+/// listed or written in `dirty`.
+pub fn watch_clusters(shard: &Shard, rows: &[&Arc<ResourceType>], dirty: &Arc<DirtyClusters>) {
+    for rt in rows {
+        let prefix = objects::collection_prefix(rt, None, None).into_bytes();
+        let mut source = StoreSource::new(shard.store.clone(), prefix, ClusterFeed(dirty.clone()));
+        let name = rt.resource.clone();
+        tokio::spawn(async move { drive::run(&name, &mut source, Backoff::new(REQUEUE_DELAY, REQUEUE_DELAY)).await });
+    }
 }

@@ -5,11 +5,13 @@
 //! - [`status`]: the CRD strategy (finalizer, conditions, accepted names, stored versions).
 //! - [`strategy`]: how the generic storage treats CRDs and custom resources.
 //! - [`cleanup`]: deleting a CRD deletes its objects, then lets the CRD go.
+//! - [`in_code`]: kinds features define in code, written as CRDs.
 //! - [`objects`]: what custom resources need on the write and read paths (schema
 //!   defaulting and validation, version conversion).
 //! - `apiserver::openapi`: their published schemas (`kubectl explain`).
 
 pub mod cleanup;
+pub mod in_code;
 pub mod objects;
 pub mod status;
 pub mod strategy;

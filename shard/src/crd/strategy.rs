@@ -15,7 +15,7 @@ use store::{Precondition, StoreError};
 /// Gives the `customresourcedefinitions` row its strategy, and the rows CRDs define theirs.
 pub fn register(registry: &mut Registry) {
     registry.set_strategy("apiextensions.k8s.io", "customresourcedefinitions", Arc::new(Definition));
-    registry.custom().set_row_strategy(Arc::new(CustomResource));
+    registry.custom().set_row_strategy(Arc::new(CustomResource::default()));
 }
 
 /// CustomResourceDefinitions: defaults, the cleanup finalizer, the status kube's
@@ -57,10 +57,15 @@ impl Strategy for Definition {
     }
 }
 
-/// Objects of a CustomResourceDefinition: schema defaulting and validation, the storage
-/// version, and no object outliving its definition.
+/// Objects of a row defined by a CRD-shaped schema: schema defaulting and validation,
+/// the storage version, and, for rows of a CRD object stored in the cluster, no object
+/// outliving its definition. Rows a feature defines in code (OCM's kinds) have no such
+/// object to outlive.
 #[derive(Debug, Default)]
-pub struct CustomResource;
+pub struct CustomResource {
+    /// The rows come from definitions in code, not from CRD objects.
+    pub defined_in_code: bool,
+}
 
 impl Strategy for CustomResource {
     fn tracks_generation(&self) -> bool {
@@ -89,7 +94,7 @@ impl Strategy for CustomResource {
 
     fn after_commit<'a>(&'a self, core: &'a Core, committed: Committed<'a>) -> Hook<'a> {
         Box::pin(async move {
-            if !committed.created {
+            if !committed.created || self.defined_in_code {
                 return Ok(());
             }
             let name = meta::name(committed.object).unwrap_or_default();

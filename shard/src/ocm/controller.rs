@@ -16,26 +16,21 @@
 use super::decide::{self, Condition, Inputs};
 use super::health;
 use super::{CLUSTER_GROUP, DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PLACEMENT_LABEL};
+use crate::controllers::{earliest, watch_clusters, DirtyClusters};
 use crate::state::Shard;
-use crate::store_watch::{StoreConsumer, StoreSource};
 use apiserver::objects;
 use apiserver::registry::ResourceType;
 use apiserver::storage::{self, DeletePreconditions, ObjectRef, WriteOptions};
 use parking_lot::Mutex;
 use placement::{Page, PageWrite};
 use protocol::meta;
-use protocol::watcher::{drive, Backoff};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Notify;
 
 /// How often every logical cluster with Placements is decided again without a write.
 const RESYNC: Duration = Duration::from_secs(5);
-
-/// How long a failed watch waits before it starts again.
-const RETRY: Duration = Duration::from_millis(500);
 
 /// The resources one hub reads, by plural.
 struct Rows {
@@ -73,9 +68,8 @@ impl Rows {
 /// must be looked at again without a write.
 #[derive(Default)]
 struct Dirty {
-    clusters: Mutex<BTreeSet<String>>,
+    marked: Arc<DirtyClusters>,
     deadlines: Mutex<BTreeMap<String, jiff::Timestamp>>,
-    wake: Notify,
 }
 
 /// When each cluster's lease runs out, as last read, by (logical cluster, cluster): a
@@ -83,41 +77,14 @@ struct Dirty {
 /// clusters reads no lease.
 type Leases = Mutex<std::collections::HashMap<(String, String), jiff::Timestamp>>;
 
-/// Queues the cluster of every written OCM object; PlacementDecision writes are the
-/// controller's own and wake nothing.
-struct Feed(Arc<Dirty>);
-
-impl StoreConsumer for Feed {
-    fn page(&mut self, items: &[(bytes::Bytes, store::Versioned)]) {
-        for (key, _) in items {
-            self.queue(key);
-        }
-    }
-
-    fn event(&mut self, event: &store::Event) {
-        self.queue(&event.key);
-    }
-}
-
-impl Feed {
-    fn queue(&self, key: &[u8]) {
-        if let Some((cluster, _, _)) = objects::split_key(key) {
-            self.0.clusters.lock().insert(cluster.to_string());
-            self.0.wake.notify_one();
-        }
-    }
-}
-
 /// Runs the controller until the process ends.
 pub async fn run(shard: Arc<Shard>) {
     let Some(rows) = Rows::of(&shard) else { return };
-    let dirty = Arc::new(Dirty::default());
-    for rt in rows.ocm().into_iter().filter(|rt| !Arc::ptr_eq(rt, &rows.decisions)) {
-        let prefix = objects::collection_prefix(rt, None, None).into_bytes();
-        let mut source = StoreSource::new(shard.store.clone(), prefix, Feed(dirty.clone()));
-        let name = rt.resource.clone();
-        tokio::spawn(async move { drive::run(&name, &mut source, Backoff::new(RETRY, RETRY)).await });
-    }
+    let dirty = Dirty::default();
+    // PlacementDecision writes are the controller's own and wake nothing.
+    let watched: Vec<&Arc<ResourceType>> =
+        rows.ocm().into_iter().filter(|rt| !Arc::ptr_eq(rt, &rows.decisions)).collect();
+    watch_clusters(&shard, &watched, &dirty.marked);
     let leases = Leases::default();
     let mut resync = tokio::time::interval(RESYNC);
     loop {
@@ -126,14 +93,14 @@ pub async fn run(shard: Arc<Shard>) {
             Duration::try_from(at.duration_since(jiff::Timestamp::now())).unwrap_or(Duration::ZERO)
         });
         tokio::select! {
-            _ = dirty.wake.notified() => {}
+            _ = dirty.marked.wake.notified() => {}
             _ = tokio::time::sleep(wait) => {
                 let now = jiff::Timestamp::now();
                 let mut deadlines = dirty.deadlines.lock();
                 let due: Vec<String> = deadlines.iter().filter(|(_, at)| **at <= now).map(|(c, _)| c.clone()).collect();
                 for cluster in due {
                     deadlines.remove(&cluster);
-                    dirty.clusters.lock().insert(cluster);
+                    dirty.marked.mark(&cluster);
                 }
             }
             _ = resync.tick() => {
@@ -143,10 +110,10 @@ pub async fn run(shard: Arc<Shard>) {
                         hubs.insert(cluster.to_string());
                     });
                 }
-                dirty.clusters.lock().extend(hubs);
+                dirty.marked.extend(hubs);
             }
         }
-        let clusters = std::mem::take(&mut *dirty.clusters.lock());
+        let clusters = dirty.marked.take();
         for cluster in clusters {
             let started = std::time::Instant::now();
             let done = hub(&shard, &rows, &leases, &cluster).await;
@@ -257,13 +224,6 @@ async fn hub(shard: &Shard, rows: &Rows, leases: &Leases, cluster: &str) -> anyh
         }
     }
     failed.map_or(Ok(next), Err)
-}
-
-fn earliest(a: Option<jiff::Timestamp>, b: Option<jiff::Timestamp>) -> Option<jiff::Timestamp> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
 }
 
 /// One ManagedCluster's health: its namespace and lease exist once it is accepted; a

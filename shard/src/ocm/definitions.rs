@@ -1,9 +1,9 @@
-//! The OCM kinds as definitions in the shape of CustomResourceDefinitions, from which the
-//! registry builds their rows: the groups, versions, names, scopes, subresources and
-//! printer columns OCM's hub serves, so OCM manifests apply unchanged. The schemas spell
-//! out the fields placement reads and keep the rest (selectors, policies, strategies) as
-//! free-form objects, so nothing a newer OCM release adds is pruned.
+//! The OCM kinds as definitions in code ([`crate::crd::in_code`]): the groups, versions,
+//! names, scopes, subresources and printer columns OCM's hub serves. The schemas spell
+//! out the fields placement reads and keep the rest (selectors, policies, strategies)
+//! free-form.
 
+use crate::crd::in_code::{self, age, column, condition_column, conditions, free, list_of, string, Names};
 use serde_json::{json, Value};
 
 use super::{
@@ -11,24 +11,7 @@ use super::{
     MANAGED_CLUSTER_SET_BINDING_KIND, MANAGED_CLUSTER_SET_KIND, PLACEMENT_DECISION_KIND, PLACEMENT_KIND,
 };
 
-/// An object that keeps whatever it is given.
-fn free() -> Value {
-    json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
-}
-
-fn list_of(items: Value) -> Value {
-    json!({"type": "array", "items": items})
-}
-
-fn string() -> Value {
-    json!({"type": "string"})
-}
-
-fn conditions() -> Value {
-    list_of(free())
-}
-
-/// One definition: `kind` in `version`, its plural, scope, columns and schema.
+/// One OCM definition: `kind` in `version`, its plural, scope, columns and schema.
 fn definition(
     kind: &str,
     plural: &str,
@@ -38,52 +21,8 @@ fn definition(
     columns: Value,
     schema: Value,
 ) -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{plural}.{CLUSTER_GROUP}")},
-        "spec": {
-            "group": CLUSTER_GROUP,
-            "names": {
-                "kind": kind,
-                "listKind": format!("{kind}List"),
-                "plural": plural,
-                "singular": kind.to_lowercase(),
-                "shortNames": short_names,
-                "categories": ["ocm"],
-            },
-            "scope": if namespaced { "Namespaced" } else { "Cluster" },
-            "versions": [{
-                "name": version,
-                "served": true,
-                "storage": true,
-                "subresources": {"status": {}},
-                "additionalPrinterColumns": columns,
-                "schema": {"openAPIV3Schema": {
-                    "type": "object",
-                    "properties": {
-                        "apiVersion": string(),
-                        "kind": string(),
-                        "metadata": {"type": "object"},
-                        "spec": schema.get("spec").cloned().unwrap_or_else(free),
-                        "status": schema.get("status").cloned().unwrap_or_else(free),
-                    },
-                }},
-            }],
-        },
-    })
-}
-
-fn column(name: &str, kind: &str, path: &str) -> Value {
-    json!({"name": name, "type": kind, "jsonPath": path})
-}
-
-fn condition_column(name: &str, condition: &str) -> Value {
-    column(name, "string", &format!(".status.conditions[?(@.type==\"{condition}\")].status"))
-}
-
-fn age() -> Value {
-    column("Age", "date", ".metadata.creationTimestamp")
+    let names = Names { group: CLUSTER_GROUP, version, kind, plural, namespaced, short_names, categories: &["ocm"] };
+    in_code::definition(&names, columns, schema)
 }
 
 /// Every OCM definition Atoll serves.

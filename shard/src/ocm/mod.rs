@@ -17,11 +17,7 @@ pub mod decide;
 pub mod definitions;
 pub mod health;
 
-use apiserver::registry::definition::resource_types;
-use apiserver::registry::strategy::{Causes, Strategy};
-use apiserver::registry::{Registry, ResourceType};
-use serde_json::Value;
-use std::sync::Arc;
+use apiserver::registry::Registry;
 
 /// OCM's cluster API group.
 pub const CLUSTER_GROUP: &str = "cluster.open-cluster-management.io";
@@ -51,33 +47,5 @@ pub const CLUSTER_SET_LABEL: &str = "cluster.open-cluster-management.io/clusters
 
 /// Adds the OCM rows.
 pub fn register(registry: &mut Registry) {
-    let strategy: Arc<dyn Strategy> = Arc::new(OcmKind);
-    let rows = definitions::all().iter().flat_map(|definition| resource_types(definition, &strategy)).collect();
-    registry.add_rows(rows);
-}
-
-/// The OCM kinds: defaulted and validated by their schema, generations tracked.
-#[derive(Debug)]
-struct OcmKind;
-
-impl Strategy for OcmKind {
-    fn tracks_generation(&self) -> bool {
-        true
-    }
-
-    fn converts(&self) -> bool {
-        true
-    }
-
-    fn to_storage(&self, rt: &ResourceType, object: &mut Value) {
-        crate::crd::objects::prepare_write(rt, object);
-    }
-
-    fn to_version(&self, rt: &ResourceType, object: &mut Value) {
-        crate::crd::objects::present(rt, object);
-    }
-
-    fn validate(&self, rt: &ResourceType, _old: Option<&Value>, object: &Value) -> Causes {
-        crate::crd::objects::validate(rt, object)
-    }
+    crate::crd::in_code::register(registry, &definitions::all());
 }

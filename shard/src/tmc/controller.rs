@@ -21,7 +21,7 @@ use super::schedule;
 use super::Settings;
 use crate::cache::lister;
 use crate::controllers::queue::WorkQueue;
-use crate::controllers::REQUEUE_DELAY;
+use crate::controllers::{earliest, REQUEUE_DELAY};
 use crate::state::Shard;
 use crate::store_watch::{StoreConsumer, StoreSource};
 use apiserver::objects;
@@ -562,13 +562,6 @@ impl StoreConsumer for ObjectFeed {
         if !namespaces::inherit(&object, &labels, &annotations, jiff::Timestamp::now(), &|_| false).is_empty() {
             self.0.queue.add(Item::Namespace(key.0, key.1));
         }
-    }
-}
-
-fn earliest(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
     }
 }
 

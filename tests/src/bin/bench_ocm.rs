@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ::tests::tls_http::list_items;
 use ::tests::{ShardProcess, TlsHttp};
 use anyhow::Context;
 use clap::Parser;
@@ -73,7 +74,7 @@ async fn main() -> anyhow::Result<()> {
                     }},
                     "spec": {"hubAcceptsClient": true},
                 });
-                post(&http, &format!("{GROUP_PATH}/v1/managedclusters"), &cluster).await?;
+                http.create(&format!("{GROUP_PATH}/v1/managedclusters"), &cluster).await?;
                 let status = json!({"status": resources(n)});
                 patch_status(&http, &format!("{GROUP_PATH}/v1/managedclusters/{name}/status"), &status).await?;
             }
@@ -89,23 +90,23 @@ async fn main() -> anyhow::Result<()> {
     );
     let set = json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSet",
         "metadata": {"name": "fleet"}});
-    post(&http, &format!("{GROUP_PATH}/v1beta2/managedclustersets"), &set).await?;
-    post(&http, "/clusters/hub/api/v1/namespaces", &json!({"metadata": {"name": "apps"}})).await?;
+    http.create(&format!("{GROUP_PATH}/v1beta2/managedclustersets"), &set).await?;
+    http.create("/clusters/hub/api/v1/namespaces", &json!({"metadata": {"name": "apps"}})).await?;
     let binding = json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSetBinding",
         "metadata": {"name": "fleet", "namespace": "apps"}, "spec": {"clusterSet": "fleet"}});
-    post(&http, &format!("{GROUP_PATH}/v1beta2/namespaces/apps/managedclustersetbindings"), &binding).await?;
+    http.create(&format!("{GROUP_PATH}/v1beta2/namespaces/apps/managedclustersetbindings"), &binding).await?;
 
     // The hub judges every accepted cluster (namespace, lease, taints); wait until no
     // cluster carries a taint, so the decision is made over the settled fleet.
     let settled = Instant::now();
     let deadline = settled + DEADLINE;
     loop {
-        let clusters = get(&http, &format!("{GROUP_PATH}/v1/managedclusters")).await?;
-        let tainted = items(&clusters)
+        let clusters = http.get_json(&format!("{GROUP_PATH}/v1/managedclusters")).await?;
+        let tainted = list_items(&clusters)
             .iter()
             .filter(|c| c.pointer("/spec/taints").and_then(Value::as_array).is_some_and(|t| !t.is_empty()))
             .count();
-        if tainted == 0 && items(&clusters).len() == args.clusters as usize {
+        if tainted == 0 && list_items(&clusters).len() == args.clusters as usize {
             break;
         }
         anyhow::ensure!(Instant::now() < deadline, "{tainted} clusters still tainted");
@@ -127,7 +128,7 @@ async fn main() -> anyhow::Result<()> {
         },
     });
     let started = Instant::now();
-    post(&http, &format!("{GROUP_PATH}/v1beta1/namespaces/apps/placements"), &placement).await?;
+    http.create(&format!("{GROUP_PATH}/v1beta1/namespaces/apps/placements"), &placement).await?;
     let wanted = args.pick.min(args.clusters - args.clusters.div_ceil(4)) as usize;
     let first = wait_decisions(&http, |decided| decided.len() == wanted).await?;
     let decided_in = started.elapsed();
@@ -152,10 +153,10 @@ async fn main() -> anyhow::Result<()> {
     let moved_in = moved.elapsed();
     let kept = first.iter().filter(|c| second.contains(c)).count();
 
-    let pages =
-        get(&http, "/clusters/hub/apis/cluster.open-cluster-management.io/v1beta1/namespaces/apps/placementdecisions")
-            .await?;
-    let page_count = items(&pages).len();
+    let pages = http
+        .get_json("/clusters/hub/apis/cluster.open-cluster-management.io/v1beta1/namespaces/apps/placementdecisions")
+        .await?;
+    let page_count = list_items(&pages).len();
     let verdict = |seconds: f64| if seconds < GOAL_SECONDS { "met" } else { "MISSED" };
     println!(
         "  placement: numberOfClusters {}, 3 prioritizers (CPU ×2, memory, Steady), env=prod predicate",
@@ -201,8 +202,8 @@ async fn wait_decisions(http: &TlsHttp, done: impl Fn(&Vec<String>) -> bool) -> 
     let deadline = Instant::now() + DEADLINE;
     let path = "/clusters/hub/apis/cluster.open-cluster-management.io/v1beta1/namespaces/apps/placementdecisions?labelSelector=cluster.open-cluster-management.io%2Fplacement%3Dbiggest";
     loop {
-        let list = get(http, path).await?;
-        let decided: Vec<String> = items(&list)
+        let list = http.get_json(path).await?;
+        let decided: Vec<String> = list_items(&list)
             .iter()
             .flat_map(|d| d.pointer("/status/decisions").and_then(Value::as_array).cloned().unwrap_or_default())
             .filter_map(|d| d.get("clusterName").and_then(Value::as_str).map(str::to_string))
@@ -230,25 +231,9 @@ fn usage(pid: u32) -> (u64, u64) {
     (ticks(11) + ticks(12), rss)
 }
 
-async fn post(http: &TlsHttp, path: &str, body: &Value) -> anyhow::Result<()> {
-    let response = http.post_json(path, body).await?;
-    anyhow::ensure!(response.status == StatusCode::CREATED, "POST {path}: {} {}", response.status, response.text());
-    Ok(())
-}
-
 async fn patch_status(http: &TlsHttp, path: &str, body: &Value) -> anyhow::Result<()> {
     let headers = [("content-type", "application/merge-patch+json")];
     let response = http.send(Method::PATCH, path, &headers, serde_json::to_vec(body)?).await?;
     anyhow::ensure!(response.status == StatusCode::OK, "PATCH {path}: {} {}", response.status, response.text());
     Ok(())
-}
-
-async fn get(http: &TlsHttp, path: &str) -> anyhow::Result<Value> {
-    let response = http.get(path).await?;
-    anyhow::ensure!(response.status == StatusCode::OK, "GET {path}: {} {}", response.status, response.text());
-    response.json()
-}
-
-fn items(list: &Value) -> Vec<Value> {
-    list.get("items").and_then(Value::as_array).cloned().unwrap_or_default()
 }

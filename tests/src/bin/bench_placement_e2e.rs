@@ -20,10 +20,10 @@ use std::time::{Duration, Instant};
 use ::tests::agent::AgentProcess;
 use ::tests::cache::CacheTopology;
 use ::tests::installation::{wait_workspace_ready, workspace_url, Installation, InstallationOptions};
-use ::tests::{ShardProcess, TlsHttp};
+use ::tests::tls_http::list_items;
+use ::tests::ShardProcess;
 use anyhow::Context;
 use clap::Parser;
-use http::StatusCode;
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
@@ -68,12 +68,12 @@ async fn main() -> anyhow::Result<()> {
     for i in 0..args.targets {
         let target = json!({"apiVersion": "workload.kcp.io/v1alpha1", "kind": "SyncTarget",
             "metadata": {"name": format!("t{i}"), "labels": {"index": i.to_string()}}, "spec": {}});
-        post(&root, "/clusters/root/apis/workload.kcp.io/v1alpha1/synctargets", &target).await?;
+        root.create("/clusters/root/apis/workload.kcp.io/v1alpha1/synctargets", &target).await?;
         let location = json!({"apiVersion": "scheduling.kcp.io/v1alpha1", "kind": "Location",
             "metadata": {"name": format!("l{i}"), "labels": {"index": i.to_string()}},
             "spec": {"resource": {"group": "workload.kcp.io", "version": "v1alpha1", "resource": "synctargets"},
                 "instanceSelector": {"matchLabels": {"index": i.to_string()}}}});
-        post(&root, "/clusters/root/apis/scheduling.kcp.io/v1alpha1/locations", &location).await?;
+        root.create("/clusters/root/apis/scheduling.kcp.io/v1alpha1/locations", &location).await?;
     }
     // One agent per target; the hub kubeconfig is root's admin one.
     let logs = tempfile::tempdir()?;
@@ -89,9 +89,11 @@ async fn main() -> anyhow::Result<()> {
     // Every target Ready (heartbeats) before the clock starts.
     let deadline = Instant::now() + DEADLINE;
     loop {
-        let locations = get(&root, "/clusters/root/apis/scheduling.kcp.io/v1alpha1/locations").await?;
-        let available =
-            items(&locations).iter().filter(|l| l.pointer("/status/availableInstances") == Some(&json!(1))).count();
+        let locations = root.get_json("/clusters/root/apis/scheduling.kcp.io/v1alpha1/locations").await?;
+        let available = list_items(&locations)
+            .iter()
+            .filter(|l| l.pointer("/status/availableInstances") == Some(&json!(1)))
+            .count();
         if available == args.targets as usize {
             break;
         }
@@ -105,12 +107,12 @@ async fn main() -> anyhow::Result<()> {
             "spec": {"locationSelectors": [{"matchLabels": {"index": i.to_string()}}],
                 "locationResource": {"group": "workload.kcp.io", "version": "v1alpha1", "resource": "synctargets"},
                 "namespaceSelector": {"matchLabels": {"group": i.to_string()}}, "locationWorkspace": "root"}});
-        post(&user, &format!("/clusters/{user_path}/apis/scheduling.kcp.io/v1alpha1/placements"), &placement).await?;
+        user.create(&format!("/clusters/{user_path}/apis/scheduling.kcp.io/v1alpha1/placements"), &placement).await?;
     }
     loop {
         let placements =
-            get(&user, &format!("/clusters/{user_path}/apis/scheduling.kcp.io/v1alpha1/placements")).await?;
-        let chosen = items(&placements)
+            user.get_json(&format!("/clusters/{user_path}/apis/scheduling.kcp.io/v1alpha1/placements")).await?;
+        let chosen = list_items(&placements)
             .iter()
             .filter(|p| p.pointer("/metadata/annotations/internal.workload.kcp.io~1synctarget").is_some())
             .count();
@@ -136,9 +138,9 @@ async fn main() -> anyhow::Result<()> {
                 }
                 let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
                     "metadata": {"name": format!("ns-{n}"), "labels": {"group": (n % targets).to_string()}}});
-                post(&user, &format!("/clusters/{path}/api/v1/namespaces"), &namespace).await?;
+                user.create(&format!("/clusters/{path}/api/v1/namespaces"), &namespace).await?;
                 let config = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"n": n.to_string()}});
-                post(&user, &format!("/clusters/{path}/api/v1/namespaces/ns-{n}/configmaps"), &config).await?;
+                user.create(&format!("/clusters/{path}/api/v1/namespaces/ns-{n}/configmaps"), &config).await?;
             }
         });
     }
@@ -151,8 +153,8 @@ async fn main() -> anyhow::Result<()> {
     let member_http = member.http();
     loop {
         if labelled_at.is_none() {
-            let namespaces = get(&user, &format!("/clusters/{user_path}/api/v1/namespaces")).await?;
-            let labelled = items(&namespaces)
+            let namespaces = user.get_json(&format!("/clusters/{user_path}/api/v1/namespaces")).await?;
+            let labelled = list_items(&namespaces)
                 .iter()
                 .filter(|ns| {
                     let labels = ns.pointer("/metadata/labels").and_then(Value::as_object);
@@ -165,12 +167,12 @@ async fn main() -> anyhow::Result<()> {
         }
         let mut present = 0;
         for cluster in &clusters {
-            let list = get(
-                &member_http,
-                &format!("/clusters/{cluster}/api/v1/configmaps?labelSelector=internal.workload.kcp.io%2Fcluster"),
-            )
-            .await?;
-            present += items(&list).len();
+            let list = member_http
+                .get_json(&format!(
+                    "/clusters/{cluster}/api/v1/configmaps?labelSelector=internal.workload.kcp.io%2Fcluster"
+                ))
+                .await?;
+            present += list_items(&list).len();
         }
         if labelled_at.is_some() && present == args.namespaces as usize {
             synced_at = started.elapsed();
@@ -187,12 +189,12 @@ async fn main() -> anyhow::Result<()> {
     let labelled_at = labelled_at.expect("labelled before synced");
     let mut per_member = BTreeMap::new();
     for cluster in &clusters {
-        let list = get(
-            &member_http,
-            &format!("/clusters/{cluster}/api/v1/configmaps?labelSelector=internal.workload.kcp.io%2Fcluster"),
-        )
-        .await?;
-        per_member.insert(cluster.clone(), items(&list).len());
+        let list = member_http
+            .get_json(&format!(
+                "/clusters/{cluster}/api/v1/configmaps?labelSelector=internal.workload.kcp.io%2Fcluster"
+            ))
+            .await?;
+        per_member.insert(cluster.clone(), list_items(&list).len());
     }
     println!(
         "bench-placement-e2e: {} namespaces (one ConfigMap each) over {} SyncTargets, {} clients",
@@ -231,20 +233,4 @@ async fn workspace_url_of(hub: &Installation, path: &str) -> anyhow::Result<Stri
     let name = path.trim_start_matches("root:");
     let ready = wait_workspace_ready(&hub.root, "root", name, Duration::from_secs(60)).await?;
     workspace_url(&ready).map(str::to_string).context("a Ready workspace has a URL")
-}
-
-async fn post(http: &TlsHttp, path: &str, body: &Value) -> anyhow::Result<()> {
-    let response = http.post_json(path, body).await?;
-    anyhow::ensure!(response.status == StatusCode::CREATED, "POST {path}: {} {}", response.status, response.text());
-    Ok(())
-}
-
-async fn get(http: &TlsHttp, path: &str) -> anyhow::Result<Value> {
-    let response = http.get(path).await?;
-    anyhow::ensure!(response.status == StatusCode::OK, "GET {path}: {} {}", response.status, response.text());
-    response.json()
-}
-
-fn items(list: &Value) -> Vec<Value> {
-    list.get("items").and_then(Value::as_array).cloned().unwrap_or_default()
 }
