@@ -6,9 +6,13 @@
 //! placement ends, and heartbeats the SyncTarget (`status.lastSyncerHeartbeatTime`).
 //!
 //! The member is any Kubernetes API a kubeconfig names: the agent only uses the API.
+//!
+//! The same binary serves one OCM ManagedCluster ([`ocm`]) or one KubeFleet MemberCluster
+//! ([`fleet`]) instead.
 
 #![forbid(unsafe_code)]
 
+pub mod fleet;
 pub mod names;
 pub mod ocm;
 pub mod transform;

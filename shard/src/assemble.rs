@@ -26,6 +26,7 @@ pub fn registry(shard: Weak<Shard>, paths: Arc<PathIndex>, base_url: String, roo
     crate::workloads::register(&mut registry);
     crate::tmc::register(&mut registry, shard.clone());
     crate::ocm::register(&mut registry);
+    crate::fleet::register(&mut registry);
     crate::tenancy::strategy::register(&mut registry, shard.clone(), paths, base_url);
     crate::crd::strategy::register(&mut registry);
     crate::apis::register(&mut registry);
@@ -35,8 +36,13 @@ pub fn registry(shard: Weak<Shard>, paths: Arc<PathIndex>, base_url: String, roo
 }
 
 /// Starts every controller; `handles` are what the features' strategies feed them, `tmc`
-/// the placement controllers' timing.
-pub fn start_controllers(shard: Arc<Shard>, handles: Handles, tmc: crate::tmc::Settings) {
+/// and `fleet` the placement controllers' timing.
+pub fn start_controllers(
+    shard: Arc<Shard>,
+    handles: Handles,
+    tmc: crate::tmc::Settings,
+    fleet: crate::fleet::controller::Settings,
+) {
     tokio::spawn(crate::controllers::namespace::run(shard.clone()));
     tokio::spawn(crate::crd::cleanup::run(shard.clone()));
     tokio::spawn(crate::controllers::logical_cluster::run(shard.clone()));
@@ -44,6 +50,7 @@ pub fn start_controllers(shard: Arc<Shard>, handles: Handles, tmc: crate::tmc::S
     tokio::spawn(crate::controllers::workspace::run(shard.clone()));
     tokio::spawn(crate::tmc::controller::run(shard.clone(), tmc));
     tokio::spawn(crate::ocm::controller::run(shard.clone()));
+    tokio::spawn(crate::fleet::controller::run(shard.clone(), fleet));
     tokio::spawn(crate::binding::run(shard.clone(), handles.bindings));
     tokio::spawn(crate::controllers::membership::run(shard));
 }
@@ -74,6 +81,7 @@ mod tests {
             );
             let tracks = row.group.ends_with(".kcp.io")
                 || row.group == crate::ocm::CLUSTER_GROUP
+                || row.group.ends_with("kubernetes-fleet.io")
                 || row.resource == "customresourcedefinitions"
                 || workload_controller;
             assert_eq!(row.strategy.tracks_generation(), tracks, "{}.{}", row.resource, row.group);

@@ -45,6 +45,7 @@ mod bootstrap;
 pub mod cache;
 mod controllers;
 mod crd;
+mod fleet;
 mod index_feed;
 mod membership;
 mod metrics;

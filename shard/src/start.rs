@@ -96,6 +96,10 @@ pub struct Config {
     /// Seconds without an agent heartbeat after which a SyncTarget is not Ready (kcp: 60).
     #[arg(long, default_value_t = 60.0)]
     pub sync_target_heartbeat_threshold_seconds: f64,
+    /// Seconds without a Fleet member agent's heartbeat (or unhealthy) after which the member gets no new
+    /// placements; what it has stays (KubeFleet: 300).
+    #[arg(long, default_value_t = 300.0)]
+    pub fleet_heartbeat_timeout_seconds: f64,
 }
 
 /// Starts replication to the cache servers and the cache informer, when caches are configured.
@@ -181,7 +185,12 @@ pub async fn start(args: Config) -> anyhow::Result<Running> {
         removal_grace: Duration::from_secs_f64(args.placement_removal_grace_seconds.max(0.0)),
         heartbeat_threshold: Duration::from_secs_f64(args.sync_target_heartbeat_threshold_seconds.max(0.1)),
     };
-    assemble::start_controllers(shard.clone(), handles, tmc);
+    let eligibility = crate::fleet::policy::Eligibility {
+        heartbeat_timeout: Duration::from_secs_f64(args.fleet_heartbeat_timeout_seconds.max(0.1)),
+        unhealthy_timeout: Duration::from_secs_f64(args.fleet_heartbeat_timeout_seconds.max(0.1)),
+    };
+    let fleet = crate::fleet::controller::Settings { eligibility };
+    assemble::start_controllers(shard.clone(), handles, tmc, fleet);
     start_replication(&shard, &args, &material)?;
 
     let (shutdown, shutdown_rx) = watch::channel(false);

@@ -33,6 +33,17 @@ impl AgentProcess {
         Self::start_as("--managed-cluster", hub, name, member, &[], log)
     }
 
+    /// Starts `atoll-agent` as the member agent of Fleet MemberCluster `name`, plus `extra`.
+    pub fn start_member_cluster(
+        hub: &Path,
+        name: &str,
+        member: &Path,
+        extra: &[&str],
+        log: &Path,
+    ) -> anyhow::Result<AgentProcess> {
+        Self::start_as("--member-cluster", hub, name, member, extra, log)
+    }
+
     fn start_as(
         role: &str,
         hub: &Path,

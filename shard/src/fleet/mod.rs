@@ -1,0 +1,64 @@
+//! KubeFleet's placement API, served in every logical cluster with Fleet's groups,
+//! versions and names, so that a workspace can act as a Fleet hub and Fleet manifests
+//! apply unchanged: `cluster.kubernetes-fleet.io` MemberClusters and
+//! `placement.kubernetes-fleet.io` ClusterResourcePlacements with their policy and
+//! resource snapshots, ClusterResourceBindings, Works and overrides.
+//!
+//! - [`definitions`]: the kinds, as definitions in code.
+//! - [`policy`]: a placement's policy and a member as the framework sees them (pure).
+//! - [`resources`]: what a placement selects, as members receive it; snapshots' hash and
+//!   split; overrides and envelopes (pure).
+//! - [`rollout`]: the rolling update's choices within maxUnavailable and maxSurge (pure).
+//! - [`controller`]: the hub controller that writes snapshots, bindings, Works and
+//!   statuses.
+
+pub mod controller;
+pub mod definitions;
+pub mod policy;
+pub mod resources;
+pub mod rollout;
+
+use apiserver::registry::Registry;
+
+/// Fleet's cluster API group (MemberCluster).
+pub const CLUSTER_GROUP: &str = "cluster.kubernetes-fleet.io";
+/// Fleet's placement API group.
+pub const PLACEMENT_GROUP: &str = "placement.kubernetes-fleet.io";
+
+/// Label naming the placement a snapshot, binding or Work belongs to.
+pub const PARENT_CRP_LABEL: &str = "kubernetes-fleet.io/parent-CRP";
+/// Label marking the latest snapshot of a placement.
+pub const IS_LATEST_LABEL: &str = "kubernetes-fleet.io/is-latest-snapshot";
+/// Label with a policy snapshot's index.
+pub const POLICY_INDEX_LABEL: &str = "kubernetes-fleet.io/policy-index";
+/// Label with a resource snapshot group's index.
+pub const RESOURCE_INDEX_LABEL: &str = "kubernetes-fleet.io/resource-index";
+/// Annotation with the placement generation a snapshot was made for.
+pub const CRP_GENERATION_ANNOTATION: &str = "kubernetes-fleet.io/CRP-generation";
+/// Annotation with PickN's number of clusters on a policy snapshot.
+pub const NUMBER_OF_CLUSTERS_ANNOTATION: &str = "kubernetes-fleet.io/number-of-clusters";
+/// Annotation with the hash of a resource snapshot group's selection.
+pub const RESOURCE_HASH_ANNOTATION: &str = "kubernetes-fleet.io/resource-hash";
+/// Annotation with the number of snapshots in a resource snapshot group.
+pub const SNAPSHOT_COUNT_ANNOTATION: &str = "kubernetes-fleet.io/number-of-resource-snapshots";
+/// Annotation with a sub-snapshot's index within its group.
+pub const SUBINDEX_ANNOTATION: &str = "kubernetes-fleet.io/subindex-of-resource-snapshot";
+/// Annotation with the state an Unscheduled binding had.
+pub const PREVIOUS_STATE_ANNOTATION: &str = "kubernetes-fleet.io/previous-binding-state";
+/// Label on a Work naming its binding.
+pub const PARENT_BINDING_LABEL: &str = "kubernetes-fleet.io/parent-resource-binding";
+/// Label on a Work with its resource snapshot group's index.
+pub const PARENT_SNAPSHOT_INDEX_LABEL: &str = "kubernetes-fleet.io/parent-resource-snapshot-index";
+/// Annotation on a Work naming its resource snapshot.
+pub const PARENT_SNAPSHOT_NAME_ANNOTATION: &str = "kubernetes-fleet.io/parent-resource-snapshot-name";
+/// Annotation on a Work with the hash of its manifests after overrides.
+pub const WORK_HASH_ANNOTATION: &str = "kubernetes-fleet.io/work-hash";
+/// Label on a member's reserved namespace.
+pub const FLEET_RESOURCE_LABEL: &str = "kubernetes-fleet.io/is-fleet-resource";
+/// Label on a member's reserved namespace naming the member.
+pub const MEMBER_NAME_LABEL: &str = "kubernetes-fleet.io/member-name";
+
+/// Adds the Fleet rows.
+pub fn register(registry: &mut Registry) {
+    crate::crd::in_code::register(registry, &definitions::all());
+}

@@ -1,0 +1,305 @@
+//! Fleet placement in a workspace that acts as the hub, through the front-proxy with
+//! stock kubectl and real member agents (`atoll-agent --member-cluster`) applying into
+//! five logical clusters of a member installation:
+//!
+//! - the agents heartbeat their MemberClusters, which the hub reports Joined and gives
+//!   their reserved namespaces `fleet-member-<name>`;
+//! - a PickAll ClusterResourcePlacement of a namespace puts its objects on every member,
+//!   with a ResourceOverride giving the canary member its own value, and reports every
+//!   stage of KubeFleet's condition chain True;
+//! - a change to the namespace's objects rolls out with `maxUnavailable: 1`: a watcher of
+//!   the bindings never sees two clusters updating at once, and every member ends on the
+//!   new value;
+//! - PickN with preferred affinity picks the preferred members, scales up keeping them
+//!   and down to the best-scored;
+//! - a member whose agent dies gets no new placement after the heartbeat timeout, keeps
+//!   what it had, and is picked again once its agent is back.
+
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tests::agent::{wait_json, AgentProcess};
+use tests::installation::{Installation, InstallationOptions};
+use tests::kubectl::Kubectl;
+
+const MEMBERS: [(&str, &str, &str); 5] = [
+    ("m1", "east", "prod"),
+    ("m2", "east", "prod"),
+    ("m3", "west", "prod"),
+    ("m4", "west", "prod"),
+    ("m5", "west", "canary"),
+];
+
+fn member_cluster(name: &str, region: &str, env: &str) -> Value {
+    json!({
+        "apiVersion": "cluster.kubernetes-fleet.io/v1", "kind": "MemberCluster",
+        "metadata": {"name": name, "labels": {"region": region, "env": env}},
+        "spec": {"identity": {"kind": "User", "name": "fleet-agent", "apiGroup": "rbac.authorization.k8s.io"},
+            "heartbeatPeriodSeconds": 1},
+    })
+}
+
+fn yaml(objects: &[Value]) -> String {
+    objects.iter().map(|o| serde_yaml_ng::to_string(o).unwrap()).collect::<Vec<_>>().join("---\n")
+}
+
+fn condition<'v>(object: &'v Value, kind: &str) -> Option<&'v Value> {
+    object["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == kind)
+}
+
+fn is_true(object: &Value, kind: &str) -> bool {
+    condition(object, kind).is_some_and(|c| c["status"] == "True")
+}
+
+/// The target clusters of a placement's bindings that are not Unscheduled.
+fn placed(bindings: &Value, crp: &str) -> BTreeSet<String> {
+    let items = bindings["items"].as_array().cloned().unwrap_or_default();
+    items
+        .iter()
+        .filter(|b| b["metadata"]["labels"]["kubernetes-fleet.io/parent-CRP"] == crp)
+        .filter(|b| b["spec"]["state"] != "Unscheduled")
+        .filter_map(|b| b["spec"]["targetCluster"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fleet_places_rolls_out_scales_and_survives_a_silent_member() {
+    let options = InstallationOptions {
+        front_proxy: true,
+        extra_args: vec!["--fleet-heartbeat-timeout-seconds".into(), "4".into()],
+        ..InstallationOptions::default()
+    };
+    let installation = Installation::start_with(options).await.expect("start the installation");
+    let placed_ws =
+        installation.place_workspaces("hub", 1, |p| p.values().any(|names| !names.is_empty())).await.unwrap();
+    let hub = format!("root:{}", placed_ws.values().flatten().next().unwrap());
+    let proxy = installation.proxy();
+    proxy.wait_resolves(&hub).await.unwrap();
+    let kubectl = || proxy.kubectl().cluster(&hub);
+
+    // Five members: logical clusters of a second installation, one agent each.
+    let names: Vec<&str> = MEMBERS.iter().map(|(n, _, _)| *n).collect();
+    let member = tests::ShardProcess::with_clusters(&names).await;
+    let members: Vec<Value> = MEMBERS.iter().map(|(n, r, e)| member_cluster(n, r, e)).collect();
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&members)).ok();
+    let logs = tempfile::tempdir().unwrap();
+    let identity = installation.user_identity("fleet-agent", &["system:masters"]).unwrap();
+    let hub_config = proxy.user_kubeconfig("fleet-agent", &identity, &hub).unwrap();
+    let mut member_configs = BTreeMap::new();
+    let mut agents = Vec::new();
+    for name in &names {
+        let config = member.user_kubeconfig(&format!("admin-{name}"), &["system:masters"], name).unwrap();
+        let log = logs.path().join(format!("{name}.log"));
+        let args = ["--heartbeat-interval-seconds", "1"];
+        agents.push(AgentProcess::start_member_cluster(&hub_config, name, &config, &args, &log).unwrap());
+        member_configs.insert(name.to_string(), config);
+    }
+    let in_member = |name: &str| member.kubectl_with(&member_configs[name]);
+    for name in &names {
+        wait_json(kubectl, &["membercluster", name], "joined by its agent", |m| is_true(m, "Joined"));
+        wait_json(kubectl, &["namespace", &format!("fleet-member-{name}")], "the member's namespace", |ns| {
+            ns["metadata"]["labels"]["kubernetes-fleet.io/is-fleet-resource"] == "true"
+        });
+    }
+    let listed = kubectl().args(["get", "memberclusters"]).ok();
+    assert!(listed.stdout.contains("JOINED") && listed.stdout.contains("MEMBER-AGENT-LAST-SEEN"), "{}", listed.stdout);
+
+    // What is placed: a namespace with a ConfigMap and a PodTemplate (a kind whose
+    // availability members cannot track, so each update waits unavailablePeriodSeconds).
+    let content = |version: &str| {
+        vec![
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "app"},
+                "data": {"where": "hub", "version": version}}),
+            json!({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "web", "namespace": "app"},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": format!("web:{version}")}]}}}),
+        ]
+    };
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&content("1"))).ok();
+    let override_ = json!({
+        "apiVersion": "placement.kubernetes-fleet.io/v1", "kind": "ResourceOverride",
+        "metadata": {"name": "canary", "namespace": "app"},
+        "spec": {"resourceSelectors": [{"group": "", "version": "v1", "kind": "ConfigMap", "name": "settings"}],
+            "policy": {"overrideRules": [{
+                "clusterSelector": {"clusterSelectorTerms": [{"labelSelector": {"matchLabels": {"env": "canary"}}}]},
+                "jsonPatchOverrides": [{"op": "replace", "path": "/data/where", "value": "${MEMBER-CLUSTER-NAME}"}],
+            }]}},
+    });
+    let crp = json!({
+        "apiVersion": "placement.kubernetes-fleet.io/v1", "kind": "ClusterResourcePlacement",
+        "metadata": {"name": "app"},
+        "spec": {
+            "resourceSelectors": [{"group": "", "version": "v1", "kind": "Namespace", "name": "app"}],
+            "policy": {"placementType": "PickAll"},
+            "strategy": {"type": "RollingUpdate",
+                "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0, "unavailablePeriodSeconds": 2}},
+        },
+    });
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&[override_, crp])).ok();
+    let available = wait_json(kubectl, &["crp", "app"], "the placement available everywhere", |c| {
+        is_true(c, "ClusterResourcePlacementAvailable")
+    });
+    for kind in ["Scheduled", "RolloutStarted", "Overridden", "WorkSynchronized", "Applied", "Available"] {
+        let placement_kind = format!("ClusterResourcePlacement{kind}");
+        assert!(is_true(&available, &placement_kind), "{placement_kind}: {available}");
+    }
+    assert_eq!(
+        condition(&available, "ClusterResourcePlacementScheduled").unwrap()["reason"],
+        "SchedulingPolicyFulfilled"
+    );
+    assert_eq!(condition(&available, "ClusterResourcePlacementOverridden").unwrap()["reason"], "OverriddenSucceeded");
+    assert_eq!(available["status"]["placementStatuses"].as_array().map(Vec::len), Some(5), "{available}");
+    let selected = available["status"]["selectedResources"].as_array().cloned().unwrap_or_default();
+    let kinds: Vec<&str> = selected.iter().filter_map(|r| r["kind"].as_str()).collect();
+    assert_eq!(kinds, ["Namespace", "ConfigMap", "PodTemplate"], "KubeFleet's order");
+    for name in &names {
+        let settings =
+            in_member(name).args(["get", "configmap", "settings", "-n", "app", "-o", "json"]).ok().json().unwrap();
+        let expected = if *name == "m5" { "m5" } else { "hub" };
+        assert_eq!(settings["data"]["where"], expected, "{name}: {settings}");
+        assert_eq!(settings["data"]["version"], "1");
+    }
+    let shown = kubectl().args(["get", "crp"]).ok();
+    assert!(shown.stdout.contains("SCHEDULED") && shown.stdout.contains("app"), "{}", shown.stdout);
+    let snapshots = kubectl().args(["get", "clusterresourcesnapshots", "-o", "json"]).ok().json().unwrap();
+    let latest: Vec<&Value> = snapshots["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["metadata"]["labels"]["kubernetes-fleet.io/is-latest-snapshot"] == "true")
+        .collect();
+    assert_eq!(latest.len(), 1);
+    assert_eq!(latest[0]["metadata"]["name"], "app-0-snapshot");
+    let policy = kubectl().args(["get", "csps", "app-0", "-o", "json"]).ok().json().unwrap();
+    assert!(is_true(&policy, "Scheduled"), "{policy}");
+
+    // A rolling update: while it runs, a watcher of the bindings counts the clusters that
+    // are on the new snapshot but not yet available again. A cluster whose availability
+    // cannot be tracked counts as unavailable for unavailablePeriodSeconds after it was
+    // applied (and may be updated at once, as KubeFleet does): let that period pass first,
+    // so all five start available.
+    std::thread::sleep(Duration::from_secs(3));
+    let watching = Arc::new(AtomicBool::new(true));
+    let (config, url) = (proxy.kubeconfig_path(), proxy.base_url().to_string());
+    let cache = tempfile::tempdir().unwrap();
+    let watcher = {
+        let watching = watching.clone();
+        let hub = hub.clone();
+        let cache = cache.path().to_path_buf();
+        std::thread::spawn(move || {
+            let mut most = 0;
+            let mut seen = BTreeSet::new();
+            while watching.load(Ordering::SeqCst) {
+                let out = Kubectl::new(&config, &url, &cache, None)
+                    .cluster(&hub)
+                    .args(["get", "clusterresourcebindings", "-o", "json"])
+                    .run();
+                let Ok(list) = out.json() else { continue };
+                let bindings = list["items"].as_array().cloned().unwrap_or_default();
+                let updating: Vec<String> = bindings
+                    .iter()
+                    .filter(|b| b["spec"]["resourceSnapshotName"] == "app-1-snapshot")
+                    .filter(|b| {
+                        !condition(b, "Available").is_some_and(|c| {
+                            c["status"] == "True" && c["observedGeneration"] == b["metadata"]["generation"]
+                        })
+                    })
+                    .filter_map(|b| b["spec"]["targetCluster"].as_str().map(str::to_string))
+                    .collect();
+                most = most.max(updating.len());
+                seen.extend(updating);
+            }
+            (most, seen)
+        })
+    };
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&content("2"))).ok();
+    for name in &names {
+        let deadline = std::time::Instant::now() + Duration::from_secs(90);
+        loop {
+            let out = in_member(name).args(["get", "configmap", "settings", "-n", "app", "-o", "json"]).run();
+            if out.json().is_ok_and(|c| c["data"]["version"] == "2") {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{name} never got version 2");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+    wait_json(kubectl, &["crp", "app"], "the update available everywhere", |c| {
+        is_true(c, "ClusterResourcePlacementAvailable") && c["status"]["observedResourceIndex"] == "1"
+    });
+    watching.store(false, Ordering::SeqCst);
+    let (most, seen) = watcher.join().unwrap();
+    assert!(most <= 1, "at most one cluster may be unavailable at a time; saw {most}");
+    assert!(seen.len() >= 2, "the watcher saw the rollout move cluster by cluster: {seen:?}");
+    let canary = in_member("m5").args(["get", "configmap", "settings", "-n", "app", "-o", "json"]).ok().json().unwrap();
+    assert_eq!(canary["data"]["where"], "m5", "the override holds across updates");
+
+    // PickN with preferred affinity: the west members score 50.
+    let pick = |n: u32| {
+        json!({
+            "apiVersion": "placement.kubernetes-fleet.io/v1", "kind": "ClusterResourcePlacement",
+            "metadata": {"name": "west"},
+            "spec": {
+                "resourceSelectors": [{"group": "", "version": "v1", "kind": "Namespace", "name": "app"}],
+                "policy": {"placementType": "PickN", "numberOfClusters": n, "affinity": {"clusterAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"clusterSelectorTerms": [
+                        {"labelSelector": {"matchLabels": {"env": "prod"}}}]},
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 50, "preference": {"labelSelector": {"matchLabels": {"region": "west"}}}}]}}},
+            },
+        })
+    };
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&[pick(2)])).ok();
+    let bindings = wait_json(kubectl, &["clusterresourcebindings"], "west picks two", |l| placed(l, "west").len() == 2);
+    assert_eq!(placed(&bindings, "west"), BTreeSet::from(["m3".into(), "m4".into()]), "m5 is canary: required terms");
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&[pick(3)])).ok();
+    let bindings =
+        wait_json(kubectl, &["clusterresourcebindings"], "west scales to three", |l| placed(l, "west").len() == 3);
+    let three = placed(&bindings, "west");
+    assert!(three.contains("m3") && three.contains("m4"), "scaling up keeps the picks: {three:?}");
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&[pick(1)])).ok();
+    let bindings =
+        wait_json(kubectl, &["clusterresourcebindings"], "west scales to one", |l| placed(l, "west").len() == 1);
+    let one = placed(&bindings, "west");
+    assert!(one.contains("m3") || one.contains("m4"), "scaling down keeps a best-scored pick: {one:?}");
+    let short = json!({"apiVersion": "placement.kubernetes-fleet.io/v1", "kind": "ClusterResourcePlacement",
+        "metadata": {"name": "too-many"},
+        "spec": {"resourceSelectors": [{"group": "", "version": "v1", "kind": "Namespace", "name": "app"}],
+            "policy": {"placementType": "PickN", "numberOfClusters": 9}}});
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&[short])).ok();
+    let short = wait_json(kubectl, &["crp", "too-many"], "an unfulfillable policy says so", |c| {
+        condition(c, "ClusterResourcePlacementScheduled").is_some_and(|c| c["status"] == "False")
+    });
+    let scheduled = condition(&short, "ClusterResourcePlacementScheduled").unwrap();
+    assert_eq!(scheduled["reason"], "SchedulingPolicyUnfulfilled");
+    assert!(scheduled["message"].as_str().unwrap().contains("found 5 cluster(s) instead"), "{scheduled}");
+    kubectl().args(["delete", "crp", "too-many", "west"]).ok();
+
+    // m1's agent dies: after the heartbeat timeout it gets no new placement, keeps its
+    // own, and is picked again once its agent is back.
+    agents[0].kill9();
+    std::thread::sleep(Duration::from_secs(6));
+    let later = json!({"apiVersion": "placement.kubernetes-fleet.io/v1", "kind": "ClusterResourcePlacement",
+        "metadata": {"name": "later"},
+        "spec": {"resourceSelectors": [{"group": "", "version": "v1", "kind": "Namespace", "name": "app"}]}});
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&[later])).ok();
+    let bindings = wait_json(kubectl, &["clusterresourcebindings"], "later placed on the live members", |l| {
+        placed(l, "later").len() == 4
+    });
+    assert!(!placed(&bindings, "later").contains("m1"), "a silent member gets nothing new");
+    assert!(placed(&bindings, "app").contains("m1"), "a silent member keeps what it has");
+    agents[0].restart().unwrap();
+    wait_json(kubectl, &["clusterresourcebindings"], "m1 picked again", |l| placed(l, "later").contains("m1"));
+
+    // Deleting a placement takes its objects off the members.
+    kubectl().args(["delete", "crp", "app", "later"]).ok();
+    for name in &names {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while in_member(name).args(["get", "configmap", "settings", "-n", "app"]).run().success() {
+            assert!(std::time::Instant::now() < deadline, "{name} kept the placed ConfigMap");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
