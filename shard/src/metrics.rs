@@ -59,6 +59,7 @@ pub struct Metrics {
     pub authorization_decisions: Family<AuthorizationLabels, Counter>,
     store_ops: Counter,
     store_batches: Counter,
+    fleet_placement_passes: Counter,
     store_write_seconds: prometheus_client::metrics::counter::Counter<f64, std::sync::atomic::AtomicU64>,
     registry: Registry,
 }
@@ -76,6 +77,7 @@ impl Metrics {
         let authorization_decisions = Family::<AuthorizationLabels, Counter>::default();
         let store_ops = Counter::default();
         let store_batches = Counter::default();
+        let fleet_placement_passes = Counter::default();
         let store_write_seconds = Default::default();
         registry.register("apiserver_request", "Requests served, by verb, resource and code", requests.clone());
         registry.register("apiserver_request_duration_seconds", "Request latency by verb", request_seconds.clone());
@@ -91,6 +93,11 @@ impl Metrics {
         registry.register("atoll_store_ops_committed", "Store ops committed", store_ops.clone());
         registry.register("atoll_store_batches", "Store batches (fsyncs) written", store_batches.clone());
         registry.register(
+            "atoll_fleet_placement_passes",
+            "ClusterResourcePlacements the Fleet hub controller decided, wrote and reported",
+            fleet_placement_passes.clone(),
+        );
+        registry.register(
             "atoll_store_write_seconds",
             "Time spent in synced batch writes",
             Counter::clone(&store_write_seconds),
@@ -103,6 +110,7 @@ impl Metrics {
             authorization_decisions,
             store_ops,
             store_batches,
+            fleet_placement_passes,
             store_write_seconds,
             registry,
         }
@@ -113,6 +121,8 @@ impl Metrics {
         let m = store.metrics();
         catch_up(&self.store_ops, m.ops_committed.load(Ordering::Relaxed));
         catch_up(&self.store_batches, m.batches.load(Ordering::Relaxed));
+        let passes = crate::fleet::controller::PLACEMENTS_PASSED.load(Ordering::Relaxed);
+        catch_up(&self.fleet_placement_passes, passes);
         let seconds = m.write_micros.load(Ordering::Relaxed) as f64 / 1e6;
         let behind = seconds - self.store_write_seconds.get();
         if behind > 0.0 {

@@ -142,3 +142,19 @@ fn read_tail(path: &Path, lines: usize) -> anyhow::Result<String> {
     let first = all.len().saturating_sub(lines);
     Ok(all[first..].join("\n"))
 }
+
+/// A process's CPU time (utime + stime, in clock ticks) and resident memory (KiB), read
+/// from `/proc`; zeros when it cannot be read.
+pub fn usage(pid: u32) -> (u64, u64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // After the command name: state is field 0, utime 11, stime 12.
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or_default().split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let rss = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    (ticks(11) + ticks(12), rss)
+}

@@ -188,6 +188,14 @@ impl TlsHttp {
         Ok(())
     }
 
+    /// A JSON merge patch of `path` that must answer 200 OK.
+    pub async fn merge_patch(&self, path: &str, body: &serde_json::Value) -> anyhow::Result<()> {
+        let headers = [("content-type", "application/merge-patch+json")];
+        let response = self.send(Method::PATCH, path, &headers, serde_json::to_vec(body)?).await?;
+        anyhow::ensure!(response.status == StatusCode::OK, "PATCH {path}: {} {}", response.status, response.text());
+        Ok(())
+    }
+
     /// `GET path` that must answer 200 OK, as JSON.
     pub async fn get_json(&self, path: &str) -> anyhow::Result<serde_json::Value> {
         let response = self.get(path).await?;

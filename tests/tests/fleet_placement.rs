@@ -15,14 +15,14 @@
 //! - a member whose agent dies gets no new placement after the heartbeat timeout, keeps
 //!   what it had, and is picked again once its agent is back.
 
+use futures::StreamExt;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::watcher;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 use tests::agent::{wait_json, AgentProcess};
 use tests::installation::{Installation, InstallationOptions};
-use tests::kubectl::Kubectl;
 
 const MEMBERS: [(&str, &str, &str); 5] = [
     ("m1", "east", "prod"),
@@ -108,13 +108,14 @@ async fn fleet_places_rolls_out_scales_and_survives_a_silent_member() {
 
     // What is placed: a namespace with a ConfigMap and a PodTemplate (a kind whose
     // availability members cannot track, so each update waits unavailablePeriodSeconds).
+    // An update changes the ConfigMap only: each object kubectl changes makes a snapshot.
     let content = |version: &str| {
         vec![
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}}),
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "app"},
                 "data": {"where": "hub", "version": version}}),
             json!({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "web", "namespace": "app"},
-                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": format!("web:{version}")}]}}}),
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "web:1"}]}}}),
         ]
     };
     kubectl().args(["apply", "-f", "-"]).stdin(yaml(&content("1"))).ok();
@@ -175,45 +176,52 @@ async fn fleet_places_rolls_out_scales_and_survives_a_silent_member() {
     let policy = kubectl().args(["get", "csps", "app-0", "-o", "json"]).ok().json().unwrap();
     assert!(is_true(&policy, "Scheduled"), "{policy}");
 
-    // A rolling update: while it runs, a watcher of the bindings counts the clusters that
-    // are on the new snapshot but not yet available again. A cluster whose availability
-    // cannot be tracked counts as unavailable for unavailablePeriodSeconds after it was
-    // applied (and may be updated at once, as KubeFleet does): let that period pass first,
-    // so all five start available.
+    // A rolling update. A watch of the bindings sees every change in commit order; each
+    // time a binding moves to the new snapshot, every other binding already moved must be
+    // available again (maxUnavailable 1). A cluster whose availability cannot be tracked
+    // counts as unavailable for unavailablePeriodSeconds after it was applied (and may be
+    // moved at once, as KubeFleet does): let that period pass first, so all five start
+    // available.
     std::thread::sleep(Duration::from_secs(3));
-    let watching = Arc::new(AtomicBool::new(true));
-    let (config, url) = (proxy.kubeconfig_path(), proxy.base_url().to_string());
-    let cache = tempfile::tempdir().unwrap();
-    let watcher = {
-        let watching = watching.clone();
-        let hub = hub.clone();
-        let cache = cache.path().to_path_buf();
-        std::thread::spawn(move || {
-            let mut most = 0;
-            let mut seen = BTreeSet::new();
-            while watching.load(Ordering::SeqCst) {
-                let out = Kubectl::new(&config, &url, &cache, None)
-                    .cluster(&hub)
-                    .args(["get", "clusterresourcebindings", "-o", "json"])
-                    .run();
-                let Ok(list) = out.json() else { continue };
-                let bindings = list["items"].as_array().cloned().unwrap_or_default();
-                let updating: Vec<String> = bindings
-                    .iter()
-                    .filter(|b| b["spec"]["resourceSnapshotName"] == "app-1-snapshot")
-                    .filter(|b| {
-                        !condition(b, "Available").is_some_and(|c| {
-                            c["status"] == "True" && c["observedGeneration"] == b["metadata"]["generation"]
-                        })
-                    })
-                    .filter_map(|b| b["spec"]["targetCluster"].as_str().map(str::to_string))
-                    .collect();
-                most = most.max(updating.len());
-                seen.extend(updating);
+    let client = proxy.kube_client(&hub).await.unwrap();
+    let bindings_api: Api<DynamicObject> = Api::all_with(
+        client,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("placement.kubernetes-fleet.io", "v1", "ClusterResourceBinding"),
+            "clusterresourcebindings",
+        ),
+    );
+    let watching = tokio::spawn(async move {
+        let mut state: BTreeMap<String, (String, bool)> = BTreeMap::new();
+        let mut moves = Vec::new();
+        let mut stream = watcher::watcher(bindings_api, watcher::Config::default()).boxed();
+        while let Some(event) = stream.next().await {
+            let object = match event {
+                Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => serde_json::to_value(o).unwrap(),
+                _ => continue,
+            };
+            if object["metadata"]["labels"]["kubernetes-fleet.io/parent-CRP"] != "app" {
+                continue;
             }
-            (most, seen)
-        })
-    };
+            let cluster = object["spec"]["targetCluster"].as_str().unwrap_or_default().to_string();
+            let snapshot = object["spec"]["resourceSnapshotName"].as_str().unwrap_or_default().to_string();
+            let available = condition(&object, "Available")
+                .is_some_and(|c| c["status"] == "True" && c["observedGeneration"] == object["metadata"]["generation"]);
+            let before = state.insert(cluster.clone(), (snapshot.clone(), available));
+            if snapshot == "app-1-snapshot" && before.is_some_and(|(s, _)| s != snapshot) {
+                let unavailable: Vec<String> = state
+                    .iter()
+                    .filter(|(c, (s, ok))| **c != cluster && s == "app-1-snapshot" && !ok)
+                    .map(|(c, _)| c.clone())
+                    .collect();
+                moves.push((cluster, unavailable));
+            }
+            if moves.len() == 5 && state.values().all(|(s, ok)| s == "app-1-snapshot" && *ok) {
+                return moves;
+            }
+        }
+        moves
+    });
     kubectl().args(["apply", "-f", "-"]).stdin(yaml(&content("2"))).ok();
     for name in &names {
         let deadline = std::time::Instant::now() + Duration::from_secs(90);
@@ -229,10 +237,11 @@ async fn fleet_places_rolls_out_scales_and_survives_a_silent_member() {
     wait_json(kubectl, &["crp", "app"], "the update available everywhere", |c| {
         is_true(c, "ClusterResourcePlacementAvailable") && c["status"]["observedResourceIndex"] == "1"
     });
-    watching.store(false, Ordering::SeqCst);
-    let (most, seen) = watcher.join().unwrap();
-    assert!(most <= 1, "at most one cluster may be unavailable at a time; saw {most}");
-    assert!(seen.len() >= 2, "the watcher saw the rollout move cluster by cluster: {seen:?}");
+    let moves = tokio::time::timeout(Duration::from_secs(60), watching).await.expect("the watch saw all five").unwrap();
+    assert_eq!(moves.len(), 5, "each cluster moved once: {moves:?}");
+    for (cluster, unavailable) in &moves {
+        assert!(unavailable.is_empty(), "{cluster} moved while {unavailable:?} were not available again");
+    }
     let canary = in_member("m5").args(["get", "configmap", "settings", "-n", "app", "-o", "json"]).ok().json().unwrap();
     assert_eq!(canary["data"]["where"], "m5", "the override holds across updates");
 
@@ -276,6 +285,14 @@ async fn fleet_places_rolls_out_scales_and_survives_a_silent_member() {
     assert_eq!(scheduled["reason"], "SchedulingPolicyUnfulfilled");
     assert!(scheduled["message"].as_str().unwrap().contains("found 5 cluster(s) instead"), "{scheduled}");
     kubectl().args(["delete", "crp", "too-many", "west"]).ok();
+    // West's Works go, but namespace app and its objects stay on every member: the app
+    // placement still places them.
+    std::thread::sleep(Duration::from_secs(2));
+    for name in &names {
+        let settings =
+            in_member(name).args(["get", "configmap", "settings", "-n", "app", "-o", "json"]).ok().json().unwrap();
+        assert_eq!(settings["data"]["version"], "2", "{name} keeps what app places");
+    }
 
     // m1's agent dies: after the heartbeat timeout it gets no new placement, keeps its
     // own, and is picked again once its agent is back.

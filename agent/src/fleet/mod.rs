@@ -464,6 +464,17 @@ impl Applier {
         }
         let selector =
             ListParams::default().labels(&format!("{}={}", manifest::WORK_LABEL, manifest::label_value(name)));
+        // Another placement's Work may want the same object: then it stays.
+        let others: Vec<Value> = self
+            .works
+            .list(&ListParams::default())
+            .await
+            .context("list the Works")?
+            .items
+            .iter()
+            .map(to_value)
+            .filter(|w| text(w, "/metadata/name") != name)
+            .collect();
         let mut removed = 0;
         for found in self.applied_types.values() {
             let api: Api<DynamicObject> = Api::all_with(self.member.clone(), &found.resource);
@@ -474,11 +485,17 @@ impl Applier {
                     return Err(error).with_context(|| format!("list the member's {}", found.resource.plural))
                 }
             };
+            let (group, kind) = (found.resource.group.as_str(), found.resource.kind.as_str());
             for object in objects.iter().map(to_value) {
-                if manifest::applied_from(&object, &self.namespace) == Some(name) {
-                    self.delete(found, &object).await?;
-                    removed += 1;
+                if manifest::applied_from(&object, &self.namespace) != Some(name) {
+                    continue;
                 }
+                let (namespace, object_name) = (text(&object, "/metadata/namespace"), text(&object, "/metadata/name"));
+                if others.iter().any(|w| manifest::wanted(Some(w), group, kind, namespace, object_name)) {
+                    continue;
+                }
+                self.delete(found, &object).await?;
+                removed += 1;
             }
         }
         self.set_finalizer(name, false).await?;
@@ -490,7 +507,6 @@ impl Applier {
     /// no longer names them. `works` is a full list; each Work is read again just before
     /// one of its objects goes.
     async fn sweep(&self, works: &[Value]) -> anyhow::Result<()> {
-        let by_name: HashMap<&str, &Value> = works.iter().map(|work| (text(work, "/metadata/name"), work)).collect();
         let selector = ListParams::default().labels(manifest::WORK_LABEL);
         for found in self.applied_types.values() {
             let api: Api<DynamicObject> = Api::all_with(self.member.clone(), &found.resource);
@@ -505,7 +521,9 @@ impl Applier {
             for object in objects.iter().map(to_value) {
                 let Some(work) = manifest::applied_from(&object, &self.namespace) else { continue };
                 let (namespace, name) = (text(&object, "/metadata/namespace"), text(&object, "/metadata/name"));
-                if manifest::wanted(by_name.get(work).copied(), group, kind, namespace, name) {
+                // Wanted by the Work that applied it last, or by another (two placements
+                // may place one object): it stays.
+                if works.iter().any(|w| manifest::wanted(Some(w), group, kind, namespace, name)) {
                     continue;
                 }
                 let current = self.works.get_opt(work).await.with_context(|| format!("read Work {work}"))?;

@@ -9,14 +9,17 @@
 //! - [`resources`]: what a placement selects, as members receive it; snapshots' hash and
 //!   split; overrides and envelopes (pure).
 //! - [`rollout`]: the rolling update's choices within maxUnavailable and maxSurge (pure).
-//! - [`controller`]: the hub controller that writes snapshots, bindings, Works and
-//!   statuses.
+//! - [`controller`]: what wakes the hub controller and what each pass covers.
+//! - `hub`: one pass over a hub: snapshots, bindings, Works and statuses.
+//! - [`status`]: the conditions and statuses the hub writes (pure).
 
 pub mod controller;
 pub mod definitions;
+mod hub;
 pub mod policy;
 pub mod resources;
 pub mod rollout;
+pub mod status;
 
 use apiserver::registry::Registry;
 

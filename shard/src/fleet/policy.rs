@@ -212,6 +212,34 @@ pub fn candidate(member: &Value, now: jiff::Timestamp, limits: Eligibility) -> C
     candidate
 }
 
+/// What the scheduler sees of a member (labels, taints, properties, eligibility) as one
+/// text: when it changes, placements must be decided again; when only a heartbeat moved,
+/// they need not.
+pub fn fingerprint(member: &Value, now: jiff::Timestamp, limits: Eligibility) -> String {
+    serde_json::to_string(&candidate(member, now, limits)).unwrap_or_default()
+}
+
+/// When a member's eligibility may change with no write: its last heartbeat growing too
+/// old, or its being unhealthy for too long.
+pub fn eligible_until(member: &Value, limits: Eligibility) -> Option<jiff::Timestamp> {
+    let agents = member.pointer("/status/agentStatus").and_then(Value::as_array);
+    let agent = agents.into_iter().flatten().find(|a| a.get("type").and_then(Value::as_str) == Some("MemberAgent"))?;
+    let time = |v: Option<&Value>| v.and_then(Value::as_str).and_then(|t| t.parse::<jiff::Timestamp>().ok());
+    let after = |at: jiff::Timestamp, limit: Duration| {
+        jiff::SignedDuration::try_from(limit).ok().and_then(|d| at.checked_add(d).ok())
+    };
+    let heartbeat = time(agent.get("lastReceivedHeartbeat")).and_then(|at| after(at, limits.heartbeat_timeout));
+    let conditions = agent.get("conditions").and_then(Value::as_array);
+    let unhealthy = conditions
+        .into_iter()
+        .flatten()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some("Healthy"))
+        .filter(|c| c.get("status").and_then(Value::as_str) != Some("True"))
+        .and_then(|c| time(c.get("lastTransitionTime")))
+        .and_then(|at| after(at, limits.unhealthy_timeout));
+    heartbeat.into_iter().chain(unhealthy).min()
+}
+
 fn quantity(value: &Value) -> Option<Quantity> {
     match value {
         Value::String(text) => Quantity::parse(text).ok(),
@@ -264,6 +292,23 @@ mod tests {
                 Some(part) => assert!(got.as_deref().is_some_and(|g| g.contains(part)), "{got:?} lacks {part:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_heartbeat_alone_does_not_change_what_the_scheduler_sees() {
+        let limits = Eligibility::default();
+        let healthy = Some(("True", "2026-01-01T00:00:00Z"));
+        let before = member("2026-01-01T00:09:00Z", "True", healthy);
+        let after = member("2026-01-01T00:09:30Z", "True", healthy);
+        assert_eq!(fingerprint(&before, now(), limits), fingerprint(&after, now(), limits));
+        let silent = member("2026-01-01T00:04:00Z", "True", healthy);
+        assert_ne!(fingerprint(&before, now(), limits), fingerprint(&silent, now(), limits));
+        let mut relabelled = before.clone();
+        relabelled["metadata"]["labels"]["env"] = json!("dev");
+        assert_ne!(fingerprint(&before, now(), limits), fingerprint(&relabelled, now(), limits));
+        assert_eq!(eligible_until(&before, limits), Some("2026-01-01T00:14:00Z".parse().unwrap()));
+        let sick = member("2026-01-01T00:09:00Z", "True", Some(("False", "2026-01-01T00:08:00Z")));
+        assert_eq!(eligible_until(&sick, limits), Some("2026-01-01T00:13:00Z".parse().unwrap()));
     }
 
     #[test]

@@ -83,28 +83,21 @@ pub fn plan(members: &[Member], target: usize, max_unavailable: usize, max_surge
     // Updates that failed to apply proceed regardless: they are unavailable anyway.
     let outdated: Vec<&Member> = members.iter().filter(|m| m.state == State::Bound && !m.current).collect();
     plan.update.extend(outdated.iter().filter(|m| m.failed).map(|m| m.name.clone()));
+    // Removing an Unscheduled binding or moving a Bound one to the latest snapshot may
+    // make its cluster unavailable: as many may go as keep `target - maxUnavailable`
+    // ready, Unscheduled ones first (KubeFleet charges every candidate, ready or not).
     let mut removable = ready.saturating_sub(target.saturating_sub(max_unavailable));
-    for member in members.iter().filter(|m| m.state == State::Unscheduled) {
-        if !member.ready {
-            plan.remove.push(member.name.clone());
-        } else if removable > 0 {
-            removable -= 1;
-            plan.remove.push(member.name.clone());
-        } else {
-            plan.blocked.push(member.name.clone());
-        }
-    }
-    for member in outdated.iter().filter(|m| !m.failed) {
-        // An update makes a ready cluster unavailable until it is ready again; one that
-        // is not ready costs nothing more.
-        if !member.ready {
-            plan.update.push(member.name.clone());
-        } else if removable > 0 {
-            removable -= 1;
-            plan.update.push(member.name.clone());
-        } else {
-            plan.blocked.push(member.name.clone());
-        }
+    let candidates =
+        members.iter().filter(|m| m.state == State::Unscheduled).chain(outdated.iter().copied().filter(|m| !m.failed));
+    for member in candidates {
+        let goes = removable > 0;
+        removable = removable.saturating_sub(1);
+        let list = match (goes, member.state) {
+            (true, State::Unscheduled) => &mut plan.remove,
+            (true, _) => &mut plan.update,
+            (false, _) => &mut plan.blocked,
+        };
+        list.push(member.name.clone());
     }
     let mut addable = (target + max_surge).saturating_sub(can_be_ready);
     for member in members.iter().filter(|m| m.state == State::Scheduled) {
@@ -166,7 +159,7 @@ mod tests {
     }
 
     #[test]
-    fn unready_and_failed_clusters_move_without_waiting() {
+    fn failed_clusters_move_at_once_and_unready_ones_use_up_the_budget() {
         let mut members = vec![
             member("a", State::Bound, false, true),
             member("b", State::Bound, false, false),
@@ -174,13 +167,10 @@ mod tests {
         ];
         members[2].failed = true;
         members[2].ready = false;
+        // 1 of 3 ready and 2 must stay so: nothing but the failed c may move.
         let plan = plan(&members, 3, 1, 0);
-        assert_eq!(
-            plan.update,
-            ["b", "c"],
-            "unready b and failed c move; ready a waits: 1 of 3 is already unavailable"
-        );
-        assert_eq!(plan.blocked, ["a"]);
+        assert_eq!(plan.update, ["c"]);
+        assert_eq!(plan.blocked, ["a", "b"]);
     }
 
     #[test]

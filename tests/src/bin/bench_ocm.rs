@@ -20,7 +20,6 @@ use ::tests::tls_http::list_items;
 use ::tests::{ShardProcess, TlsHttp};
 use anyhow::Context;
 use clap::Parser;
-use http::{Method, StatusCode};
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
@@ -76,7 +75,7 @@ async fn main() -> anyhow::Result<()> {
                 });
                 http.create(&format!("{GROUP_PATH}/v1/managedclusters"), &cluster).await?;
                 let status = json!({"status": resources(n)});
-                patch_status(&http, &format!("{GROUP_PATH}/v1/managedclusters/{name}/status"), &status).await?;
+                http.merge_patch(&format!("{GROUP_PATH}/v1/managedclusters/{name}/status"), &status).await?;
             }
         });
     }
@@ -113,7 +112,7 @@ async fn main() -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     println!("  hub settled (namespaces, leases, no taints) {:.2} s later", settled.elapsed().as_secs_f64());
-    let (cpu_before, _) = usage(pid);
+    let (cpu_before, _) = ::tests::process::usage(pid);
     let placement = json!({
         "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
         "metadata": {"name": "biggest", "namespace": "apps"},
@@ -132,7 +131,7 @@ async fn main() -> anyhow::Result<()> {
     let wanted = args.pick.min(args.clusters - args.clusters.div_ceil(4)) as usize;
     let first = wait_decisions(&http, |decided| decided.len() == wanted).await?;
     let decided_in = started.elapsed();
-    let (cpu_after, rss) = usage(pid);
+    let (cpu_after, rss) = ::tests::process::usage(pid);
 
     // One unpicked cluster grows enough to enter the picked set: a re-decision.
     let (n, grower) = (0..args.clusters)
@@ -148,7 +147,7 @@ async fn main() -> anyhow::Result<()> {
     grown["allocatable"]["memory"] = json!("127Gi");
     grown["capacity"]["memory"] = json!("135Gi");
     let moved = Instant::now();
-    patch_status(&http, &format!("{GROUP_PATH}/v1/managedclusters/{grower}/status"), &json!({"status": grown})).await?;
+    http.merge_patch(&format!("{GROUP_PATH}/v1/managedclusters/{grower}/status"), &json!({"status": grown})).await?;
     let second = wait_decisions(&http, |decided| decided.contains(&grower)).await?;
     let moved_in = moved.elapsed();
     let kept = first.iter().filter(|c| second.contains(c)).count();
@@ -214,26 +213,4 @@ async fn wait_decisions(http: &TlsHttp, done: impl Fn(&Vec<String>) -> bool) -> 
         anyhow::ensure!(Instant::now() < deadline, "decisions not done within {DEADLINE:?}: {} so far", decided.len());
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-}
-
-/// The process's CPU time (utime + stime, clock ticks) and resident memory (KiB).
-fn usage(pid: u32) -> (u64, u64) {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or_default().split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let rss = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0);
-    // After the command name: state is field 0, utime 11, stime 12.
-    (ticks(11) + ticks(12), rss)
-}
-
-async fn patch_status(http: &TlsHttp, path: &str, body: &Value) -> anyhow::Result<()> {
-    let headers = [("content-type", "application/merge-patch+json")];
-    let response = http.send(Method::PATCH, path, &headers, serde_json::to_vec(body)?).await?;
-    anyhow::ensure!(response.status == StatusCode::OK, "PATCH {path}: {} {}", response.status, response.text());
-    Ok(())
 }

@@ -1,0 +1,1110 @@
+//! One pass of the Fleet hub controller ([`super::controller`]) over one hub logical
+//! cluster:
+//! - each MemberCluster it was woken for gets its reserved namespace
+//!   `fleet-member-<name>` and its `ReadyToJoin` / `Joined` conditions from its member
+//!   agent's report; what the scheduler sees of it (labels, taints, properties,
+//!   eligibility) is remembered, and a change re-decides every placement;
+//! - each ClusterResourcePlacement it was woken for gets, in this order: the latest
+//!   ClusterResourceSnapshot of what it selects and ClusterSchedulingPolicySnapshot of its
+//!   policy (new ones only when their hashes change); its clusters chosen by the
+//!   framework's `fleet` profile and recorded as ClusterResourceBindings (Scheduled, Bound,
+//!   Unscheduled, as KubeFleet's scheduler keeps them); the rolling update
+//!   ([`super::rollout`]); one Work per bound cluster in the cluster's namespace; and the
+//!   statuses of the bindings, the policy snapshot and the placement ([`super::status`]).
+//!
+//! A pass lists each kind once and works on the placement's share of it, so a pass over
+//! many placements reads the hub once, not once per placement. Snapshots, bindings and
+//! Works are owned by their placement, so the garbage collector removes them with it; the
+//! member agent's finalizer on a Work holds it until the member's copies are gone.
+
+use super::controller::{MemberMemo, Rows, Selection, Settings, Triggers};
+use super::policy::{self as fleet_policy, PlacementType};
+use super::resources::{self, Rule};
+use super::rollout::{self, State};
+use super::status::*;
+use super::*;
+use crate::state::Shard;
+use apiserver::objects;
+use apiserver::registry::ResourceType;
+use apiserver::storage::{self, DeletePreconditions, ObjectRef, WriteOptions};
+use placement::{Outcome, Profile, State as Now};
+use protocol::meta;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// One pass over one hub logical cluster.
+pub(super) struct Hub<'a> {
+    pub shard: &'a Shard,
+    pub rows: &'a Rows,
+    pub cluster: &'a str,
+    pub settings: Settings,
+}
+
+/// One placement's share of the hub's snapshots, bindings and Works, kept current as the
+/// pass writes.
+#[derive(Default)]
+struct Group {
+    bindings: Vec<Value>,
+    policy_snapshots: Vec<Value>,
+    resource_snapshots: Vec<Value>,
+    works: Vec<Value>,
+}
+
+/// What the rest of the hub looks like to a placement's pass.
+struct Shared<'a> {
+    members: &'a [Value],
+    cluster_overrides: &'a [Value],
+    resource_overrides: &'a [Value],
+    now: jiff::Timestamp,
+}
+
+/// What a pass found out.
+#[derive(Default)]
+pub(super) struct Passed {
+    /// Something was written that the next pass should look at.
+    pub again: bool,
+    /// What each passed placement selects, by name (`None`: the placement is gone).
+    pub selections: Vec<(String, Option<Selection>)>,
+    /// Placements passed.
+    pub placements: usize,
+}
+
+/// Replaces the object of the same name in `list`, or adds it.
+fn keep(list: &mut Vec<Value>, object: Value) {
+    let name = meta::name(&object).map(str::to_string);
+    match list.iter_mut().find(|o| meta::name(o).map(str::to_string) == name) {
+        Some(slot) => *slot = object,
+        None => list.push(object),
+    }
+}
+
+fn by_parent(objects: Vec<Value>) -> HashMap<String, Vec<Value>> {
+    let mut out: HashMap<String, Vec<Value>> = HashMap::new();
+    for object in objects {
+        if let Some(parent) = label(&object, PARENT_CRP_LABEL) {
+            out.entry(parent.to_string()).or_default().push(object);
+        }
+    }
+    out
+}
+
+fn api(e: apiserver::rest::status::ApiError) -> anyhow::Error {
+    anyhow::anyhow!(e.message)
+}
+
+fn owner(kind: &str, object: &Value) -> Value {
+    json!({
+        "apiVersion": object.get("apiVersion").cloned().unwrap_or(Value::Null),
+        "kind": kind,
+        "name": meta::name(object),
+        "uid": meta::meta_str(object, "uid"),
+        "controller": true,
+        "blockOwnerDeletion": true,
+    })
+}
+
+impl Hub<'_> {
+    fn list(&self, rt: &ResourceType) -> anyhow::Result<Vec<Value>> {
+        objects::list_in_cluster(&self.shard.store, rt, self.cluster)
+            .map_err(|e| anyhow::anyhow!("list {}: {}", rt.resource, e.message))
+    }
+
+    /// Creates `object`; one that exists already is read back.
+    async fn create(&self, rt: &ResourceType, object: Value) -> anyhow::Result<Value> {
+        let name = meta::name(&object).unwrap_or_default().to_string();
+        let namespace = meta::namespace(&object).map(str::to_string);
+        match storage::create(self.shard, rt, self.cluster, object, WriteOptions::default()).await {
+            Ok(created) => Ok(created),
+            Err(e) if e.is_already_exists() => {
+                let at = ObjectRef { cluster: self.cluster, namespace: namespace.as_deref(), name: &name };
+                Ok(storage::get(self.shard, rt, &at).map_err(api)?.0)
+            }
+            Err(e) => Err(anyhow::anyhow!("create {} {name}: {}", rt.kind, e.message)),
+        }
+    }
+
+    async fn update(
+        &self,
+        rt: &ResourceType,
+        namespace: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        change: impl Fn(&Value) -> Value + Send + Sync,
+    ) -> anyhow::Result<Value> {
+        let at = ObjectRef { cluster: self.cluster, namespace, name };
+        storage::guaranteed_update(self.shard, rt, &at, subresource, WriteOptions::default(), |old| Ok(change(old)))
+            .await
+            .map_err(|e| anyhow::anyhow!("update {} {name}: {}", rt.kind, e.message))
+    }
+
+    async fn delete(&self, rt: &ResourceType, namespace: Option<&str>, name: &str) -> anyhow::Result<()> {
+        let at = ObjectRef { cluster: self.cluster, namespace, name };
+        match storage::delete(self.shard, rt, &at, &DeletePreconditions::default(), WriteOptions::default()).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(anyhow::anyhow!("delete {} {name}: {}", rt.kind, e.message)),
+        }
+    }
+
+    /// Writes `wanted` as the status of an object when it says something new; returns
+    /// the object as stored, if written.
+    async fn write_status(&self, rt: &ResourceType, object: &Value, wanted: Value) -> anyhow::Result<Option<Value>> {
+        let current = object.get("status").cloned().unwrap_or(Value::Null);
+        if apiserver::conditions::same_status(&current, &wanted) {
+            return Ok(None);
+        }
+        let name = meta::name(object).unwrap_or_default();
+        let written = self
+            .update(rt, meta::namespace(object), name, Some("status"), |old| {
+                let mut new = old.clone();
+                new["status"] = apiserver::conditions::with_transition_times(old.get("status"), &wanted);
+                new
+            })
+            .await?;
+        Ok(Some(written))
+    }
+
+    /// The pass `triggers` asks for; `memo` is what the scheduler saw of each member
+    /// last time.
+    pub async fn pass(&self, triggers: &Triggers, memo: &mut MemberMemo) -> anyhow::Result<Passed> {
+        let now = jiff::Timestamp::now();
+        let mut passed = Passed::default();
+        let whole = triggers.all || !triggers.placements.is_empty();
+        // Members: all of them when placements are decided (they are the candidates),
+        // else only those that changed.
+        let members = match whole {
+            true => self.list(&self.rows.members)?,
+            false => {
+                let mut found = Vec::new();
+                for name in &triggers.members {
+                    let at = ObjectRef { cluster: self.cluster, namespace: None, name };
+                    match storage::get(self.shard, &self.rows.members, &at) {
+                        Ok((member, _)) => found.push(member),
+                        Err(e) if e.is_not_found() => {}
+                        Err(e) => return Err(api(e)),
+                    }
+                }
+                found
+            }
+        };
+        let mut members_moved = false;
+        for member in &members {
+            let name = meta::name(member).unwrap_or_default();
+            if triggers.all || triggers.members.contains(name) {
+                // One member's trouble (say, a name too long for its namespace) must not
+                // hold up the others or any placement.
+                if let Err(error) = self.member(member).await {
+                    tracing::warn!(error = %format!("{error:#}"), member = name, "member pass failed");
+                }
+            }
+            let seen = fleet_policy::fingerprint(member, now, self.settings.eligibility);
+            // Only a lapse still to come needs a wake-up; one past is in the fingerprint.
+            let deadline = fleet_policy::eligible_until(member, self.settings.eligibility).filter(|at| *at > now);
+            members_moved |= memo.observe(name, seen, deadline);
+        }
+        if whole {
+            let present: BTreeSet<&str> = members.iter().filter_map(meta::name).collect();
+            members_moved |= memo.retain(|name| present.contains(name));
+        } else {
+            for name in &triggers.members {
+                if !members.iter().any(|m| meta::name(m) == Some(name.as_str())) {
+                    members_moved |= memo.forget(name);
+                }
+            }
+        }
+        let every_placement = triggers.all || members_moved;
+        if !every_placement && triggers.placements.is_empty() {
+            return Ok(passed);
+        }
+        let members = match whole {
+            true => members,
+            false => self.list(&self.rows.members)?,
+        };
+        let placements: Vec<Value> = match every_placement {
+            true => self.list(&self.rows.placements)?,
+            false => {
+                let mut found = Vec::new();
+                for name in &triggers.placements {
+                    let at = ObjectRef { cluster: self.cluster, namespace: None, name };
+                    match storage::get(self.shard, &self.rows.placements, &at) {
+                        Ok((crp, _)) => found.push(crp),
+                        Err(e) if e.is_not_found() => passed.selections.push((name.clone(), None)),
+                        Err(e) => return Err(api(e)),
+                    }
+                }
+                found
+            }
+        };
+        if placements.is_empty() {
+            return Ok(passed);
+        }
+        let mut bindings = by_parent(self.list(&self.rows.bindings)?);
+        let mut policy_snapshots = by_parent(self.list(&self.rows.policy_snapshots)?);
+        let mut resource_snapshots = by_parent(self.list(&self.rows.resource_snapshots)?);
+        let mut works = by_parent(self.list(&self.rows.works)?);
+        let cluster_overrides = self.list(&self.rows.cluster_overrides)?;
+        let resource_overrides = self.list(&self.rows.resource_overrides)?;
+        let shared = Shared {
+            members: &members,
+            cluster_overrides: &cluster_overrides,
+            resource_overrides: &resource_overrides,
+            now,
+        };
+        let mut failed = None;
+        for crp in &placements {
+            let name = meta::name(crp).unwrap_or_default().to_string();
+            if meta::is_deleting(crp) {
+                passed.selections.push((name, None));
+                continue;
+            }
+            let mut group = Group {
+                bindings: bindings.remove(&name).unwrap_or_default(),
+                policy_snapshots: policy_snapshots.remove(&name).unwrap_or_default(),
+                resource_snapshots: resource_snapshots.remove(&name).unwrap_or_default(),
+                works: works.remove(&name).unwrap_or_default(),
+            };
+            let mut selection = Selection::default();
+            passed.placements += 1;
+            match self.placement(crp, &shared, &mut group, &mut selection).await {
+                Ok(moved) => passed.again |= moved,
+                Err(error) => {
+                    tracing::warn!(error = %format!("{error:#}"), crp = %name, "placement pass failed");
+                    failed = Some(error);
+                }
+            }
+            passed.selections.push((name, Some(selection)));
+        }
+        failed.map_or(Ok(passed), Err)
+    }
+
+    /// A member's namespace and its hub conditions; whether anything was written.
+    async fn member(&self, member: &Value) -> anyhow::Result<bool> {
+        if meta::is_deleting(member) {
+            return Ok(false);
+        }
+        let name = meta::name(member).unwrap_or_default();
+        let namespace = member_namespace(name);
+        let at = ObjectRef { cluster: self.cluster, namespace: None, name: &namespace };
+        if storage::get(self.shard, &self.rows.namespaces, &at).is_err() {
+            let object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+                "name": namespace,
+                "labels": {FLEET_RESOURCE_LABEL: "true", MEMBER_NAME_LABEL: name},
+                "ownerReferences": [owner("MemberCluster", member)],
+            }});
+            self.create(&self.rows.namespaces, object).await?;
+        }
+        let generation = meta::generation(member);
+        let agent = member
+            .pointer("/status/agentStatus")
+            .and_then(Value::as_array)
+            .and_then(|agents| agents.iter().find(|a| a.get("type").and_then(Value::as_str) == Some("MemberAgent")));
+        let joined = agent
+            .and_then(|a| a.get("conditions"))
+            .and_then(Value::as_array)
+            .and_then(|conditions| conditions.iter().find(|c| c.get("type").and_then(Value::as_str) == Some("Joined")));
+        let joined = match joined.and_then(|c| c.get("status")).and_then(Value::as_str) {
+            Some("True") => {
+                condition("Joined", true, "MemberClusterJoined", "all the agents joined".into(), generation)
+            }
+            Some("False") => condition("Joined", false, "MemberClusterLeft", "all the agents left".into(), generation),
+            _ => unknown("Joined", "MemberClusterJoinStateUnknown", "the member agent has not reported", generation),
+        };
+        let ready = condition(
+            "ReadyToJoin",
+            true,
+            "MemberClusterReadyToJoin",
+            format!("the hub is ready for the member: namespace {namespace}"),
+            generation,
+        );
+        // Only the conditions are the hub's: the agent writes the rest of the status, and a
+        // heartbeat written meanwhile must not be lost.
+        let wanted = json!({"conditions": [ready, joined]});
+        let current = json!({"conditions": member.pointer("/status/conditions").cloned().unwrap_or(Value::Null)});
+        if apiserver::conditions::same_status(&current, &wanted) {
+            return Ok(false);
+        }
+        self.update(&self.rows.members, None, name, Some("status"), |old| {
+            let mut new = old.clone();
+            let merged = apiserver::conditions::with_transition_times(old.get("status"), &wanted);
+            new["status"]["conditions"] = merged["conditions"].clone();
+            new
+        })
+        .await?;
+        Ok(true)
+    }
+
+    /// One placement's whole pass over its `group`; records what it selects in
+    /// `selection`; returns whether something moved.
+    async fn placement(
+        &self,
+        crp: &Value,
+        shared: &Shared<'_>,
+        group: &mut Group,
+        selection: &mut Selection,
+    ) -> anyhow::Result<bool> {
+        let (members, now) = (shared.members, shared.now);
+        let name = meta::name(crp).unwrap_or_default().to_string();
+        let generation = meta::generation(crp);
+        let policy = crp.pointer("/spec/policy");
+        let selected = self.select(crp, selection);
+        let framework_policy = fleet_policy::policy(&name, policy);
+        let invalid = match (&selected, &framework_policy) {
+            (Err(message), _) => Some(("InvalidResourceSelectors", message.clone())),
+            (_, Err(message)) => Some(("SchedulingPolicyUnfulfilled", format!("invalid scheduling policy: {message}"))),
+            _ => None,
+        };
+        if let Some((reason, message)) = invalid {
+            let scheduled = condition("ClusterResourcePlacementScheduled", false, reason, message, generation);
+            let wanted = json!({"conditions": [scheduled], "placementStatuses": [], "selectedResources": []});
+            self.write_status(&self.rows.placements, crp, wanted).await?;
+            return Ok(false);
+        }
+        let (Ok(objects), Ok(framework_policy)) = (selected, framework_policy) else { unreachable!("checked above") };
+        let mut moved = false;
+        let (resource_snapshot, resource_index, created) = self.resource_snapshot(crp, &objects, group).await?;
+        moved |= created;
+        let (policy_snapshot, created) = self.policy_snapshot(crp, group).await?;
+        moved |= created;
+        let policy_snapshot_name = meta::name(&policy_snapshot).unwrap_or_default().to_string();
+
+        // Scheduling: the framework over the members, sticky to the live bindings.
+        let live = |b: &&Value| !meta::is_deleting(b) && State::of(b) != State::Unscheduled;
+        let current: Vec<String> = group.bindings.iter().filter(live).filter_map(target_of).collect();
+        let candidates: Vec<placement::Candidate> = members
+            .iter()
+            .map(|m| {
+                let mut candidate = fleet_policy::candidate(m, now, self.settings.eligibility);
+                // A member that stops heartbeating keeps what it has (KubeFleet never
+                // re-checks a current binding); only leaving the fleet takes it away.
+                if current.contains(&candidate.name) && !meta::is_deleting(m) {
+                    candidate.ready = true;
+                }
+                candidate
+            })
+            .collect();
+        let state = Now { now, current: current.clone(), other_decisions: BTreeMap::new() };
+        let decision = placement::decide(&Profile::fleet(), &framework_policy, &candidates, &state)
+            .map_err(|e| anyhow::anyhow!("decide: {e}"))?;
+        for cluster in &decision.desired {
+            let cluster_decision = cluster_decision(cluster, &decision, true);
+            let existing = group.bindings.iter().find(|b| target_of(b).as_deref() == Some(cluster.as_str()));
+            match existing {
+                Some(binding) if meta::is_deleting(binding) => {}
+                Some(binding) => {
+                    let state = State::of(binding);
+                    let wanted_state = match state {
+                        State::Unscheduled => match annotation(binding, PREVIOUS_STATE_ANNOTATION) {
+                            Some("Bound") => State::Bound,
+                            _ => State::Scheduled,
+                        },
+                        other => other,
+                    };
+                    // A kept binding's decision is refreshed when the policy changes, not
+                    // when only its rank among the others moved (no write per score change).
+                    let spec = binding.get("spec").cloned().unwrap_or_default();
+                    if wanted_state != state
+                        || spec.get("schedulingPolicySnapshotName").and_then(Value::as_str)
+                            != Some(&policy_snapshot_name)
+                    {
+                        let binding_name = meta::name(binding).unwrap_or_default().to_string();
+                        let updated = self
+                            .update(&self.rows.bindings, None, &binding_name, None, |old| {
+                                let mut new = old.clone();
+                                new["spec"]["state"] = json!(wanted_state.as_str());
+                                new["spec"]["schedulingPolicySnapshotName"] = json!(policy_snapshot_name);
+                                new["spec"]["clusterDecision"] = cluster_decision.clone();
+                                new
+                            })
+                            .await?;
+                        keep(&mut group.bindings, updated);
+                        moved = true;
+                    }
+                }
+                None => {
+                    let binding = json!({
+                        "apiVersion": format!("{PLACEMENT_GROUP}/v1"),
+                        "kind": "ClusterResourceBinding",
+                        "metadata": {
+                            "name": binding_name(&name, cluster),
+                            "labels": {PARENT_CRP_LABEL: name},
+                            "ownerReferences": [owner("ClusterResourcePlacement", crp)],
+                        },
+                        "spec": {
+                            "state": "Scheduled",
+                            "targetCluster": cluster,
+                            "schedulingPolicySnapshotName": policy_snapshot_name,
+                            "clusterDecision": cluster_decision,
+                        },
+                    });
+                    let created = self.create(&self.rows.bindings, binding).await?;
+                    keep(&mut group.bindings, created);
+                    moved = true;
+                }
+            }
+        }
+        let dropped: Vec<Value> = group
+            .bindings
+            .iter()
+            .filter(live)
+            .filter(|b| !decision.desired.contains(&target_of(b).unwrap_or_default()))
+            .cloned()
+            .collect();
+        for binding in dropped {
+            let previous = State::of(&binding).as_str();
+            let binding_name = meta::name(&binding).unwrap_or_default();
+            let updated = self
+                .update(&self.rows.bindings, None, binding_name, None, |old| {
+                    let mut new = old.clone();
+                    new["spec"]["state"] = json!("Unscheduled");
+                    meta::set_annotation(&mut new, PREVIOUS_STATE_ANNOTATION, previous);
+                    new
+                })
+                .await?;
+            keep(&mut group.bindings, updated);
+            moved = true;
+        }
+        let written = self.policy_snapshot_status(crp, &policy_snapshot, &decision).await?;
+        if let Some(written) = written {
+            keep(&mut group.policy_snapshots, written);
+        }
+
+        // Works: what each bound cluster gets, and how far it got.
+        let snapshot_name = meta::name(&resource_snapshot).unwrap_or_default().to_string();
+        let mut work_states: BTreeMap<String, WorkState> = BTreeMap::new();
+        let mut override_failures: BTreeMap<String, String> = BTreeMap::new();
+        let mut overridden: BTreeMap<String, bool> = BTreeMap::new();
+        let placed: Vec<Value> = group
+            .bindings
+            .iter()
+            .filter(|b| !meta::is_deleting(b) && State::of(b) != State::Scheduled)
+            .cloned()
+            .collect();
+        for binding in &placed {
+            let cluster = target_of(binding).unwrap_or_default();
+            let Some(member) = members.iter().find(|m| meta::name(m) == Some(cluster.as_str())) else { continue };
+            let binding_snapshot = binding.pointer("/spec/resourceSnapshotName").and_then(Value::as_str);
+            let Some(binding_snapshot) = binding_snapshot.filter(|s| !s.is_empty()) else { continue };
+            let manifests = if binding_snapshot == snapshot_name {
+                objects.clone()
+            } else {
+                match snapshot_objects(&group.resource_snapshots, binding_snapshot) {
+                    Some(objects) => objects,
+                    // Its snapshot is gone: the Work stays as it is until the rollout
+                    // moves the binding on.
+                    None => {
+                        let name = format!("{}-work", meta::name(crp).unwrap_or_default());
+                        let namespace = member_namespace(&cluster);
+                        let existing = group.works.iter().find(|w| {
+                            meta::namespace(w) == Some(namespace.as_str()) && meta::name(w) == Some(name.as_str())
+                        });
+                        work_states.insert(cluster.clone(), existing.map(|w| work_state(w, false)).unwrap_or_default());
+                        continue;
+                    }
+                }
+            };
+            let (manifests, any_override) = match apply_overrides(&manifests, member, shared) {
+                Ok(result) => result,
+                Err(message) => {
+                    override_failures.insert(cluster.clone(), message);
+                    continue;
+                }
+            };
+            overridden.insert(cluster.clone(), any_override);
+            let (state, written) = self.work(crp, binding, &cluster, binding_snapshot, manifests, &group.works).await?;
+            if let Some(work) = written {
+                keep_work(&mut group.works, work);
+                moved = true;
+            }
+            work_states.insert(cluster, state);
+        }
+
+        // The rolling update.
+        let target = match PlacementType::of(policy) {
+            PlacementType::PickAll => group.bindings.iter().filter(live).count(),
+            _ => fleet_policy::wanted(policy).unwrap_or(0),
+        };
+        let rolling = crp.pointer("/spec/strategy/rollingUpdate");
+        let max_unavailable = rollout::scaled(rolling.and_then(|r| r.get("maxUnavailable")), 25, target)
+            .map_err(|e| anyhow::anyhow!("spec.strategy.rollingUpdate.maxUnavailable: {e}"))?;
+        let max_surge = rollout::scaled(rolling.and_then(|r| r.get("maxSurge")), 25, target)
+            .map_err(|e| anyhow::anyhow!("spec.strategy.rollingUpdate.maxSurge: {e}"))?;
+        let unavailable_period = rolling.and_then(|r| r.get("unavailablePeriodSeconds")).and_then(Value::as_i64);
+        let unavailable_period = jiff::SignedDuration::from_secs(unavailable_period.unwrap_or(60));
+        // A cluster whose availability cannot be tracked becomes ready by time alone:
+        // the placement is looked at again when the first such period ends.
+        selection.wake_at = work_states
+            .values()
+            .filter(|w| w.available == Some(true))
+            .filter_map(|w| w.untrackable_since?.checked_add(unavailable_period).ok())
+            .filter(|at| *at > now)
+            .min();
+        let mut roll: Vec<rollout::Member> = group
+            .bindings
+            .iter()
+            .filter(|b| !meta::is_deleting(b))
+            .map(|b| {
+                let cluster = target_of(b).unwrap_or_default();
+                let work = work_states.get(&cluster).cloned().unwrap_or_default();
+                let ready = work.available == Some(true)
+                    && work.untrackable_since.is_none_or(|since| now.duration_since(since) >= unavailable_period);
+                rollout::Member {
+                    name: meta::name(b).unwrap_or_default().to_string(),
+                    state: State::of(b),
+                    current: b.pointer("/spec/resourceSnapshotName").and_then(Value::as_str) == Some(&snapshot_name),
+                    ready,
+                    failed: work.applied == Some(false) || override_failures.contains_key(&cluster),
+                }
+            })
+            .collect();
+        roll.sort_by(|a, b| a.name.cmp(&b.name));
+        let plan = rollout::plan(&roll, target, max_unavailable, max_surge);
+        for binding_name in plan.bind.iter().chain(&plan.update) {
+            let updated = self
+                .update(&self.rows.bindings, None, binding_name, None, |old| {
+                    let mut new = old.clone();
+                    new["spec"]["state"] = json!("Bound");
+                    new["spec"]["resourceSnapshotName"] = json!(snapshot_name);
+                    new
+                })
+                .await?;
+            keep(&mut group.bindings, updated);
+            moved = true;
+        }
+        for binding_name in &plan.remove {
+            self.delete(&self.rows.bindings, None, binding_name).await?;
+            group.bindings.retain(|b| meta::name(b) != Some(binding_name.as_str()));
+            moved = true;
+        }
+        self.remove_stale_works(&group.bindings, &mut group.works).await?;
+
+        // Statuses: each binding's, then the placement's.
+        let blocked: BTreeSet<&String> = plan.blocked.iter().collect();
+        let mut per_cluster = Vec::new();
+        for binding in group.bindings.iter().filter(|b| !meta::is_deleting(b)) {
+            let cluster = target_of(binding).unwrap_or_default();
+            let binding_name = meta::name(binding).unwrap_or_default().to_string();
+            let conditions = binding_conditions(
+                binding,
+                &snapshot_name,
+                blocked.contains(&binding_name),
+                work_states.get(&cluster),
+                override_failures.get(&cluster),
+                overridden.get(&cluster).copied(),
+            );
+            let mut wanted = binding.get("status").cloned().unwrap_or_else(|| json!({}));
+            wanted["conditions"] = Value::Array(conditions.clone());
+            self.write_status(&self.rows.bindings, binding, wanted).await?;
+            if State::of(binding) != State::Unscheduled {
+                per_cluster.push((cluster, binding.clone(), conditions));
+            }
+        }
+        let status = placement_status(crp, &decision, &per_cluster, &objects, &resource_index);
+        self.write_status(&self.rows.placements, crp, status).await?;
+        Ok(moved)
+    }
+
+    /// The prepared, ordered objects a placement selects, or why its selectors are wrong.
+    fn select(&self, crp: &Value, selection: &mut Selection) -> Result<Vec<Value>, String> {
+        let selectors = resources::selectors(crp)?;
+        let mut picked: BTreeMap<(String, String, String), Value> = BTreeMap::new();
+        for (i, selector) in selectors.iter().enumerate() {
+            let rt = self.shard.registry.resource_for_kind(self.cluster, &selector.group, &selector.kind).ok_or_else(
+                || {
+                    format!(
+                        "spec.resourceSelectors[{i}]: the hub serves no kind {} in group {:?} (version {})",
+                        selector.kind, selector.group, selector.version
+                    )
+                },
+            )?;
+            selection.resources.insert(rt.key_prefix(None));
+            if rt.namespaced {
+                return Err(format!(
+                    "spec.resourceSelectors[{i}]: {} is namespaced; a ClusterResourcePlacement selects cluster-scoped resources (select their Namespace)",
+                    selector.kind
+                ));
+            }
+            for object in self.list(&rt).map_err(|e| e.to_string())? {
+                if meta::is_deleting(&object) || !selector.picks(&object) {
+                    continue;
+                }
+                if selector.is_namespace() {
+                    let namespace = meta::name(&object).unwrap_or_default().to_string();
+                    if resources::reserved_namespace(&namespace) {
+                        continue;
+                    }
+                    selection.namespaces.insert(namespace.clone());
+                    if !selector.namespace_only {
+                        for inner in self.namespace_contents(&namespace).map_err(|e| e.to_string())? {
+                            insert(&mut picked, inner);
+                        }
+                    }
+                }
+                insert(&mut picked, object);
+            }
+        }
+        let mut out = Vec::new();
+        for object in picked.into_values() {
+            match resources::envelope_contents(&object) {
+                Some(Ok(inner)) => out.extend(inner.iter().map(resources::prepare)),
+                Some(Err(message)) => return Err(message),
+                None => out.push(resources::prepare(&object)),
+            }
+        }
+        resources::sort(&mut out);
+        Ok(out)
+    }
+
+    /// Every stored object in a namespace of the hub that placement carries.
+    fn namespace_contents(&self, namespace: &str) -> anyhow::Result<Vec<Value>> {
+        let mut out = Vec::new();
+        for rt in self.shard.registry.stored(self.cluster) {
+            if !rt.namespaced || !placeable(&rt) {
+                continue;
+            }
+            let prefix = objects::collection_prefix(&rt, Some(self.cluster), Some(namespace));
+            let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };
+            let page = self.shard.store.list(&options, |_, _| true)?;
+            for (_, stored) in &page.items {
+                let mut object = objects::decode(stored).map_err(api)?;
+                if meta::is_deleting(&object) || has_controller(&object) || members_make_their_own(&rt, &object) {
+                    continue;
+                }
+                if object.get("apiVersion").is_none() {
+                    object["apiVersion"] = json!(rt.api_version());
+                    object["kind"] = json!(rt.kind);
+                }
+                out.push(object);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The latest resource snapshot of a placement, made anew when its selection's hash
+    /// changed: (master snapshot, its index, whether one was created).
+    async fn resource_snapshot(
+        &self,
+        crp: &Value,
+        objects: &[Value],
+        group: &mut Group,
+    ) -> anyhow::Result<(Value, String, bool)> {
+        let name = meta::name(crp).unwrap_or_default();
+        let hash = resources::hash(objects);
+        let snapshots = &group.resource_snapshots;
+        let latest = snapshots
+            .iter()
+            .find(|s| label(s, IS_LATEST_LABEL) == Some("true") && annotation(s, SUBINDEX_ANNOTATION).is_none());
+        if let Some(latest) = latest {
+            if annotation(latest, RESOURCE_HASH_ANNOTATION) == Some(hash.as_str()) {
+                let index = label(latest, RESOURCE_INDEX_LABEL).unwrap_or("0").to_string();
+                return Ok((latest.clone(), index, false));
+            }
+        }
+        let index = snapshots.iter().filter_map(|s| label(s, RESOURCE_INDEX_LABEL)?.parse::<u64>().ok()).max();
+        let index = index.map_or(0, |i| i + 1);
+        let rt = &self.rows.resource_snapshots;
+        group.resource_snapshots =
+            self.retire(rt, &group.resource_snapshots, RESOURCE_INDEX_LABEL, crp, &group.bindings).await?;
+        let chunks = resources::split(objects, resources::SNAPSHOT_LIMIT_BYTES);
+        // The sub-snapshots first, the master last: a master exists only once its whole
+        // group does.
+        let mut master = Value::Null;
+        for (sub, chunk) in chunks.iter().enumerate().rev() {
+            let (snapshot_name, mut labels, mut annotations) = if sub == 0 {
+                (
+                    format!("{name}-{index}-snapshot"),
+                    json!({IS_LATEST_LABEL: "true"}),
+                    json!({
+                        RESOURCE_HASH_ANNOTATION: hash,
+                        SNAPSHOT_COUNT_ANNOTATION: chunks.len().to_string(),
+                    }),
+                )
+            } else {
+                (format!("{name}-{index}-{}", sub - 1), json!({}), json!({SUBINDEX_ANNOTATION: (sub - 1).to_string()}))
+            };
+            labels[PARENT_CRP_LABEL] = json!(name);
+            labels[RESOURCE_INDEX_LABEL] = json!(index.to_string());
+            annotations[CRP_GENERATION_ANNOTATION] = json!(meta::generation(crp).to_string());
+            let snapshot = json!({
+                "apiVersion": format!("{PLACEMENT_GROUP}/v1"),
+                "kind": "ClusterResourceSnapshot",
+                "metadata": {"name": snapshot_name, "labels": labels, "annotations": annotations,
+                    "ownerReferences": [owner("ClusterResourcePlacement", crp)]},
+                "spec": {"selectedResources": chunk},
+            });
+            let created = self.create(&self.rows.resource_snapshots, snapshot).await?;
+            if sub == 0 {
+                master = created.clone();
+            }
+            keep(&mut group.resource_snapshots, created);
+        }
+        Ok((master, index.to_string(), true))
+    }
+
+    /// Marks a placement's older snapshots not latest and keeps at most
+    /// `revisionHistoryLimit - 1` of their index groups, oldest going first, but never a
+    /// group a binding still points at; returns the snapshots left.
+    async fn retire(
+        &self,
+        rt: &ResourceType,
+        snapshots: &[Value],
+        index_label: &str,
+        crp: &Value,
+        bindings: &[Value],
+    ) -> anyhow::Result<Vec<Value>> {
+        let limit = crp.pointer("/spec/revisionHistoryLimit").and_then(Value::as_u64).unwrap_or(10).max(1) as usize;
+        let in_use: BTreeSet<&str> = bindings
+            .iter()
+            .flat_map(|b| ["/spec/resourceSnapshotName", "/spec/schedulingPolicySnapshotName"].map(|p| b.pointer(p)))
+            .filter_map(|v| v?.as_str())
+            .collect();
+        let used_indexes: BTreeSet<&str> = snapshots
+            .iter()
+            .filter(|s| meta::name(s).is_some_and(|n| in_use.contains(n)))
+            .filter_map(|s| label(s, index_label))
+            .collect();
+        let indexes: BTreeSet<u64> = snapshots.iter().filter_map(|s| label(s, index_label)?.parse().ok()).collect();
+        let excess = indexes.len().saturating_sub(limit - 1);
+        let pruned: BTreeSet<String> =
+            indexes.iter().take(excess).map(u64::to_string).filter(|i| !used_indexes.contains(i.as_str())).collect();
+        let mut left = Vec::new();
+        for snapshot in snapshots {
+            let name = meta::name(snapshot).unwrap_or_default();
+            if label(snapshot, index_label).is_some_and(|i| pruned.contains(i)) {
+                self.delete(rt, None, name).await?;
+            } else if label(snapshot, IS_LATEST_LABEL) == Some("true") {
+                let updated = self
+                    .update(rt, None, name, None, |old| {
+                        let mut new = old.clone();
+                        new["metadata"]["labels"][IS_LATEST_LABEL] = json!("false");
+                        new
+                    })
+                    .await?;
+                left.push(updated);
+            } else {
+                left.push(snapshot.clone());
+            }
+        }
+        Ok(left)
+    }
+
+    /// The latest policy snapshot of a placement: a new one when the policy's hash
+    /// changed, else the latest with its number of clusters and generation brought up.
+    async fn policy_snapshot(&self, crp: &Value, group: &mut Group) -> anyhow::Result<(Value, bool)> {
+        let name = meta::name(crp).unwrap_or_default();
+        let policy = crp.pointer("/spec/policy");
+        let hash = fleet_policy::hash(policy);
+        let generation = meta::generation(crp).to_string();
+        let number = match PlacementType::of(policy) {
+            PlacementType::PickN => fleet_policy::wanted(policy).map(|n| n.to_string()),
+            _ => None,
+        };
+        let snapshots = &group.policy_snapshots;
+        let latest = snapshots.iter().find(|s| label(s, IS_LATEST_LABEL) == Some("true"));
+        if let Some(latest) = latest.filter(|s| s.pointer("/spec/policyHash").and_then(Value::as_str) == Some(&hash)) {
+            let stale = annotation(latest, CRP_GENERATION_ANNOTATION) != Some(generation.as_str())
+                || annotation(latest, NUMBER_OF_CLUSTERS_ANNOTATION) != number.as_deref();
+            if !stale {
+                return Ok((latest.clone(), false));
+            }
+            let latest_name = meta::name(latest).unwrap_or_default();
+            let updated = self
+                .update(&self.rows.policy_snapshots, None, latest_name, None, |old| {
+                    let mut new = old.clone();
+                    meta::set_map_entry(&mut new, "annotations", CRP_GENERATION_ANNOTATION, Some(&generation));
+                    meta::set_map_entry(&mut new, "annotations", NUMBER_OF_CLUSTERS_ANNOTATION, number.as_deref());
+                    new
+                })
+                .await?;
+            keep(&mut group.policy_snapshots, updated.clone());
+            return Ok((updated, true));
+        }
+        let index = snapshots.iter().filter_map(|s| label(s, POLICY_INDEX_LABEL)?.parse::<u64>().ok()).max();
+        let index = index.map_or(0, |i| i + 1);
+        let rt = &self.rows.policy_snapshots;
+        group.policy_snapshots =
+            self.retire(rt, &group.policy_snapshots, POLICY_INDEX_LABEL, crp, &group.bindings).await?;
+        let mut annotations = json!({CRP_GENERATION_ANNOTATION: generation});
+        if let Some(number) = number {
+            annotations[NUMBER_OF_CLUSTERS_ANNOTATION] = json!(number);
+        }
+        let snapshot = json!({
+            "apiVersion": format!("{PLACEMENT_GROUP}/v1"),
+            "kind": "ClusterSchedulingPolicySnapshot",
+            "metadata": {
+                "name": format!("{name}-{index}"),
+                "labels": {PARENT_CRP_LABEL: name, IS_LATEST_LABEL: "true", POLICY_INDEX_LABEL: index.to_string()},
+                "annotations": annotations,
+                "ownerReferences": [owner("ClusterResourcePlacement", crp)],
+            },
+            "spec": {"policy": policy.cloned().unwrap_or(json!({"placementType": "PickAll"})), "policyHash": hash},
+        });
+        let created = self.create(&self.rows.policy_snapshots, snapshot).await?;
+        keep(&mut group.policy_snapshots, created.clone());
+        Ok((created, true))
+    }
+
+    /// The policy snapshot's status: the decisions (picked first, then up to 20 not
+    /// picked and the rejected, at most 1,000) and whether the policy is fulfilled.
+    async fn policy_snapshot_status(
+        &self,
+        crp: &Value,
+        snapshot: &Value,
+        decision: &placement::Decision,
+    ) -> anyhow::Result<Option<Value>> {
+        let mut targets: Vec<Value> = decision.desired.iter().map(|c| cluster_decision(c, decision, true)).collect();
+        let not_picked = decision.clusters.iter().filter(|r| r.outcome == Outcome::NotPicked).take(20);
+        let rejected = decision.clusters.iter().filter(|r| r.outcome == Outcome::Rejected);
+        targets.extend(not_picked.chain(rejected).map(|r| cluster_decision(&r.name, decision, false)));
+        targets.truncate(1000);
+        let fulfilled = decision.unsatisfied == 0 && decision.missing.is_empty();
+        let scheduled = if fulfilled {
+            condition(
+                "Scheduled",
+                true,
+                "SchedulingPolicyFulfilled",
+                format!(
+                    "found all cluster needed as specified by the scheduling policy, found {} cluster(s)",
+                    decision.desired.len()
+                ),
+                meta::generation(snapshot),
+            )
+        } else {
+            condition(
+                "Scheduled",
+                false,
+                "SchedulingPolicyUnfulfilled",
+                format!(
+                    "could not find all the clusters needed as specified by the scheduling policy, found {} cluster(s) instead{}",
+                    decision.desired.len(),
+                    blocking(decision)
+                ),
+                meta::generation(snapshot),
+            )
+        };
+        let wanted = json!({
+            "observedCRPGeneration": meta::generation(crp),
+            "conditions": [scheduled],
+            "targetClusters": targets,
+        });
+        self.write_status(&self.rows.policy_snapshots, snapshot, wanted).await
+    }
+
+    /// Creates or updates the Work of one bound cluster; returns how far the member got
+    /// and the Work, when written.
+    async fn work(
+        &self,
+        crp: &Value,
+        binding: &Value,
+        cluster: &str,
+        snapshot: &str,
+        manifests: Vec<Value>,
+        works: &[Value],
+    ) -> anyhow::Result<(WorkState, Option<Value>)> {
+        let crp_name = meta::name(crp).unwrap_or_default();
+        let namespace = member_namespace(cluster);
+        let name = format!("{crp_name}-work");
+        let binding_name = meta::name(binding).unwrap_or_default();
+        let digest = resources::hash(&manifests);
+        let existing = works.iter().find(|w| meta::namespace(w) == Some(&namespace) && meta::name(w) == Some(&name));
+        let labels = json!({PARENT_CRP_LABEL: crp_name, PARENT_BINDING_LABEL: binding_name,
+            PARENT_SNAPSHOT_INDEX_LABEL: snapshot.trim_end_matches("-snapshot").rsplit('-').next().unwrap_or("0")});
+        let annotations = json!({PARENT_SNAPSHOT_NAME_ANNOTATION: snapshot, WORK_HASH_ANNOTATION: digest});
+        let written = match existing {
+            Some(work)
+                if annotation(work, WORK_HASH_ANNOTATION) == Some(&digest)
+                    && annotation(work, PARENT_SNAPSHOT_NAME_ANNOTATION) == Some(snapshot)
+                    && label(work, PARENT_BINDING_LABEL) == Some(binding_name)
+                    && !meta::is_deleting(work) =>
+            {
+                return Ok((work_state(work, false), None));
+            }
+            Some(work) if !meta::is_deleting(work) => {
+                self.update(&self.rows.works, Some(&namespace), &name, None, |old| {
+                    let mut new = old.clone();
+                    new["metadata"]["labels"] = labels.clone();
+                    new["metadata"]["annotations"] = annotations.clone();
+                    new["spec"]["workload"]["manifests"] = json!(manifests);
+                    new
+                })
+                .await?
+            }
+            Some(_) => return Ok((WorkState::default(), None)),
+            None => {
+                let work = json!({
+                    "apiVersion": format!("{PLACEMENT_GROUP}/v1"),
+                    "kind": "Work",
+                    "metadata": {"name": name, "namespace": namespace, "labels": labels, "annotations": annotations,
+                        "ownerReferences": [owner("ClusterResourcePlacement", crp)]},
+                    "spec": {"workload": {"manifests": manifests}},
+                });
+                self.create(&self.rows.works, work).await?
+            }
+        };
+        Ok((work_state(&written, true), Some(written)))
+    }
+
+    /// Deletes the Works of a placement whose cluster no longer has a binding past
+    /// Scheduled.
+    async fn remove_stale_works(&self, bindings: &[Value], works: &mut Vec<Value>) -> anyhow::Result<()> {
+        let wanted: BTreeSet<String> = bindings
+            .iter()
+            .filter(|b| State::of(b) != State::Scheduled)
+            .filter_map(|b| target_of(b).map(|c| member_namespace(&c)))
+            .collect();
+        let mut left = Vec::new();
+        for work in works.drain(..) {
+            let namespace = meta::namespace(&work).unwrap_or_default();
+            if meta::is_deleting(&work) || wanted.contains(namespace) {
+                left.push(work);
+            } else {
+                self.delete(&self.rows.works, Some(namespace), meta::name(&work).unwrap_or_default()).await?;
+            }
+        }
+        *works = left;
+        Ok(())
+    }
+}
+
+/// The objects of a resource snapshot group of `snapshots`, by its master's name.
+fn snapshot_objects(snapshots: &[Value], master: &str) -> Option<Vec<Value>> {
+    let master = snapshots.iter().find(|s| meta::name(s) == Some(master))?;
+    let index = label(master, RESOURCE_INDEX_LABEL);
+    let mut group: Vec<&Value> = snapshots.iter().filter(|s| label(s, RESOURCE_INDEX_LABEL) == index).collect();
+    group.sort_by_key(|s| annotation(s, SUBINDEX_ANNOTATION).and_then(|i| i.parse::<i64>().ok()).unwrap_or(-1));
+    let objects = group
+        .iter()
+        .flat_map(|s| s.pointer("/spec/selectedResources").and_then(Value::as_array).cloned().unwrap_or_default());
+    Some(objects.collect())
+}
+
+/// Replaces the Work of the same namespace and name in `works`, or adds it.
+fn keep_work(works: &mut Vec<Value>, work: Value) {
+    let at = |w: &Value| (meta::namespace(w).map(str::to_string), meta::name(w).map(str::to_string));
+    let key = at(&work);
+    works.retain(|w| at(w) != key);
+    works.push(work);
+}
+
+/// Manifests for one member after the overrides that apply to it; whether any did.
+fn apply_overrides(manifests: &[Value], member: &Value, shared: &Shared<'_>) -> Result<(Vec<Value>, bool), String> {
+    let cluster = meta::name(member).unwrap_or_default();
+    let labels = meta::labels(member);
+    let (cluster_overrides, resource_overrides) = (shared.cluster_overrides, shared.resource_overrides);
+    let mut any = false;
+    let mut out = Vec::new();
+    for manifest in manifests {
+        let mut rules: Vec<Rule> = Vec::new();
+        let kind = manifest.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let api_version = manifest.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let name = meta::name(manifest).unwrap_or_default();
+        let namespace = meta::namespace(manifest);
+        let picks = |selector: &Value, kind: &str, name: &str| {
+            selector.get("group").and_then(Value::as_str).unwrap_or_default() == group_of(kind, group)
+                && selector.get("kind").and_then(Value::as_str) == Some(kind)
+                && selector.get("name").and_then(Value::as_str) == Some(name)
+        };
+        // Cluster-scoped objects by themselves, namespaced ones through their namespace.
+        let (scope_kind, scope_name) = match namespace {
+            Some(ns) => ("Namespace", ns),
+            None => (kind, name),
+        };
+        for o in cluster_overrides {
+            let selectors = o.pointer("/spec/clusterResourceSelectors").and_then(Value::as_array);
+            if selectors.into_iter().flatten().any(|s| picks(s, scope_kind, scope_name)) {
+                rules.extend(resources::rules_for(o, &labels));
+            }
+        }
+        for o in resource_overrides.iter().filter(|o| namespace.is_some() && meta::namespace(o) == namespace) {
+            let selectors = o.pointer("/spec/resourceSelectors").and_then(Value::as_array);
+            if selectors.into_iter().flatten().any(|s| picks(s, kind, name)) {
+                rules.extend(resources::rules_for(o, &labels));
+            }
+        }
+        any |= !rules.is_empty();
+        let what = format!("{kind} {}{name}", namespace.map(|n| format!("{n}/")).unwrap_or_default());
+        match resources::apply_rules(manifest, &rules, cluster, &labels) {
+            Ok(Some(object)) => out.push(object),
+            Ok(None) => {}
+            Err(message) => return Err(format!("override of {what} for cluster {cluster}: {message}")),
+        }
+    }
+    Ok((out, any))
+}
+
+/// The reserved namespace of a member cluster in its hub.
+pub fn member_namespace(cluster: &str) -> String {
+    format!("fleet-member-{cluster}")
+}
+
+fn target_of(binding: &Value) -> Option<String> {
+    binding.pointer("/spec/targetCluster").and_then(Value::as_str).map(str::to_string)
+}
+
+fn group_of<'a>(kind: &str, group: &'a str) -> &'a str {
+    if kind == "Namespace" {
+        ""
+    } else {
+        group
+    }
+}
+
+fn insert(picked: &mut BTreeMap<(String, String, String), Value>, object: Value) {
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
+    let namespace = meta::namespace(&object).unwrap_or_default().to_string();
+    let name = meta::name(&object).unwrap_or_default().to_string();
+    picked.insert((kind, namespace, name), object);
+}
+
+/// Whether objects of `rt` travel with their namespace: not events, leases, endpoints
+/// (members make their own) nor the control plane's own kinds.
+fn placeable(rt: &ResourceType) -> bool {
+    let skipped_group = rt.group == "events.k8s.io"
+        || rt.group == "coordination.k8s.io"
+        || rt.group == "discovery.k8s.io"
+        || rt.group.ends_with(".kcp.io")
+        || rt.group.ends_with("kubernetes-fleet.io")
+        || rt.group.ends_with("open-cluster-management.io");
+    let skipped_core = rt.group.is_empty() && matches!(rt.resource.as_str(), "events" | "endpoints" | "pods");
+    !(skipped_group || skipped_core)
+}
+
+/// Objects another object controls (a ReplicaSet of a Deployment) are made again on the
+/// member; KubeFleet does not place them.
+fn has_controller(object: &Value) -> bool {
+    let owners = object.pointer("/metadata/ownerReferences").and_then(Value::as_array);
+    owners.into_iter().flatten().any(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
+}
+
+/// What every member namespace has of its own: the `default` ServiceAccount, the
+/// `kube-root-ca.crt` ConfigMap (the hub's CA must not replace the member's) and
+/// ServiceAccount token Secrets.
+fn members_make_their_own(rt: &ResourceType, object: &Value) -> bool {
+    let name = meta::name(object).unwrap_or_default();
+    match (rt.group.as_str(), rt.resource.as_str()) {
+        ("", "serviceaccounts") => name == "default",
+        ("", "configmaps") => name == "kube-root-ca.crt",
+        ("", "secrets") => object.get("type").and_then(Value::as_str) == Some("kubernetes.io/service-account-token"),
+        _ => false,
+    }
+}
+
+/// A unique binding name, as KubeFleet forms it: `<crp[:26]>-<cluster[:27]>-<8 hex>`.
+fn binding_name(crp: &str, cluster: &str) -> String {
+    let suffix = uuid::Uuid::new_v4().simple().to_string();
+    let cut = |s: &str, n: usize| s.chars().take(n).collect::<String>().trim_end_matches(['-', '.']).to_string();
+    format!("{}-{}-{}", cut(crp, 26), cut(cluster, 27), &suffix[..8])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binding_names_are_dns_labels_of_kubefleets_shape() {
+        let name = binding_name(&"p".repeat(40), "member-1");
+        assert!(name.starts_with(&format!("{}-member-1-", "p".repeat(26))), "{name}");
+        assert_eq!(name.len(), 26 + 1 + 8 + 1 + 8);
+        assert_ne!(binding_name("crp", "m"), binding_name("crp", "m"));
+    }
+}

@@ -1,0 +1,428 @@
+//! What the Fleet hub reports, pure: a binding's conditions in KubeFleet's chain
+//! (RolloutStarted, Overridden, WorkSynchronized, Applied, Available) from its Work, the
+//! placement's status rolled up over its clusters, and each cluster's decision with the
+//! framework's reason and scores.
+
+use super::resources;
+use super::rollout::State;
+use super::PARENT_SNAPSHOT_NAME_ANNOTATION;
+use placement::Outcome;
+use protocol::meta;
+use serde_json::{json, Value};
+
+pub fn condition(kind: &str, status: bool, reason: &str, message: String, generation: i64) -> Value {
+    json!({"type": kind, "status": if status { "True" } else { "False" }, "reason": reason,
+        "message": message, "observedGeneration": generation})
+}
+
+pub fn unknown(kind: &str, reason: &str, message: &str, generation: i64) -> Value {
+    json!({"type": kind, "status": "Unknown", "reason": reason, "message": message, "observedGeneration": generation})
+}
+
+pub fn find_condition<'v>(object: &'v Value, kind: &str) -> Option<&'v Value> {
+    let conditions = object.pointer("/status/conditions").and_then(Value::as_array);
+    conditions.into_iter().flatten().find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
+}
+
+pub fn label<'v>(object: &'v Value, key: &str) -> Option<&'v str> {
+    object.pointer("/metadata/labels").and_then(|l| l.get(key)).and_then(Value::as_str)
+}
+
+pub fn annotation<'v>(object: &'v Value, key: &str) -> Option<&'v str> {
+    object.pointer("/metadata/annotations").and_then(|l| l.get(key)).and_then(Value::as_str)
+}
+
+/// What one placement's pass found out about one bound cluster's Work.
+#[derive(Default, Clone)]
+pub struct WorkState {
+    /// The resource snapshot the Work carries.
+    pub snapshot: String,
+    pub synced: bool,
+    pub applied: Option<bool>,
+    pub available: Option<bool>,
+    /// Available only because nothing could be tracked, and for how long.
+    pub untrackable_since: Option<jiff::Timestamp>,
+    pub message: String,
+}
+
+/// A ClusterDecision: the cluster, whether it was selected, its scores and KubeFleet's
+/// reason. The reason carries the scores but not the cluster's rank, so it changes only
+/// when the cluster's own standing does.
+pub fn cluster_decision(cluster: &str, decision: &placement::Decision, selected: bool) -> Value {
+    let score = |plugin: &str| decision.score(cluster, plugin).and_then(|s| s.raw).unwrap_or(0.0).round() as i64;
+    let (affinity, spread) = (score("PreferredTerms"), score("TopologySpread"));
+    let report = decision.report(cluster);
+    let reason = match report.map(|r| r.outcome) {
+        _ if selected => format!(
+            "Successfully scheduled resources for placement in \"{cluster}\" (affinity score: {affinity}, topology spread score: {spread}): picked by scheduling policy"
+        ),
+        Some(Outcome::Rejected) => {
+            let report = report.expect("a rejected cluster has a report");
+            format!("{}: {}", report.plugin.as_deref().unwrap_or("ClusterUnschedulable"), report.reason)
+        }
+        _ => format!(
+            "Cluster \"{cluster}\" does not score high enough (affinity score: {affinity}, topology spread score: {spread})"
+        ),
+    };
+    json!({
+        "clusterName": cluster,
+        "selected": selected,
+        "clusterScore": {"affinityScore": affinity, "priorityScore": spread},
+        "reason": reason,
+    })
+}
+
+/// Why a policy is short of clusters: the first few rejected clusters and the plugin that
+/// rejected each, so a placement that cannot progress says what blocks it.
+pub fn blocking(decision: &placement::Decision) -> String {
+    let mut parts: Vec<String> = decision.missing.iter().map(|n| format!("cluster {n:?} is not found")).collect();
+    let rejected = decision.clusters.iter().filter(|r| r.outcome == Outcome::Rejected).take(5);
+    parts.extend(rejected.map(|r| format!("{}: {}", r.name, r.reason)));
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("; blocked by {}", parts.join("; "))
+    }
+}
+
+/// How far a member got with a Work, read from its status.
+pub fn work_state(work: &Value, just_written: bool) -> WorkState {
+    let generation = meta::generation(work);
+    let current = |c: &&Value| c.get("observedGeneration").and_then(Value::as_i64) == Some(generation);
+    let status = |kind: &str| -> Option<(bool, Value)> {
+        let c = find_condition(work, kind).filter(current)?;
+        Some((c.get("status").and_then(Value::as_str) == Some("True"), c.clone()))
+    };
+    let snapshot = annotation(work, PARENT_SNAPSHOT_NAME_ANNOTATION).unwrap_or_default().to_string();
+    if just_written {
+        return WorkState { snapshot, synced: true, ..WorkState::default() };
+    }
+    let applied = status("Applied");
+    let available = status("Available");
+    let untrackable_since = available
+        .as_ref()
+        .filter(|(ok, c)| *ok && c.get("reason").and_then(Value::as_str) == Some("WorkNotTrackable"))
+        .and_then(|(_, c)| c.get("lastTransitionTime").and_then(Value::as_str)?.parse().ok());
+    let message = [&applied, &available]
+        .iter()
+        .filter_map(|s| s.as_ref().filter(|(ok, _)| !ok))
+        .filter_map(|(_, c)| c.get("message").and_then(Value::as_str).map(str::to_string))
+        .next()
+        .unwrap_or_default();
+    WorkState {
+        snapshot,
+        synced: true,
+        applied: applied.map(|(ok, _)| ok),
+        available: available.map(|(ok, _)| ok),
+        untrackable_since,
+        message,
+    }
+}
+
+/// A binding's conditions in KubeFleet's chain: RolloutStarted, Overridden,
+/// WorkSynchronized, Applied, Available; the chain stops at the first that is not True.
+pub fn binding_conditions(
+    binding: &Value,
+    latest_snapshot: &str,
+    blocked: bool,
+    work: Option<&WorkState>,
+    override_failure: Option<&String>,
+    overridden: Option<bool>,
+) -> Vec<Value> {
+    let generation = meta::generation(binding);
+    let state = State::of(binding);
+    let on_latest = binding.pointer("/spec/resourceSnapshotName").and_then(Value::as_str) == Some(latest_snapshot);
+    let mut out = Vec::new();
+    if state == State::Scheduled || (blocked && !on_latest) {
+        out.push(condition(
+            "RolloutStarted",
+            false,
+            "RolloutNotStartedYet",
+            "The resources cannot be updated to the latest because of the rollout strategy".into(),
+            generation,
+        ));
+        return out;
+    }
+    out.push(condition(
+        "RolloutStarted",
+        true,
+        "RolloutStarted",
+        "Detected the new changes on the resources and started the rollout process".into(),
+        generation,
+    ));
+    if let Some(message) = override_failure {
+        out.push(condition("Overridden", false, "OverriddenFailed", message.clone(), generation));
+        return out;
+    }
+    let (reason, message) = match overridden {
+        Some(true) => ("OverriddenSucceeded", "Successfully applied the override rules on the resources"),
+        _ => ("NoOverrideSpecified", "No override rules are configured for the selected resources"),
+    };
+    out.push(condition("Overridden", true, reason, message.into(), generation));
+    let binding_snapshot = binding.pointer("/spec/resourceSnapshotName").and_then(Value::as_str).unwrap_or_default();
+    let Some(work) = work.filter(|w| w.synced && w.snapshot == binding_snapshot) else {
+        out.push(unknown("WorkSynchronized", "WorkSynchronizedUnknown", "the Work is not written yet", generation));
+        return out;
+    };
+    out.push(condition(
+        "WorkSynchronized",
+        true,
+        "AllWorkSynced",
+        "All of the works are synchronized to the latest".into(),
+        generation,
+    ));
+    match work.applied {
+        None => {
+            out.push(unknown("Applied", "ApplyPending", "the member has not applied the Work yet", generation));
+            return out;
+        }
+        Some(false) => {
+            out.push(condition("Applied", false, "NotAllWorkHaveBeenApplied", work.message.clone(), generation));
+            return out;
+        }
+        Some(true) => out.push(condition(
+            "Applied",
+            true,
+            "AllWorkHaveBeenApplied",
+            "All corresponding work objects are applied".into(),
+            generation,
+        )),
+    }
+    match work.available {
+        None => out.push(unknown("Available", "ResourceAvailableUnknown", "availability not reported yet", generation)),
+        Some(false) => {
+            out.push(condition("Available", false, "NotAllWorkAreAvailable", work.message.clone(), generation))
+        }
+        Some(true) if work.untrackable_since.is_some() => out.push(condition(
+            "Available",
+            true,
+            "NotAllWorkAreAvailabilityTrackable",
+            "The availability of some resources cannot be tracked".into(),
+            generation,
+        )),
+        Some(true) => out.push(condition(
+            "Available",
+            true,
+            "AllWorkAreAvailable",
+            "All corresponding work objects are available".into(),
+            generation,
+        )),
+    }
+    out
+}
+
+/// The per-cluster condition types and the placement-level names and reasons they roll up
+/// into: (per-cluster type, placement type, True reason, False reason, Unknown reason).
+const CHAIN: &[(&str, &str, &str, &str, &str)] = &[
+    (
+        "RolloutStarted",
+        "ClusterResourcePlacementRolloutStarted",
+        "RolloutStarted",
+        "RolloutNotStartedYet",
+        "RolloutStartedUnknown",
+    ),
+    (
+        "Overridden",
+        "ClusterResourcePlacementOverridden",
+        "OverriddenSucceeded",
+        "OverriddenFailed",
+        "OverriddenPending",
+    ),
+    (
+        "WorkSynchronized",
+        "ClusterResourcePlacementWorkSynchronized",
+        "WorkSynchronized",
+        "WorkNotSynchronizedYet",
+        "WorkSynchronizedUnknown",
+    ),
+    ("Applied", "ClusterResourcePlacementApplied", "ApplySucceeded", "ApplyFailed", "ApplyPending"),
+    (
+        "Available",
+        "ClusterResourcePlacementAvailable",
+        "ResourceAvailable",
+        "ResourceNotAvailableYet",
+        "ResourceAvailableUnknown",
+    ),
+];
+
+/// The placement's status: Scheduled from the decision, one entry per placed cluster
+/// (and per cluster it is short of), and the chain of conditions rolled up over clusters.
+pub fn placement_status(
+    crp: &Value,
+    decision: &placement::Decision,
+    clusters: &[(String, Value, Vec<Value>)],
+    objects: &[Value],
+    resource_index: &str,
+) -> Value {
+    let generation = meta::generation(crp);
+    let fulfilled = decision.unsatisfied == 0 && decision.missing.is_empty();
+    let scheduled = if fulfilled {
+        condition(
+            "ClusterResourcePlacementScheduled",
+            true,
+            "SchedulingPolicyFulfilled",
+            format!(
+                "found all cluster needed as specified by the scheduling policy, found {} cluster(s)",
+                decision.desired.len()
+            ),
+            generation,
+        )
+    } else {
+        condition(
+            "ClusterResourcePlacementScheduled",
+            false,
+            "SchedulingPolicyUnfulfilled",
+            format!(
+                "could not find all the clusters needed as specified by the scheduling policy, found {} cluster(s) instead{}",
+                decision.desired.len(),
+                blocking(decision)
+            ),
+            generation,
+        )
+    };
+    let mut statuses = Vec::new();
+    for (cluster, binding, conditions) in clusters {
+        let mut list = vec![condition(
+            "Scheduled",
+            true,
+            "Scheduled",
+            cluster_decision(cluster, decision, true)["reason"].as_str().unwrap_or_default().to_string(),
+            generation,
+        )];
+        list.extend(conditions.iter().map(|c| {
+            let mut c = c.clone();
+            c["observedGeneration"] = json!(generation);
+            c
+        }));
+        let snapshot = binding.pointer("/spec/resourceSnapshotName").and_then(Value::as_str).unwrap_or_default();
+        let index = snapshot.strip_suffix("-snapshot").and_then(|s| s.rsplit('-').next()).unwrap_or(resource_index);
+        statuses.push(json!({"clusterName": cluster, "observedResourceIndex": index, "conditions": list}));
+    }
+    if let Some(wanted) = decision.wanted {
+        // One entry per cluster short of the policy, as many as there are clusters it
+        // could not use.
+        let unused = decision.clusters.iter().filter(|r| matches!(r.outcome, Outcome::NotPicked | Outcome::Rejected));
+        let short = wanted.saturating_sub(decision.desired.len()).min(unused.count());
+        for _ in 0..short {
+            let message = format!("could not find all the clusters needed{}", blocking(decision));
+            statuses
+                .push(json!({"conditions": [condition("Scheduled", false, "ScheduleFailed", message, generation)]}));
+        }
+    }
+    let mut conditions = vec![scheduled];
+    if !clusters.is_empty() {
+        for (kind, placement_kind, true_reason, false_reason, unknown_reason) in CHAIN {
+            let states: Vec<Option<&str>> = clusters
+                .iter()
+                .map(|(_, _, cs)| {
+                    cs.iter()
+                        .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
+                        .and_then(|c| c.get("status").and_then(Value::as_str))
+                })
+                .collect();
+            let count = |s: &str| states.iter().filter(|x| **x == Some(s)).count();
+            let unknown_count = states.iter().filter(|x| !matches!(x, Some("True") | Some("False"))).count();
+            let c = if unknown_count > 0 {
+                unknown(
+                    placement_kind,
+                    unknown_reason,
+                    &format!("{unknown_count} cluster(s) have not reported {kind} yet"),
+                    generation,
+                )
+            } else if count("False") > 0 {
+                condition(
+                    placement_kind,
+                    false,
+                    false_reason,
+                    format!("{} cluster(s) are not {kind} yet", count("False")),
+                    generation,
+                )
+            } else {
+                let reason = if *kind == "Overridden"
+                    && clusters.iter().all(|(_, _, cs)| {
+                        cs.iter().any(|c| c.get("reason").and_then(Value::as_str) == Some("NoOverrideSpecified"))
+                    }) {
+                    "NoOverrideSpecified"
+                } else {
+                    true_reason
+                };
+                condition(
+                    placement_kind,
+                    true,
+                    reason,
+                    format!("all {} cluster(s) are {kind}", clusters.len()),
+                    generation,
+                )
+            };
+            let stop = c.get("status").and_then(Value::as_str) != Some("True");
+            conditions.push(c);
+            if stop {
+                break;
+            }
+        }
+    }
+    json!({
+        "selectedResources": objects.iter().map(resources::identifier).collect::<Vec<_>>(),
+        "observedResourceIndex": resource_index,
+        "placementStatuses": statuses,
+        "conditions": conditions,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_binding_chain_stops_at_the_first_condition_not_true() {
+        let binding = json!({"metadata": {"generation": 2}, "spec": {"state": "Bound", "resourceSnapshotName": "crp-1-snapshot"}});
+        let applying = WorkState { snapshot: "crp-1-snapshot".into(), synced: true, ..WorkState::default() };
+        let types = |cs: Vec<Value>| {
+            cs.iter()
+                .map(|c| format!("{}={}", c["type"].as_str().unwrap(), c["status"].as_str().unwrap()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            types(binding_conditions(&binding, "crp-1-snapshot", false, Some(&applying), None, None)),
+            ["RolloutStarted=True", "Overridden=True", "WorkSynchronized=True", "Applied=Unknown"]
+        );
+        let done = WorkState {
+            snapshot: "crp-1-snapshot".into(),
+            synced: true,
+            applied: Some(true),
+            available: Some(true),
+            ..WorkState::default()
+        };
+        let stale = WorkState { snapshot: "crp-0-snapshot".into(), ..done.clone() };
+        assert_eq!(
+            types(binding_conditions(&binding, "crp-1-snapshot", false, Some(&stale), None, None)),
+            ["RolloutStarted=True", "Overridden=True", "WorkSynchronized=Unknown"],
+            "a Work of an older snapshot says nothing of the binding's"
+        );
+        assert_eq!(
+            types(binding_conditions(&binding, "crp-1-snapshot", false, Some(&done), None, Some(true))).len(),
+            5
+        );
+        assert_eq!(
+            types(binding_conditions(&binding, "crp-2-snapshot", true, Some(&done), None, None)),
+            ["RolloutStarted=False"],
+            "held back by the strategy"
+        );
+        let failure = "bad patch".to_string();
+        assert_eq!(
+            types(binding_conditions(&binding, "crp-1-snapshot", false, Some(&done), Some(&failure), None)),
+            ["RolloutStarted=True", "Overridden=False"]
+        );
+    }
+
+    #[test]
+    fn a_work_counts_only_conditions_of_its_generation() {
+        let work = json!({"metadata": {"generation": 3}, "status": {"conditions": [
+            {"type": "Applied", "status": "True", "observedGeneration": 3},
+            {"type": "Available", "status": "True", "observedGeneration": 2}]}});
+        let state = work_state(&work, false);
+        assert_eq!(state.applied, Some(true));
+        assert_eq!(state.available, None, "availability of an older generation says nothing");
+        assert_eq!(work_state(&work, true).applied, None, "a Work just written is not applied yet");
+    }
+}
