@@ -50,9 +50,16 @@ struct Group {
     works: Vec<Value>,
 }
 
+/// What a list of resource selectors picked (or why it is wrong) and what it covers.
+type Selected = (Result<Vec<Value>, String>, Selection);
+
 /// What the rest of the hub looks like to a placement's pass.
 struct Shared<'a> {
     members: &'a [Value],
+    /// The members as the framework sees them, built once per pass.
+    candidates: &'a [placement::Candidate],
+    /// What each distinct list of resource selectors picked, computed once per pass.
+    selected: &'a parking_lot::Mutex<HashMap<String, Selected>>,
     cluster_overrides: &'a [Value],
     resource_overrides: &'a [Value],
     now: jiff::Timestamp,
@@ -244,8 +251,13 @@ impl Hub<'_> {
         let mut works = by_parent(self.list(&self.rows.works)?);
         let cluster_overrides = self.list(&self.rows.cluster_overrides)?;
         let resource_overrides = self.list(&self.rows.resource_overrides)?;
+        let candidates: Vec<placement::Candidate> =
+            members.iter().map(|m| fleet_policy::candidate(m, now, self.settings.eligibility)).collect();
+        let selected = parking_lot::Mutex::default();
         let shared = Shared {
             members: &members,
+            candidates: &candidates,
+            selected: &selected,
             cluster_overrides: &cluster_overrides,
             resource_overrides: &resource_overrides,
             now,
@@ -346,7 +358,7 @@ impl Hub<'_> {
         let name = meta::name(crp).unwrap_or_default().to_string();
         let generation = meta::generation(crp);
         let policy = crp.pointer("/spec/policy");
-        let selected = self.select(crp, selection);
+        let selected = self.select_cached(crp, shared, selection);
         let framework_policy = fleet_policy::policy(&name, policy);
         let invalid = match (&selected, &framework_policy) {
             (Err(message), _) => Some(("InvalidResourceSelectors", message.clone())),
@@ -370,20 +382,25 @@ impl Hub<'_> {
         // Scheduling: the framework over the members, sticky to the live bindings.
         let live = |b: &&Value| !meta::is_deleting(b) && State::of(b) != State::Unscheduled;
         let current: Vec<String> = group.bindings.iter().filter(live).filter_map(target_of).collect();
-        let candidates: Vec<placement::Candidate> = members
-            .iter()
-            .map(|m| {
-                let mut candidate = fleet_policy::candidate(m, now, self.settings.eligibility);
-                // A member that stops heartbeating keeps what it has (KubeFleet never
-                // re-checks a current binding); only leaving the fleet takes it away.
-                if current.contains(&candidate.name) && !meta::is_deleting(m) {
-                    candidate.ready = true;
-                }
-                candidate
-            })
-            .collect();
+        // A member that stops heartbeating keeps what it has (KubeFleet never re-checks a
+        // current binding); only leaving the fleet takes it away. The shared candidates
+        // are copied only when this placement has such a member.
+        let current_set: BTreeSet<&str> = current.iter().map(String::as_str).collect();
+        let silent_current = |c: &placement::Candidate| {
+            !c.ready
+                && current_set.contains(c.name.as_str())
+                && !members.iter().any(|m| meta::name(m) == Some(c.name.as_str()) && meta::is_deleting(m))
+        };
+        let patched: Option<Vec<placement::Candidate>> = shared.candidates.iter().any(silent_current).then(|| {
+            let mut candidates = shared.candidates.to_vec();
+            for candidate in candidates.iter_mut().filter(|c| silent_current(c)) {
+                candidate.ready = true;
+            }
+            candidates
+        });
+        let candidates = patched.as_deref().unwrap_or(shared.candidates);
         let state = Now { now, current: current.clone(), other_decisions: BTreeMap::new() };
-        let decision = placement::decide(&Profile::fleet(), &framework_policy, &candidates, &state)
+        let decision = placement::decide(&Profile::fleet(), &framework_policy, candidates, &state)
             .map_err(|e| anyhow::anyhow!("decide: {e}"))?;
         for cluster in &decision.desired {
             let cluster_decision = cluster_decision(cluster, &decision, true);
@@ -468,55 +485,22 @@ impl Hub<'_> {
             keep(&mut group.policy_snapshots, written);
         }
 
-        // Works: what each bound cluster gets, and how far it got.
+        // How far each placed cluster got with the Work it has now: the rollout's readiness.
         let snapshot_name = meta::name(&resource_snapshot).unwrap_or_default().to_string();
+        let crp_work = format!("{name}-work");
         let mut work_states: BTreeMap<String, WorkState> = BTreeMap::new();
-        let mut override_failures: BTreeMap<String, String> = BTreeMap::new();
-        let mut overridden: BTreeMap<String, bool> = BTreeMap::new();
-        let placed: Vec<Value> = group
-            .bindings
-            .iter()
-            .filter(|b| !meta::is_deleting(b) && State::of(b) != State::Scheduled)
-            .cloned()
-            .collect();
-        for binding in &placed {
+        for binding in group.bindings.iter().filter(|b| !meta::is_deleting(b) && State::of(b) != State::Scheduled) {
             let cluster = target_of(binding).unwrap_or_default();
-            let Some(member) = members.iter().find(|m| meta::name(m) == Some(cluster.as_str())) else { continue };
-            let binding_snapshot = binding.pointer("/spec/resourceSnapshotName").and_then(Value::as_str);
-            let Some(binding_snapshot) = binding_snapshot.filter(|s| !s.is_empty()) else { continue };
-            let manifests = if binding_snapshot == snapshot_name {
-                objects.clone()
-            } else {
-                match snapshot_objects(&group.resource_snapshots, binding_snapshot) {
-                    Some(objects) => objects,
-                    // Its snapshot is gone: the Work stays as it is until the rollout
-                    // moves the binding on.
-                    None => {
-                        let name = format!("{}-work", meta::name(crp).unwrap_or_default());
-                        let namespace = member_namespace(&cluster);
-                        let existing = group.works.iter().find(|w| {
-                            meta::namespace(w) == Some(namespace.as_str()) && meta::name(w) == Some(name.as_str())
-                        });
-                        work_states.insert(cluster.clone(), existing.map(|w| work_state(w, false)).unwrap_or_default());
-                        continue;
-                    }
-                }
-            };
-            let (manifests, any_override) = match apply_overrides(&manifests, member, shared) {
-                Ok(result) => result,
-                Err(message) => {
-                    override_failures.insert(cluster.clone(), message);
-                    continue;
-                }
-            };
-            overridden.insert(cluster.clone(), any_override);
-            let (state, written) = self.work(crp, binding, &cluster, binding_snapshot, manifests, &group.works).await?;
-            if let Some(work) = written {
-                keep_work(&mut group.works, work);
-                moved = true;
+            let namespace = member_namespace(&cluster);
+            let work = group
+                .works
+                .iter()
+                .find(|w| meta::namespace(w) == Some(namespace.as_str()) && meta::name(w) == Some(crp_work.as_str()));
+            if let Some(work) = work {
+                work_states.insert(cluster, work_state(work, false));
             }
-            work_states.insert(cluster, state);
         }
+        let override_failures: BTreeMap<String, String> = BTreeMap::new();
 
         // The rolling update.
         let target = match PlacementType::of(policy) {
@@ -575,6 +559,49 @@ impl Hub<'_> {
             group.bindings.retain(|b| meta::name(b) != Some(binding_name.as_str()));
             moved = true;
         }
+        // Works: what each placed cluster gets now, written in the same pass as the
+        // rollout bound it.
+        let mut override_failures = override_failures;
+        let mut overridden: BTreeMap<String, bool> = BTreeMap::new();
+        let placed: Vec<Value> = group
+            .bindings
+            .iter()
+            .filter(|b| !meta::is_deleting(b) && State::of(b) != State::Scheduled)
+            .cloned()
+            .collect();
+        for binding in &placed {
+            let cluster = target_of(binding).unwrap_or_default();
+            let Some(member) = members.iter().find(|m| meta::name(m) == Some(cluster.as_str())) else { continue };
+            let binding_snapshot = binding.pointer("/spec/resourceSnapshotName").and_then(Value::as_str);
+            let Some(binding_snapshot) = binding_snapshot.filter(|s| !s.is_empty()) else { continue };
+            let manifests = if binding_snapshot == snapshot_name {
+                objects.clone()
+            } else {
+                match snapshot_objects(&group.resource_snapshots, binding_snapshot) {
+                    Some(objects) => objects,
+                    // Its snapshot is gone: the Work stays as it is until the rollout
+                    // moves the binding on.
+                    None => {
+                        continue;
+                    }
+                }
+            };
+            let (manifests, any_override) = match apply_overrides(&manifests, member, shared) {
+                Ok(result) => result,
+                Err(message) => {
+                    override_failures.insert(cluster.clone(), message);
+                    continue;
+                }
+            };
+            overridden.insert(cluster.clone(), any_override);
+            let (state, written) = self.work(crp, binding, &cluster, binding_snapshot, manifests, &group.works).await?;
+            if let Some(work) = written {
+                keep_work(&mut group.works, work);
+                moved = true;
+            }
+            work_states.insert(cluster, state);
+        }
+
         self.remove_stale_works(&group.bindings, &mut group.works).await?;
 
         // Statuses: each binding's, then the placement's.
@@ -603,6 +630,23 @@ impl Hub<'_> {
         Ok(moved)
     }
 
+    /// [`Self::select`], once per distinct list of selectors in a pass: placements that
+    /// select the same things share the work.
+    fn select_cached(&self, crp: &Value, shared: &Shared<'_>, selection: &mut Selection) -> Result<Vec<Value>, String> {
+        let key = crp.pointer("/spec/resourceSelectors").map(Value::to_string).unwrap_or_default();
+        if let Some((objects, selected)) = shared.selected.lock().get(&key) {
+            selection.namespaces.clone_from(&selected.namespaces);
+            selection.resources.clone_from(&selected.resources);
+            return objects.clone();
+        }
+        let mut selected = Selection::default();
+        let objects = self.select(crp, &mut selected);
+        selection.namespaces.clone_from(&selected.namespaces);
+        selection.resources.clone_from(&selected.resources);
+        shared.selected.lock().insert(key, (objects.clone(), selected));
+        objects
+    }
+
     /// The prepared, ordered objects a placement selects, or why its selectors are wrong.
     fn select(&self, crp: &Value, selection: &mut Selection) -> Result<Vec<Value>, String> {
         let selectors = resources::selectors(crp)?;
@@ -623,7 +667,19 @@ impl Hub<'_> {
                     selector.kind
                 ));
             }
-            for object in self.list(&rt).map_err(|e| e.to_string())? {
+            // A selector by name reads one object, not the whole collection.
+            let candidates = match &selector.name {
+                Some(name) => {
+                    let at = ObjectRef { cluster: self.cluster, namespace: None, name };
+                    match storage::get(self.shard, &rt, &at) {
+                        Ok((object, _)) => vec![object],
+                        Err(e) if e.is_not_found() => Vec::new(),
+                        Err(e) => return Err(e.message),
+                    }
+                }
+                None => self.list(&rt).map_err(|e| e.to_string())?,
+            };
+            for object in candidates {
                 if meta::is_deleting(&object) || !selector.picks(&object) {
                     continue;
                 }
@@ -844,7 +900,7 @@ impl Hub<'_> {
     }
 
     /// The policy snapshot's status: the decisions (picked first, then up to 20 not
-    /// picked and the rejected, at most 1,000) and whether the policy is fulfilled.
+    /// picked or rejected) and whether the policy is fulfilled.
     async fn policy_snapshot_status(
         &self,
         crp: &Value,
@@ -852,10 +908,11 @@ impl Hub<'_> {
         decision: &placement::Decision,
     ) -> anyhow::Result<Option<Value>> {
         let mut targets: Vec<Value> = decision.desired.iter().map(|c| cluster_decision(c, decision, true)).collect();
-        let not_picked = decision.clusters.iter().filter(|r| r.outcome == Outcome::NotPicked).take(20);
+        // Then at most 20 of the others, those not picked before the rejected, as KubeFleet
+        // keeps its snapshots small.
+        let not_picked = decision.clusters.iter().filter(|r| r.outcome == Outcome::NotPicked);
         let rejected = decision.clusters.iter().filter(|r| r.outcome == Outcome::Rejected);
-        targets.extend(not_picked.chain(rejected).map(|r| cluster_decision(&r.name, decision, false)));
-        targets.truncate(1000);
+        targets.extend(not_picked.chain(rejected).take(20).map(|r| cluster_decision(&r.name, decision, false)));
         let fulfilled = decision.unsatisfied == 0 && decision.missing.is_empty();
         let scheduled = if fulfilled {
             condition(
