@@ -10,6 +10,10 @@ use prometheus_client::registry::Registry;
 use std::sync::atomic::Ordering;
 use store::Store;
 
+/// ClusterResourcePlacements the Fleet hub controller passed (decided, wrote and
+/// reported) since the shard started; the controller counts, `/metrics` shows.
+pub static FLEET_PLACEMENT_PASSES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Labels of a served request.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
@@ -121,7 +125,7 @@ impl Metrics {
         let m = store.metrics();
         catch_up(&self.store_ops, m.ops_committed.load(Ordering::Relaxed));
         catch_up(&self.store_batches, m.batches.load(Ordering::Relaxed));
-        let passes = crate::fleet::controller::PLACEMENTS_PASSED.load(Ordering::Relaxed);
+        let passes = FLEET_PLACEMENT_PASSES.load(Ordering::Relaxed);
         catch_up(&self.fleet_placement_passes, passes);
         let seconds = m.write_micros.load(Ordering::Relaxed) as f64 / 1e6;
         let behind = seconds - self.store_write_seconds.get();

@@ -17,126 +17,25 @@
 //! health too old), and every hub is passed whole on a slow resync.
 
 use super::hub::Hub;
-use super::policy::Eligibility;
+pub use super::scope::Settings;
+use super::scope::Triggers;
+use super::scope::{MemberMemo, Rows, Selection};
 use super::*;
 use crate::state::Shard;
 use crate::store_watch::{StoreConsumer, StoreSource};
 use apiserver::objects;
-use apiserver::registry::ResourceType;
 use parking_lot::Mutex;
 use protocol::meta;
 use protocol::watcher::{drive, Backoff};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
 
 /// How often every hub is passed whole without a write.
 const RESYNC: Duration = Duration::from_secs(30);
-
-/// How the hub judges members.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Settings {
-    pub eligibility: Eligibility,
-}
-
-/// Placements passed since the shard started (each decided, written and reported once),
-/// for `/metrics`-style progress reports and benchmarks.
-pub static PLACEMENTS_PASSED: AtomicU64 = AtomicU64::new(0);
-
-/// The resources one hub reads and writes.
-pub(super) struct Rows {
-    pub members: Arc<ResourceType>,
-    pub placements: Arc<ResourceType>,
-    pub policy_snapshots: Arc<ResourceType>,
-    pub resource_snapshots: Arc<ResourceType>,
-    pub bindings: Arc<ResourceType>,
-    pub works: Arc<ResourceType>,
-    pub cluster_overrides: Arc<ResourceType>,
-    pub resource_overrides: Arc<ResourceType>,
-    pub namespaces: Arc<ResourceType>,
-}
-
-impl Rows {
-    fn of(shard: &Shard) -> Option<Rows> {
-        let row = |resource: &str| shard.registry.get(PLACEMENT_GROUP, "v1", resource);
-        Some(Rows {
-            members: shard.registry.get(CLUSTER_GROUP, "v1", "memberclusters")?,
-            placements: row("clusterresourceplacements")?,
-            policy_snapshots: row("clusterschedulingpolicysnapshots")?,
-            resource_snapshots: row("clusterresourcesnapshots")?,
-            bindings: row("clusterresourcebindings")?,
-            works: row("works")?,
-            cluster_overrides: row("clusterresourceoverrides")?,
-            resource_overrides: row("resourceoverrides")?,
-            namespaces: shard.registry.namespaces(),
-        })
-    }
-}
-
-/// What one hub's next pass must cover.
-#[derive(Debug, Default, Clone)]
-pub(super) struct Triggers {
-    /// Every member and placement.
-    pub all: bool,
-    /// Members whose hub status and scheduling view to bring up.
-    pub members: BTreeSet<String>,
-    /// Placements to decide again.
-    pub placements: BTreeSet<String>,
-}
-
-/// What a placement selects: the namespaces whose contents it carries and the
-/// cluster-scoped resources it picks from (by storage key prefix, `group/resource/`).
-#[derive(Debug, Default, Clone, PartialEq)]
-pub(super) struct Selection {
-    pub namespaces: BTreeSet<String>,
-    pub resources: BTreeSet<String>,
-    /// When the placement must be passed again with no write (a rollout waiting on time).
-    pub wake_at: Option<jiff::Timestamp>,
-}
-
-/// What the scheduler saw of each member of one hub, and when each may lapse.
-#[derive(Default)]
-pub(super) struct MemberMemo {
-    seen: HashMap<String, String>,
-    deadlines: HashMap<String, jiff::Timestamp>,
-}
-
-impl MemberMemo {
-    /// Records what the scheduler sees of `member`; whether it changed.
-    pub fn observe(&mut self, member: &str, seen: String, deadline: Option<jiff::Timestamp>) -> bool {
-        match deadline {
-            Some(at) => self.deadlines.insert(member.to_string(), at),
-            None => self.deadlines.remove(member),
-        };
-        self.seen.insert(member.to_string(), seen.clone()) != Some(seen)
-    }
-
-    /// Forgets members `keep` rejects; whether any was forgotten.
-    pub fn retain(&mut self, keep: impl Fn(&str) -> bool) -> bool {
-        let before = self.seen.len();
-        self.seen.retain(|name, _| keep(name));
-        self.deadlines.retain(|name, _| keep(name));
-        self.seen.len() != before
-    }
-
-    /// Forgets one member; whether it was known.
-    pub fn forget(&mut self, member: &str) -> bool {
-        self.deadlines.remove(member);
-        self.seen.remove(member).is_some()
-    }
-
-    /// Members whose deadline has passed (their deadline is dropped) and the next one.
-    fn due(&mut self, now: jiff::Timestamp) -> (Vec<String>, Option<jiff::Timestamp>) {
-        let due: Vec<String> = self.deadlines.iter().filter(|(_, at)| **at <= now).map(|(m, _)| m.clone()).collect();
-        for member in &due {
-            self.deadlines.remove(member);
-        }
-        (due, self.deadlines.values().min().copied())
-    }
-}
 
 /// Which placements of each hub select what, as the last pass of each found.
 #[derive(Default)]
@@ -320,7 +219,7 @@ pub async fn run(shard: Arc<Shard>, settings: Settings) {
             let memo = memos.entry(cluster.clone()).or_default();
             match hub.pass(&triggers, memo).await {
                 Ok(passed) => {
-                    PLACEMENTS_PASSED.fetch_add(passed.placements as u64, Ordering::Relaxed);
+                    crate::metrics::FLEET_PLACEMENT_PASSES.fetch_add(passed.placements as u64, Ordering::Relaxed);
                     let mut index = state.index.lock();
                     for (placement, selection) in &passed.selections {
                         let key = (cluster.clone(), placement.clone());

@@ -17,10 +17,10 @@
 //! Works are owned by their placement, so the garbage collector removes them with it; the
 //! member agent's finalizer on a Work holds it until the member's copies are gone.
 
-use super::controller::{MemberMemo, Rows, Selection, Settings, Triggers};
 use super::policy::{self as fleet_policy, PlacementType};
 use super::resources::{self, Rule};
 use super::rollout::{self, State};
+use super::scope::{MemberMemo, Rows, Selection, Settings, Triggers};
 use super::status::*;
 use super::*;
 use crate::state::Shard;

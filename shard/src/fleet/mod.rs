@@ -10,6 +10,7 @@
 //!   split; overrides and envelopes (pure).
 //! - [`rollout`]: the rolling update's choices within maxUnavailable and maxSurge (pure).
 //! - [`controller`]: what wakes the hub controller and what each pass covers.
+//! - `scope`: what a pass covers (triggers, rows, what members and placements last showed).
 //! - `hub`: one pass over a hub: snapshots, bindings, Works and statuses.
 //! - [`status`]: the conditions and statuses the hub writes (pure).
 
@@ -19,6 +20,7 @@ mod hub;
 pub mod policy;
 pub mod resources;
 pub mod rollout;
+mod scope;
 pub mod status;
 
 use apiserver::registry::Registry;
