@@ -913,31 +913,7 @@ impl Hub<'_> {
         let not_picked = decision.clusters.iter().filter(|r| r.outcome == Outcome::NotPicked);
         let rejected = decision.clusters.iter().filter(|r| r.outcome == Outcome::Rejected);
         targets.extend(not_picked.chain(rejected).take(20).map(|r| cluster_decision(&r.name, decision, false)));
-        let fulfilled = decision.unsatisfied == 0 && decision.missing.is_empty();
-        let scheduled = if fulfilled {
-            condition(
-                "Scheduled",
-                true,
-                "SchedulingPolicyFulfilled",
-                format!(
-                    "found all cluster needed as specified by the scheduling policy, found {} cluster(s)",
-                    decision.desired.len()
-                ),
-                meta::generation(snapshot),
-            )
-        } else {
-            condition(
-                "Scheduled",
-                false,
-                "SchedulingPolicyUnfulfilled",
-                format!(
-                    "could not find all the clusters needed as specified by the scheduling policy, found {} cluster(s) instead{}",
-                    decision.desired.len(),
-                    blocking(decision)
-                ),
-                meta::generation(snapshot),
-            )
-        };
+        let scheduled = scheduled("Scheduled", decision, meta::generation(snapshot));
         let wanted = json!({
             "observedCRPGeneration": meta::generation(crp),
             "conditions": [scheduled],

@@ -72,6 +72,24 @@ pub fn cluster_decision(cluster: &str, decision: &placement::Decision, selected:
     })
 }
 
+/// Condition `kind` saying whether the decision found every cluster the policy asks for,
+/// with KubeFleet's reasons and messages (the policy snapshot's `Scheduled` and the
+/// placement's `ClusterResourcePlacementScheduled` say the same).
+pub fn scheduled(kind: &str, decision: &placement::Decision, generation: i64) -> Value {
+    let found = decision.desired.len();
+    if decision.unsatisfied == 0 && decision.missing.is_empty() {
+        let message =
+            format!("found all cluster needed as specified by the scheduling policy, found {found} cluster(s)");
+        condition(kind, true, "SchedulingPolicyFulfilled", message, generation)
+    } else {
+        let message = format!(
+            "could not find all the clusters needed as specified by the scheduling policy, found {found} cluster(s) instead{}",
+            blocking(decision)
+        );
+        condition(kind, false, "SchedulingPolicyUnfulfilled", message, generation)
+    }
+}
+
 /// Why a policy is short of clusters: the first few rejected clusters and the plugin that
 /// rejected each, so a placement that cannot progress says what blocks it.
 pub fn blocking(decision: &placement::Decision) -> String {
@@ -255,31 +273,7 @@ pub fn placement_status(
     resource_index: &str,
 ) -> Value {
     let generation = meta::generation(crp);
-    let fulfilled = decision.unsatisfied == 0 && decision.missing.is_empty();
-    let scheduled = if fulfilled {
-        condition(
-            "ClusterResourcePlacementScheduled",
-            true,
-            "SchedulingPolicyFulfilled",
-            format!(
-                "found all cluster needed as specified by the scheduling policy, found {} cluster(s)",
-                decision.desired.len()
-            ),
-            generation,
-        )
-    } else {
-        condition(
-            "ClusterResourcePlacementScheduled",
-            false,
-            "SchedulingPolicyUnfulfilled",
-            format!(
-                "could not find all the clusters needed as specified by the scheduling policy, found {} cluster(s) instead{}",
-                decision.desired.len(),
-                blocking(decision)
-            ),
-            generation,
-        )
-    };
+    let scheduled = scheduled("ClusterResourcePlacementScheduled", decision, generation);
     let mut statuses = Vec::new();
     for (cluster, binding, conditions) in clusters {
         let mut list = vec![condition(
