@@ -51,11 +51,7 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,kube=warn".into()),
-        )
-        .init();
+    let _telemetry = telemetry::init("atoll-agent", "info,kube=warn");
     let args = Args::parse();
     let seconds = |s: f64| Duration::from_secs_f64(s.max(0.1));
     if let Some(member_cluster) = args.member_cluster {

@@ -50,7 +50,6 @@ struct Args {
 }
 
 fn main() -> anyhow::Result<()> {
-    security::process::init_logging();
     let args = Args::parse();
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("start the tokio runtime")?;
@@ -58,6 +57,7 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
+    let telemetry = telemetry::init("atoll-cache-server", "info");
     std::fs::create_dir_all(&args.data_dir).with_context(|| format!("create data dir {}", args.data_dir.display()))?;
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
@@ -98,5 +98,6 @@ async fn run(args: Args) -> anyhow::Result<()> {
     security::process::shutdown_signal().await?;
     tracing::info!("shutting down");
     running.stop().await;
+    telemetry.shutdown().await;
     Ok(())
 }

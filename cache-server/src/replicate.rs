@@ -67,6 +67,7 @@ enum Step {
 pub async fn replicate(
     state: Arc<State>,
     caller: Caller,
+    metadata: &tonic::metadata::MetadataMap,
     mut inbound: Streaming<ReplicateRequest>,
 ) -> Result<AckStream, Status> {
     let first = tokio::time::timeout(HELLO_TIMEOUT, inbound.message())
@@ -78,7 +79,8 @@ pub async fn replicate(
     };
     let origins = authz::authorize_sender(&caller, &sender).map_err(Status::permission_denied)?;
     let position = replicas::read_position(&state.store, &sender).map_err(|e| store_unavailable(&e))?;
-    let span = tracing::info_span!("replicate", %sender, %caller);
+    let span = tracing::info_span!("replicate", otel.kind = "server", rpc.system = "grpc", rpc.service = "atoll.cache.Cache", rpc.method = "Replicate", %sender, %caller);
+    telemetry::propagation::continue_grpc(&span, metadata);
     span.in_scope(|| tracing::info!(position, "replication stream opened"));
 
     let (acks, acks_rx) = mpsc::channel(ACKS_MAX);
@@ -141,6 +143,30 @@ struct Session {
     origins: Origins,
 }
 
+/// The span of one round: when its batches come from traced writes, it continues the one
+/// batch's trace or links to each batch's span, so the trace of a write shows it arriving
+/// here (and, through the writes this round commits, leaving for a parent cache).
+fn round_span(batches: &[Batch], sender: &str, first: u64) -> tracing::Span {
+    let traced: Vec<&str> = batches.iter().map(|b| b.traceparent.as_str()).filter(|t| !t.is_empty()).collect();
+    if traced.is_empty() || !telemetry::enabled() {
+        return tracing::debug_span!("round", batches = batches.len(), first);
+    }
+    let span = tracing::info_span!(
+        "replication.apply",
+        otel.kind = "consumer",
+        messaging.operation.type = "process",
+        messaging.batch.message_count = batches.iter().map(|b| b.changes.len()).sum::<usize>(),
+        atoll.replication.sender = sender,
+        batches = batches.len(),
+        first,
+    );
+    match traced.as_slice() {
+        [one] => telemetry::propagation::continue_traceparent(&span, one),
+        many => telemetry::Cause::link_all(&span, many.iter().filter_map(|t| telemetry::propagation::cause_of(t))),
+    }
+    span
+}
+
 impl Session {
     /// Reads batches and commits their changes, round by round, until the stream or the
     /// server ends or a batch is refused.
@@ -184,7 +210,7 @@ impl Session {
     /// the first refused one together. Returns one step per batch up to that one.
     async fn apply_round(&self, batches: Vec<Batch>, first: u64) -> Vec<Step> {
         let count = batches.len();
-        let span = tracing::debug_span!("round", batches = count, first);
+        let span = round_span(&batches, &self.sender, first);
         async {
             let mut changes = Vec::new();
             let mut positions = Vec::with_capacity(count);
@@ -408,7 +434,7 @@ mod tests {
     fn rounds_take_batches_until_the_stream_ends_or_they_are_full() {
         let batch = |changes: usize| {
             let change = protocol::cache::Change::default();
-            let batch = Batch { changes: vec![change; changes], position: 1 };
+            let batch = Batch { changes: vec![change; changes], position: 1, ..Batch::default() };
             Ok(Some(ReplicateRequest { request: Some(replicate_request::Request::Batch(batch)) }))
         };
         let mut round = Round::default();

@@ -44,7 +44,8 @@ impl Cache for Service {
         request: Request<Streaming<ReplicateRequest>>,
     ) -> Result<Response<Self::ReplicateStream>, Status> {
         let caller = caller(&request)?;
-        let stream = replicate::replicate(self.state.clone(), caller, request.into_inner()).await?;
+        let metadata = request.metadata().clone();
+        let stream = replicate::replicate(self.state.clone(), caller, &metadata, request.into_inner()).await?;
         Ok(Response::new(stream))
     }
 

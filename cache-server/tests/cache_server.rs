@@ -133,7 +133,7 @@ impl Stream {
     }
 
     async fn send(&self, changes: Vec<Change>, position: u64) {
-        let batch = Batch { changes, position };
+        let batch = Batch { changes, position, ..Batch::default() };
         self.requests.send(ReplicateRequest { request: Some(replicate_request::Request::Batch(batch)) }).await.unwrap();
     }
 

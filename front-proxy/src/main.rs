@@ -62,7 +62,6 @@ struct Args {
 }
 
 fn main() -> anyhow::Result<()> {
-    security::process::init_logging();
     let args = Args::parse();
     // The main runtime runs the index feeds and waits for the signal; requests are served
     // by the workers' own runtimes.
@@ -71,6 +70,7 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
+    let telemetry = telemetry::init("atoll-front-proxy", "info");
     std::fs::create_dir_all(&args.data_dir).with_context(|| format!("create data dir {}", args.data_dir.display()))?;
     let workers =
         args.workers.unwrap_or_else(|| std::thread::available_parallelism().map(usize::from).unwrap_or(1)).max(1);
@@ -140,5 +140,6 @@ async fn run(args: Args) -> anyhow::Result<()> {
     tracing::info!("shutting down");
     let _ = shutdown_tx.send(true);
     let _ = tokio::task::spawn_blocking(move || threads.into_iter().for_each(|thread| drop(thread.join()))).await;
+    telemetry.shutdown().await;
     Ok(())
 }

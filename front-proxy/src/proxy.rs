@@ -72,6 +72,26 @@ impl Caller {
 /// What the connection's client certificate says: decided once per connection.
 pub type ConnectionIdentity = Option<Result<Arc<Caller>, AuthnError>>;
 
+/// The span of one proxied request at `level`: its fields are OTel's HTTP server
+/// attributes plus the user and the shard it went to, recorded as they become known.
+macro_rules! request_span {
+    ($level:ident, $request:expr) => {
+        tracing::span!(
+            tracing::Level::$level,
+            "proxy",
+            otel.name = %format_args!("proxy {}", $request.method()),
+            otel.kind = "server",
+            otel.status_code = tracing::field::Empty,
+            http.request.method = %$request.method(),
+            url.path = %$request.uri().path(),
+            server.address = $request.uri().host().or_else(|| $request.headers().get(header::HOST).and_then(|h| h.to_str().ok())),
+            http.response.status_code = tracing::field::Empty,
+            enduser.id = tracing::field::Empty,
+            atoll.shard = tracing::field::Empty,
+        )
+    };
+}
+
 impl Proxy {
     /// The identity of a verified client certificate (only the client CA is trusted by the
     /// proxy's TLS listener, so this is always a user).
@@ -91,19 +111,19 @@ impl Proxy {
         request: Request<Incoming>,
     ) -> http::Response<Body> {
         let started = Instant::now();
-        // Debug level: at the default info filter a disabled span costs nothing, and the
-        // proxy's added latency per request is a benchmarked goal.
-        let span = tracing::debug_span!(
-            "proxy",
-            method = %request.method(),
-            path = %request.uri().path(),
-            user = tracing::field::Empty,
-            shard = tracing::field::Empty,
-            code = tracing::field::Empty,
-        );
+        // Debug level unless spans are exported: at the default info filter a disabled
+        // span costs nothing, and the proxy's added latency per request is a benchmarked
+        // goal. Exported, it is the server span of the caller's trace (OTel's HTTP
+        // conventions), continuing a `traceparent` the caller sent.
+        let span = if telemetry::enabled() { request_span!(INFO, request) } else { request_span!(DEBUG, request) };
+        telemetry::propagation::continue_http(&span, request.headers());
         let response = self.route(&connection, request).instrument(span.clone()).await;
-        span.record("code", response.status().as_u16());
-        self.metrics.observe(response.status().as_u16(), started.elapsed());
+        let code = response.status().as_u16();
+        span.record("http.response.status_code", code);
+        if code >= 500 {
+            span.record("otel.status_code", "ERROR");
+        }
+        self.metrics.observe(code, started.elapsed());
         response
     }
 
@@ -122,7 +142,7 @@ impl Proxy {
             Err(message) => return status::unauthorized(&message),
         };
         let identity = &caller.identity;
-        tracing::Span::current().record("user", identity.user.as_str());
+        tracing::Span::current().record("enduser.id", identity.user.as_str());
         let Some((segment, rest)) = split_cluster(&path) else {
             // Outside /clusters/: the root logical cluster, as kcp's front-proxy does.
             let url = format!("{}/clusters/root{path}", self.root_shard_url);
@@ -147,7 +167,7 @@ impl Proxy {
                 }
             }
         };
-        tracing::Span::current().record("shard", target.shard.as_str());
+        tracing::Span::current().record("atoll.shard", target.shard.as_str());
         let Some(base) = self.routing.shard_url(&target.shard) else {
             return status::unavailable(&format!("shard {} is not known to the front-proxy yet", target.shard));
         };
@@ -221,6 +241,8 @@ impl Proxy {
         for (name, value) in &caller.headers {
             headers.append(name.clone(), value.clone());
         }
+        // The shard's span becomes a child of this request's.
+        telemetry::propagation::inject_http(&tracing::Span::current(), headers);
         parts.uri = uri;
         parts.version = http::Version::HTTP_11;
         let upstream_request = Request::from_parts(parts, body.map_err(Into::into).boxed());

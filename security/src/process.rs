@@ -1,13 +1,5 @@
-//! What every server binary does at start and stop: log setup and the stop signal.
-
-/// Logs to stderr, filtered by `RUST_LOG` (default `info`), coloured on a terminal.
-pub fn init_logging() {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
-}
+//! What every server binary does at stop: the stop signal. (Logging and traces are set up
+//! by the `telemetry` crate.)
 
 /// Resolves when the process is asked to stop: SIGTERM or Ctrl-C.
 pub async fn shutdown_signal() -> anyhow::Result<()> {

@@ -33,15 +33,19 @@ impl Link {
         let hello = ReplicateRequest { request: Some(replicate_request::Request::Hello(hello)) };
         requests.send(hello).await.context("queue the Hello")?;
         let stream = tokio_stream::wrappers::ReceiverStream::new(requests_rx);
-        let mut acks = target.replicate(stream).await.context("open a replication stream")?.into_inner();
+        // The session's span travels in the stream's metadata; each batch carries its own.
+        let mut request = tonic::Request::new(stream);
+        telemetry::propagation::inject_grpc(&tracing::Span::current(), request.metadata_mut());
+        let mut acks = target.replicate(request).await.context("open a replication stream")?.into_inner();
         let answer = acks.message().await?.context("the target ended the stream without answering the Hello")?;
         let link = Link { requests, window: watch::Sender::new(Window::default()) };
         Ok(Opened { link, acks, position: answer.position })
     }
 
-    /// Sends one batch once the window has room.
-    pub async fn send(&self, changes: Vec<Change>, position: u64) -> anyhow::Result<()> {
-        self.send_batch(Batch { changes, position }).await
+    /// Sends one batch once the window has room; `traceparent` names the span it
+    /// belongs to (empty: none).
+    pub async fn send(&self, changes: Vec<Change>, position: u64, traceparent: String) -> anyhow::Result<()> {
+        self.send_batch(Batch { changes, position, traceparent }).await
     }
 
     /// Sends `changes` in as many batches as the limits need, the last one moving the

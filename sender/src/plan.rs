@@ -70,10 +70,10 @@ pub fn into_batches(changes: Vec<Change>) -> Vec<Vec<Change>> {
 /// without any change one empty batch still moves the position.
 pub fn batches(changes: Vec<Change>, position: u64) -> Vec<Batch> {
     let mut batches: Vec<Batch> =
-        into_batches(changes).into_iter().map(|changes| Batch { changes, position: 0 }).collect();
+        into_batches(changes).into_iter().map(|changes| Batch { changes, position: 0, ..Batch::default() }).collect();
     match batches.last_mut() {
         Some(last) => last.position = position,
-        None => batches.push(Batch { changes: Vec::new(), position }),
+        None => batches.push(Batch { changes: Vec::new(), position, ..Batch::default() }),
     }
     batches
 }

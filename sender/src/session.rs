@@ -121,7 +121,7 @@ async fn forward<O: Outbox>(
             _ = idle.tick() => {
                 let progress = watch.progress_rv();
                 if progress > sent {
-                    link.send(Vec::new(), progress).await?;
+                    link.send(Vec::new(), progress, String::new()).await?;
                     sent = progress;
                 }
             }
@@ -163,8 +163,16 @@ async fn forward_ready<O: Outbox>(
     first: Option<Arc<Event>>,
 ) -> anyhow::Result<Option<u64>> {
     let mut batcher = Batcher::default();
-    if let Some(change) = first.as_deref().and_then(|event| outbox.change_of(event)) {
-        batcher.push(change);
+    // The spans that wrote this batch's changes, when traces are exported.
+    let mut causes = Vec::new();
+    let take = |event: &Event, batcher: &mut Batcher, causes: &mut Vec<telemetry::Cause>| {
+        if let Some(change) = outbox.change_of(event) {
+            batcher.push(change);
+            causes.extend(event.cause);
+        }
+    };
+    if let Some(event) = first.as_deref() {
+        take(event, &mut batcher, &mut causes);
     }
     let mut sent = None;
     loop {
@@ -172,9 +180,7 @@ async fn forward_ready<O: Outbox>(
         if !full {
             // Watch::next is cancel-safe: polling it once takes a ready event or nothing.
             if let Some(event) = watch.next().now_or_never() {
-                if let Some(change) = outbox.change_of(&*event?) {
-                    batcher.push(change);
-                }
+                take(&*event?, &mut batcher, &mut causes);
                 continue;
             }
         }
@@ -183,12 +189,35 @@ async fn forward_ready<O: Outbox>(
         }
         // Every change up to the progress is in this batch or an earlier one.
         let position = watch.progress_rv();
-        link.send(batcher.take(), position).await?;
+        send_traced(link, batcher.take(), position, std::mem::take(&mut causes)).await?;
         sent = Some(position);
         if !full {
             return Ok(sent);
         }
     }
+}
+
+/// Sends one batch; when traced requests wrote its changes, under a span linked to each
+/// of them whose context travels in the batch, so the target's apply continues it.
+async fn send_traced(
+    link: &Link,
+    changes: Vec<Change>,
+    position: u64,
+    causes: Vec<telemetry::Cause>,
+) -> anyhow::Result<()> {
+    if causes.is_empty() {
+        return link.send(changes, position, String::new()).await;
+    }
+    let span = tracing::info_span!(
+        "replication.send",
+        otel.kind = "producer",
+        messaging.operation.type = "send",
+        messaging.batch.message_count = changes.len(),
+        atoll.replication.position = position,
+    );
+    telemetry::Cause::link_all(&span, causes);
+    let traceparent = telemetry::propagation::traceparent(&span).unwrap_or_default();
+    link.send(changes, position, traceparent).instrument(span).await
 }
 
 /// Once every sent batch is applied, compares the target with the local store and sends

@@ -33,7 +33,23 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_string();
-    let span = tracing::info_span!("request", %method, path = %path, code = tracing::field::Empty);
+    // OTel's HTTP server attributes plus what the Kubernetes request addresses; no body,
+    // query or credential goes into a span.
+    let span = tracing::info_span!(
+        "request",
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        http.request.method = %method,
+        url.path = %path,
+        server.address = request.uri().host().or_else(|| request.headers().get(::http::header::HOST).and_then(|h| h.to_str().ok())),
+        http.response.status_code = tracing::field::Empty,
+        k8s.request.verb = tracing::field::Empty,
+        k8s.request.resource = tracing::field::Empty,
+        k8s.namespace.name = tracing::field::Empty,
+        atoll.logical_cluster = tracing::field::Empty,
+        atoll.shard = %shard.name,
+    );
+    telemetry::propagation::continue_http(&span, request.headers());
     let (labels, response) = async {
         let query = apiserver::rest::request_info::parse_query(request.uri().query());
         // A virtual workspace narrows the API path that follows its prefix and view.
@@ -43,6 +59,7 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
         };
         let info = request_info::parse(&method, api_path, &query);
         let labels = labels_of(&shard, &info);
+        record_request(&tracing::Span::current(), &method, &info, &labels);
         let response = match route(&shard, &peer, info, query, request, view).await {
             Ok(response) => response,
             Err(error) => {
@@ -52,7 +69,11 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
                 rest::error_response(&error)
             }
         };
-        tracing::Span::current().record("code", response.status().as_u16());
+        let code = response.status().as_u16();
+        tracing::Span::current().record("http.response.status_code", code);
+        if code >= 500 {
+            tracing::Span::current().record("otel.status_code", "ERROR");
+        }
         (labels, response)
     }
     .instrument(span)
@@ -67,6 +88,30 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
             .observe(started.elapsed().as_secs_f64());
     }
     response
+}
+
+/// Names the span after the Kubernetes verb and resource (`create workspaces`), and
+/// records what the request addresses.
+fn record_request(span: &tracing::Span, method: &::http::Method, info: &RequestInfo, labels: &(String, String)) {
+    if span.is_disabled() {
+        return;
+    }
+    let (verb, resource) = labels;
+    span.record("k8s.request.verb", verb.as_str());
+    if resource.is_empty() {
+        telemetry::rename(span, format!("{method} {verb}"));
+    } else {
+        telemetry::rename(span, format!("{verb} {resource}"));
+        span.record("k8s.request.resource", resource.as_str());
+    }
+    if let RequestInfo::Cluster(cluster, target) = info {
+        span.record("atoll.logical_cluster", tracing::field::display(cluster));
+        if let Target::Resource(r) = target {
+            if let Some(namespace) = &r.namespace {
+                span.record("k8s.namespace.name", namespace.as_str());
+            }
+        }
+    }
 }
 
 /// Metric labels. The resource comes from the URL, so only resources some logical cluster

@@ -10,15 +10,16 @@ use shard::start::Config;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
-    security::process::init_logging();
     let config = Config::parse();
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("start the tokio runtime")?;
     runtime.block_on(async {
+        let telemetry = telemetry::init("atoll-shard", "info");
         let running = shard::start::start(config).await?;
         security::process::shutdown_signal().await?;
         tracing::info!("shutting down");
         running.stop().await;
+        telemetry.shutdown().await;
         Ok(())
     })
 }

@@ -113,7 +113,19 @@ impl Peers {
 
     /// Sends a request with an optional JSON body to `base_url` + `path` and returns the
     /// JSON answer.
-    #[tracing::instrument(name = "peer.call", skip(self, body), fields(method = %method))]
+    #[tracing::instrument(
+        name = "peer.call",
+        skip(self, body),
+        fields(
+            otel.name = %format_args!("peer {method}"),
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            http.request.method = %method,
+            server.address = %base_url,
+            url.path = %path,
+            http.response.status_code = tracing::field::Empty,
+        )
+    )]
     pub async fn call(
         &self,
         base_url: &str,
@@ -126,14 +138,17 @@ impl Peers {
             Some(body) => serde_json::to_vec(body).expect("JSON values serialize"),
             None => Vec::new(),
         };
-        let request = http::Request::builder()
+        let mut request = http::Request::builder()
             .method(method)
             .uri(path)
             .header(http::header::CONTENT_TYPE, "application/json")
             .header(http::header::ACCEPT, "application/json")
             .body(bytes)
             .map_err(|e| PeerError::Unreachable { url: base_url.into(), message: format!("bad request: {e}") })?;
-        match client.request::<Value>(request).await {
+        // The other shard's span becomes a child of this call's.
+        let span = tracing::Span::current();
+        telemetry::propagation::inject_http(&span, request.headers_mut());
+        let answer = match client.request::<Value>(request).await {
             Ok(value) => Ok(value),
             Err(kube::Error::Api(status)) => Err(PeerError::Status {
                 code: status.code,
@@ -141,7 +156,17 @@ impl Peers {
                 message: status.message.clone(),
             }),
             Err(other) => Err(PeerError::Unreachable { url: base_url.into(), message: other.to_string() }),
-        }
+        };
+        match &answer {
+            Ok(_) => span.record("http.response.status_code", 200),
+            Err(error) => {
+                if let Some(code) = error.code() {
+                    span.record("http.response.status_code", code);
+                }
+                span.record("otel.status_code", "ERROR")
+            }
+        };
+        answer
     }
 
     /// GET.

@@ -76,7 +76,7 @@ async fn replicate(client: &GrpcClient, server: &Running, replicas: Vec<Replica>
     let hello = ReplicateRequest { request: Some(replicate_request::Request::Hello(Hello { sender: "s1".into() })) };
     tx.send(hello).await.unwrap();
     let changes = replicas.into_iter().map(|r| Change { change: Some(change::Change::Upsert(r)), force: false });
-    let batch = Batch { changes: changes.collect(), position: 0 };
+    let batch = Batch { changes: changes.collect(), position: 0, ..Batch::default() };
     tx.send(ReplicateRequest { request: Some(replicate_request::Request::Batch(batch)) }).await.unwrap();
     let mut acks = cache.replicate(tokio_stream::wrappers::ReceiverStream::new(rx)).await.unwrap().into_inner();
     acks.message().await.unwrap().expect("the hello's answer");

@@ -148,7 +148,14 @@ mod tests {
     use crate::EventKind;
 
     fn event(rv: u64, key: &'static str) -> Arc<Event> {
-        Arc::new(Event { rv, key: Bytes::from_static(key.as_bytes()), kind: EventKind::Added, value: None, prev: None })
+        Arc::new(Event {
+            rv,
+            key: Bytes::from_static(key.as_bytes()),
+            kind: EventKind::Added,
+            value: None,
+            prev: None,
+            cause: None,
+        })
     }
 
     fn rvs(delivery: Option<Delivery>) -> Vec<u64> {

@@ -77,4 +77,8 @@ pub struct Event {
     /// The value before this change, if the key existed (watchers with selectors need it
     /// to tell "stopped matching" from "never matched").
     pub prev: Option<Versioned>,
+    /// The span that wrote it (the request, or the reconcile), when spans are exported:
+    /// work that a watcher queues from this event continues or links to it. Kept in
+    /// memory only; an event read back from the change log has none.
+    pub cause: Option<telemetry::Cause>,
 }

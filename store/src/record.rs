@@ -59,7 +59,7 @@ impl LogRecord {
             other => return Err(StoreError::Corrupt(format!("log record kind {other} at rv {rv}"))),
         };
         let prev = self.prev_value.map(|value| Versioned { rv: self.prev_rv, value });
-        Ok(Event { rv, key: self.key, kind, value: value.or(self.value), prev })
+        Ok(Event { rv, key: self.key, kind, value: value.or(self.value), prev, cause: None })
     }
 
     /// Decodes a stored record.
@@ -80,7 +80,7 @@ mod tests {
             (EventKind::Modified, Some(Bytes::from_static(b"new")), prev.clone()),
             (EventKind::Deleted, None, prev),
         ] {
-            let event = Event { rv: 9, key: Bytes::from_static(b"k"), kind, value, prev };
+            let event = Event { rv: 9, key: Bytes::from_static(b"k"), kind, value, prev, cause: None };
             let bytes = LogRecord::from_event(&event).encode_to_vec();
             let record = LogRecord::decode_bytes(&bytes).unwrap();
             assert_eq!(record.value, None, "values are not duplicated into the log");

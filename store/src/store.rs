@@ -127,7 +127,9 @@ impl Store {
         let permit = self.slots.clone().acquire_owned().await.map_err(|_| StoreError::Closed)?;
         let (reply, response) = oneshot::channel();
         let queue = self.threads.queue.as_ref().ok_or(StoreError::Closed)?;
-        queue.send(Request { op, reply, _permit: permit }).map_err(|_| StoreError::Closed)?;
+        queue
+            .send(Request { op, reply, cause: telemetry::Cause::current(), _permit: permit })
+            .map_err(|_| StoreError::Closed)?;
         response.await.map_err(|_| StoreError::Closed)?
     }
 

@@ -88,6 +88,8 @@ pub struct Committed {
 pub(crate) struct Request {
     pub op: Op,
     pub reply: oneshot::Sender<Result<Committed, StoreError>>,
+    /// The caller's span, for the event.
+    pub cause: Option<telemetry::Cause>,
     /// Held until the reply is sent: the semaphore bounds ops in flight.
     pub _permit: OwnedSemaphorePermit,
 }
@@ -153,8 +155,9 @@ fn commit_batch(shared: &Shared, batch: Vec<Request>, mut next_rv: u64) -> u64 {
             let _ = req.reply.send(Err(e));
             continue;
         }
-        let Request { op, reply, _permit } = req;
-        let event = stage(shared, &mut write, op, current, next_rv);
+        let Request { op, reply, cause, _permit } = req;
+        let mut event = stage(shared, &mut write, op, current, next_rv);
+        event.cause = cause;
         overlay.insert(event.key.clone(), event.value.clone().map(|value| Versioned { rv: next_rv, value }));
         next_rv += 1;
         accepted.push(Accepted { event, reply, _permit });
@@ -197,11 +200,11 @@ fn stage(shared: &Shared, write: &mut WriteBatch, op: Op, prev: Option<Versioned
         Op::Put { key, value, .. } => {
             write.put_cf(shared.cf(CF_OBJECTS), &key, keys::encode_object(rv, &value));
             let kind = if prev.is_some() { EventKind::Modified } else { EventKind::Added };
-            Event { rv, key, kind, value: Some(value), prev }
+            Event { rv, key, kind, value: Some(value), prev, cause: None }
         }
         Op::Delete { key, .. } => {
             write.delete_cf(shared.cf(CF_OBJECTS), &key);
-            Event { rv, key, kind: EventKind::Deleted, value: None, prev }
+            Event { rv, key, kind: EventKind::Deleted, value: None, prev, cause: None }
         }
     };
     write.put_cf(shared.cf(CF_LOG), keys::rv_key(rv), LogRecord::from_event(&event).encode_to_vec());

@@ -22,6 +22,8 @@
 //! - [`etcd`] starts Debian's etcd for comparison benchmarks.
 //! - [`nginx`] starts Debian's nginx as a TLS reverse proxy in front of a shard, the
 //!   baseline of the front-proxy benchmark.
+//! - [`otlp`] receives the OpenTelemetry spans processes export ([`otlp::Receiver`]), for
+//!   the tracing test and the benchmarks' tracing-on runs.
 //! - [`process`] owns child processes so that nothing outlives the test that started it.
 
 pub mod agent;
@@ -34,6 +36,7 @@ pub mod installation;
 pub mod kubeconfig;
 pub mod kubectl;
 pub mod nginx;
+pub mod otlp;
 pub mod ports;
 pub mod process;
 pub mod shard;

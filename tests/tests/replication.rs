@@ -148,6 +148,7 @@ async fn a_cache_server_stores_relays_and_guards_replicas() {
     let batch = Batch {
         changes: vec![upsert(made_up_replica("shard-1", "kept", 4)), upsert(made_up_replica("shard-1", "doomed", 5))],
         position: 5,
+        ..Batch::default()
     };
     let answers = as_shard_1.replicate("shard-1", vec![batch]).await.expect("shard-1 writes its own replicas");
     assert_eq!(answers.len(), 2, "{answers:?}");
@@ -159,7 +160,8 @@ async fn a_cache_server_stores_relays_and_guards_replicas() {
     assert_eq!((kept.uid.as_str(), kept.source_rv), ("uid-kept", 4));
 
     // ...and never another origin, whatever sender it claims to be.
-    let foreign = Batch { changes: vec![upsert(made_up_replica("shard-2", "forged", 9))], position: 6 };
+    let foreign =
+        Batch { changes: vec![upsert(made_up_replica("shard-2", "forged", 9))], position: 6, ..Batch::default() };
     let refused = as_shard_1.replicate("shard-1", vec![foreign.clone()]).await.expect_err("forged origin");
     assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
     let refused = as_shard_1.replicate("shard-2", vec![foreign]).await.expect_err("forged sender");
@@ -180,7 +182,11 @@ async fn a_cache_server_stores_relays_and_guards_replicas() {
         .watch(WatchRequest { group: RBAC.into(), resource: CLUSTER_ROLES.into(), from_rv: listed.rv })
         .await
         .expect("open a watch");
-    let delete = Batch { changes: vec![tombstone(role_id("shard-1", "madeup", "doomed").to_key())], position: 6 };
+    let delete = Batch {
+        changes: vec![tombstone(role_id("shard-1", "madeup", "doomed").to_key())],
+        position: 6,
+        ..Batch::default()
+    };
     as_shard_1.replicate("shard-1", vec![delete]).await.expect("shard-1 deletes its own replica");
     let deleted = tokio::time::timeout(CONVERGE_TIMEOUT, async {
         while let Some(event) = watch.message().await.expect("read the watch") {
@@ -217,7 +223,8 @@ async fn a_cache_server_stores_relays_and_guards_replicas() {
     altered.uid = "tampered".into();
     child.client().force_upsert(altered).await.expect("admin may force a replica");
     let stranger = child.client_as(&cache::mint_identity(&pki, "mallory", &[]).unwrap()).unwrap();
-    let own_name = Batch { changes: vec![upsert(made_up_replica("mallory", "mine", 1))], position: 1 };
+    let own_name =
+        Batch { changes: vec![upsert(made_up_replica("mallory", "mine", 1))], position: 1, ..Batch::default() };
     let denied = stranger.replicate("mallory", vec![own_name]).await.expect_err("mallory writes");
     assert_eq!(denied.code(), Code::PermissionDenied, "{denied:?}");
 }
@@ -273,7 +280,8 @@ async fn replicas_reach_regional_caches_and_the_parent() {
     // A shard's own certificate writes only its own origin.
     let identity = cache::shard_identity(shard_1).unwrap();
     let as_shard_1 = installation.cache(REGION_A).unwrap().client_as(&identity).unwrap();
-    let forged = Batch { changes: vec![upsert(made_up_replica("shard-2", "forged", 1))], position: 0 };
+    let forged =
+        Batch { changes: vec![upsert(made_up_replica("shard-2", "forged", 1))], position: 0, ..Batch::default() };
     let refused = as_shard_1.replicate("shard-1", vec![forged]).await.expect_err("shard-1 writes as shard-2");
     assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
     assert!(!refused.message().is_empty(), "the refusal says why");

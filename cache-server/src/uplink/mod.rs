@@ -176,6 +176,7 @@ mod tests {
             kind,
             value,
             prev: prev.map(|value| Versioned { rv: 3, value }),
+            cause: None,
         };
         let upsert = to_change(&event(EventKind::Added, Some(value.clone()), None)).expect("upsert");
         assert_eq!(upsert, Change { change: Some(change::Change::Upsert(replica)), force: false });

@@ -90,12 +90,12 @@ pub async fn run(shard: Arc<Shard>, state: Arc<strategy::BindingState>) {
     };
     for (key, _) in &page.items {
         if let Some((cluster, _, name)) = objects::split_key(key) {
-            offer(&shard, &state, &busy, (cluster.to_string(), name.to_string()));
+            offer(&shard, &state, &busy, (cluster.to_string(), name.to_string()), None);
         }
     }
     loop {
-        for id in state.queue.next_batch().await {
-            offer(&shard, &state, &busy, id);
+        for (id, cause) in state.queue.next_batch().await {
+            offer(&shard, &state, &busy, id, cause);
         }
     }
 }
@@ -106,7 +106,13 @@ type Busy = Arc<Mutex<HashMap<(String, String), bool>>>;
 
 /// Starts a reconcile loop for the binding `id` (cluster, name), or, when one runs, makes
 /// it pass once more after it finishes: a write during a pass may change what to do.
-fn offer(shard: &Arc<Shard>, state: &Arc<strategy::BindingState>, busy: &Busy, id: (String, String)) {
+fn offer(
+    shard: &Arc<Shard>,
+    state: &Arc<strategy::BindingState>,
+    busy: &Busy,
+    id: (String, String),
+    cause: Option<telemetry::Cause>,
+) {
     {
         let mut running = busy.lock();
         if let Some(written_again) = running.get_mut(&id) {
@@ -117,7 +123,8 @@ fn offer(shard: &Arc<Shard>, state: &Arc<strategy::BindingState>, busy: &Busy, i
     }
     let (shard, state, busy) = (shard.clone(), state.clone(), busy.clone());
     tokio::spawn(async move {
-        let span = tracing::info_span!("bind", cluster = %id.0, binding = %id.1);
+        // The binding's first pass continues the trace of the write that queued it.
+        let span = crate::controllers::reconcile_span("apibinding.bind", &id.0, &id.1, cause);
         loop {
             let done =
                 tracing::Instrument::instrument(reconcile(&shard, &state.bound, &id.0, &id.1), span.clone()).await;

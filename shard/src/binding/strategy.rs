@@ -18,8 +18,9 @@ use parking_lot::Mutex;
 use protocol::meta;
 use security::authn::Identity;
 use serde_json::Value;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Weak};
+use telemetry::Cause;
 use tokio::sync::Notify;
 
 /// Gives the `apibindings` row its strategy and adds the bound resources to the table;
@@ -48,24 +49,34 @@ pub struct BindingState {
     pub queue: Queue,
 }
 
-/// Bindings (logical cluster, name) written since the controller last looked. A set, so
-/// it is bounded by the number of bindings however often they are written.
+/// Bindings (logical cluster, name) written since the controller last looked, each with
+/// the span that first wrote it (when traces are exported). A map, so it is bounded by the
+/// number of bindings however often they are written.
 #[derive(Debug, Default)]
 pub struct Queue {
-    pending: Mutex<HashSet<(String, String)>>,
+    pending: Mutex<HashMap<(String, String), Option<Cause>>>,
     wake: Notify,
 }
 
+/// A queued binding (logical cluster, name) and the span that queued it.
+pub type Queued = ((String, String), Option<Cause>);
+
 impl Queue {
-    /// Adds a binding and wakes the controller.
+    /// Adds a binding and wakes the controller; the caller's span is its cause.
     pub fn push(&self, cluster: &str, name: &str) {
-        self.pending.lock().insert((cluster.to_string(), name.to_string()));
+        let cause = Cause::current();
+        let mut pending = self.pending.lock();
+        let entry = pending.entry((cluster.to_string(), name.to_string())).or_insert(None);
+        if entry.is_none() {
+            *entry = cause;
+        }
+        drop(pending);
         // A stored permit wakes a controller that is not waiting yet.
         self.wake.notify_one();
     }
 
     /// Takes every pending binding, waiting until there is one.
-    pub async fn next_batch(&self) -> Vec<(String, String)> {
+    pub async fn next_batch(&self) -> Vec<Queued> {
         loop {
             let batch: Vec<_> = self.pending.lock().drain().collect();
             if !batch.is_empty() {
@@ -148,8 +159,12 @@ mod tests {
         queue.push("c1", "b");
         queue.push("c1", "b");
         queue.push("c2", "b");
-        let mut batch = queue.next_batch().await;
-        batch.sort();
+        let ids = |batch: Vec<Queued>| {
+            let mut ids: Vec<(String, String)> = batch.into_iter().map(|(id, _)| id).collect();
+            ids.sort();
+            ids
+        };
+        let batch = ids(queue.next_batch().await);
         assert_eq!(batch, vec![("c1".to_string(), "b".to_string()), ("c2".to_string(), "b".to_string())]);
         let queue = Arc::new(queue);
         let waiter = tokio::spawn({
@@ -158,6 +173,6 @@ mod tests {
         });
         tokio::task::yield_now().await;
         queue.push("c3", "x");
-        assert_eq!(waiter.await.unwrap(), vec![("c3".to_string(), "x".to_string())]);
+        assert_eq!(ids(waiter.await.unwrap()), vec![("c3".to_string(), "x".to_string())]);
     }
 }

@@ -15,12 +15,13 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use store::{Precondition, StoreError};
+use tracing::Instrument;
 
 /// Watches LogicalClusters and empties the deleting ones.
 pub async fn run(shard: Arc<Shard>) {
     let rt = shard.registry.logical_clusters();
     let busy: Arc<Mutex<HashSet<String>>> = Arc::default();
-    for_each_object(shard.clone(), rt, move |lc| {
+    for_each_object(shard.clone(), rt, move |lc, cause| {
         if !meta::is_deleting(&lc) || !meta::finalizers(&lc).iter().any(|f| f == FINALIZER) {
             return;
         }
@@ -29,22 +30,26 @@ pub async fn run(shard: Arc<Shard>) {
             return;
         }
         let (shard, busy) = (shard.clone(), busy.clone());
-        tokio::spawn(async move {
-            let mut delay = WORKSPACES_RECHECK;
-            loop {
-                match empty_cluster(&shard, &cluster).await {
-                    Pass::Done => break,
-                    // Content went: the confirming pass can run at once.
-                    Pass::Progress => delay = WORKSPACES_RECHECK,
-                    Pass::WaitingForWorkspaces => {
-                        tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(REQUEUE_DELAY);
+        let span = super::reconcile_span("logical_cluster.empty", &cluster, &cluster, cause);
+        tokio::spawn(
+            async move {
+                let mut delay = WORKSPACES_RECHECK;
+                loop {
+                    match empty_cluster(&shard, &cluster).await {
+                        Pass::Done => break,
+                        // Content went: the confirming pass can run at once.
+                        Pass::Progress => delay = WORKSPACES_RECHECK,
+                        Pass::WaitingForWorkspaces => {
+                            tokio::time::sleep(delay).await;
+                            delay = (delay * 2).min(REQUEUE_DELAY);
+                        }
+                        Pass::Failed => tokio::time::sleep(REQUEUE_DELAY).await,
                     }
-                    Pass::Failed => tokio::time::sleep(REQUEUE_DELAY).await,
                 }
+                busy.lock().remove(&cluster);
             }
-            busy.lock().remove(&cluster);
-        });
+            .instrument(span),
+        );
     })
     .await;
 }

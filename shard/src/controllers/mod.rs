@@ -22,6 +22,8 @@ use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
+use telemetry::Cause;
+use tracing::Instrument;
 
 /// How long a controller waits before retrying work that is not done yet.
 pub const REQUEUE_DELAY: Duration = Duration::from_millis(500);
@@ -33,10 +35,12 @@ pub fn earliest<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
 
 /// Lists every object of `rt` across clusters, then calls `on_object` for each current
 /// object and every later change, forever; relists after 410 (the shared
-/// [`protocol::watcher`]). `on_object` returns quickly (it spawns longer work).
+/// [`protocol::watcher`]). `on_object` returns quickly (it spawns longer work). With each
+/// written object comes the span that wrote it, when traces are exported, so the work it
+/// starts can continue that trace ([`telemetry::Cause::adopt`]); listed objects have none.
 pub async fn for_each_object<F>(shard: Arc<Shard>, rt: Arc<ResourceType>, on_object: F)
 where
-    F: FnMut(Value) + Send,
+    F: FnMut(Value, Option<Cause>) + Send,
 {
     let prefix = objects::collection_prefix(&rt, None, None);
     let mut source = StoreSource::new(shard.store.clone(), prefix.into_bytes(), EachObject(on_object));
@@ -46,11 +50,11 @@ where
 /// Hands every listed object and every written one (not deletions) to a closure.
 struct EachObject<F>(F);
 
-impl<F: FnMut(Value) + Send> StoreConsumer for EachObject<F> {
+impl<F: FnMut(Value, Option<Cause>) + Send> StoreConsumer for EachObject<F> {
     fn page(&mut self, items: &[(bytes::Bytes, store::Versioned)]) {
         for (_, stored) in items {
             if let Ok(object) = objects::decode(stored) {
-                (self.0)(object);
+                (self.0)(object, None);
             }
         }
     }
@@ -58,22 +62,41 @@ impl<F: FnMut(Value) + Send> StoreConsumer for EachObject<F> {
     fn event(&mut self, event: &store::Event) {
         let stored = event.value.as_ref().map(|value| store::Versioned { rv: event.rv, value: value.clone() });
         if let Some(object) = stored.and_then(|s| objects::decode(&s).ok()) {
-            (self.0)(object);
+            (self.0)(object, event.cause);
         }
     }
 }
 
+/// The span of one object's reconcile: `name` (`workspace.reconcile`), for the object
+/// `cluster`/`object`, a child of the write that queued it when there is one. (One write
+/// caused this work, so the request's trace is where a reader looks for it.)
+pub fn reconcile_span(name: &'static str, cluster: &str, object: &str, cause: Option<Cause>) -> tracing::Span {
+    let span = tracing::info_span!(
+        "reconcile",
+        otel.name = name,
+        otel.kind = "internal",
+        atoll.logical_cluster = cluster,
+        atoll.object = object,
+    );
+    if let Some(cause) = cause {
+        cause.adopt(&span);
+    }
+    span
+}
+
 /// Watches `rt` and, for each object `wants` picks, runs `pass(shard, cluster, name)`
 /// every [`REQUEUE_DELAY`] until it returns true (done or gone); at most one such loop
-/// runs per object at a time.
-pub async fn finish_each<W, P, Fut>(shard: Arc<Shard>, rt: Arc<ResourceType>, wants: W, pass: P)
+/// runs per object at a time, in a span named `name` that continues the trace of the
+/// write that started it.
+pub async fn finish_each<W, P, Fut>(shard: Arc<Shard>, rt: Arc<ResourceType>, name: &'static str, wants: W, pass: P)
 where
     W: Fn(&Value) -> bool + Send,
     P: Fn(Arc<Shard>, String, String) -> Fut + Clone + Send + 'static,
     Fut: std::future::Future<Output = bool> + Send,
 {
     let busy: Arc<Mutex<HashSet<(String, String)>>> = Arc::default();
-    for_each_object(shard.clone(), rt, move |object| {
+    let span_name = name;
+    for_each_object(shard.clone(), rt, move |object, cause| {
         if !wants(&object) {
             return;
         }
@@ -85,12 +108,16 @@ where
             return;
         }
         let (shard, busy, pass) = (shard.clone(), busy.clone(), pass.clone());
-        tokio::spawn(async move {
-            while !pass(shard.clone(), cluster.clone(), name.clone()).await {
-                tokio::time::sleep(REQUEUE_DELAY).await;
+        let span = reconcile_span(span_name, &cluster, &name, cause);
+        tokio::spawn(
+            async move {
+                while !pass(shard.clone(), cluster.clone(), name.clone()).await {
+                    tokio::time::sleep(REQUEUE_DELAY).await;
+                }
+                busy.lock().remove(&(cluster, name));
             }
-            busy.lock().remove(&(cluster, name));
-        });
+            .instrument(span),
+        );
     })
     .await;
 }

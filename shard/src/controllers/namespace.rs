@@ -13,7 +13,10 @@ use std::sync::Arc;
 pub async fn run(shard: Arc<Shard>) {
     let rt = shard.registry.namespaces();
     let wants = |namespace: &Value| meta::is_deleting(namespace) && has_spec_finalizer(namespace);
-    finish_each(shard, rt, wants, |shard, cluster, name| async move { finalize(&shard, &cluster, &name).await }).await;
+    finish_each(shard, rt, "namespace.finalize", wants, |shard, cluster, name| async move {
+        finalize(&shard, &cluster, &name).await
+    })
+    .await;
 }
 
 fn has_spec_finalizer(namespace: &Value) -> bool {

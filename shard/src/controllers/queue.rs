@@ -7,11 +7,14 @@
 //!   attempt).
 //! - A failed item is retried after an exponential back-off per item, capped at
 //!   [`RETRY_DELAY_MAX`], with at most one retry pending per item.
+//! - An item may carry the span that queued it (the first one, while it waits), so its
+//!   work can continue that trace.
 
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
 use std::time::Duration;
+use telemetry::Cause;
 use tokio::sync::Notify;
 
 /// First retry delay of a failed item; doubles per consecutive failure.
@@ -31,6 +34,8 @@ struct State<T> {
     delayed: HashSet<T>,
     /// Consecutive failures, for the back-off.
     failures: HashMap<T, u32>,
+    /// The span that queued a waiting item, when traces are exported.
+    causes: HashMap<T, Cause>,
 }
 
 impl<T> Default for State<T> {
@@ -42,6 +47,7 @@ impl<T> Default for State<T> {
             again: HashSet::new(),
             delayed: HashSet::new(),
             failures: HashMap::new(),
+            causes: HashMap::new(),
         }
     }
 }
@@ -62,7 +68,16 @@ impl<T> Default for WorkQueue<T> {
 impl<T: Clone + Eq + Hash> WorkQueue<T> {
     /// Queues an item (once), or marks an active one to run again.
     pub fn add(&self, item: T) {
+        self.add_caused(item, None);
+    }
+
+    /// [`WorkQueue::add`], remembering the span that queued it (the first such while it
+    /// waits) for [`WorkQueue::take_cause`].
+    pub fn add_caused(&self, item: T, cause: Option<Cause>) {
         let mut state = self.state.lock();
+        if let Some(cause) = cause {
+            state.causes.entry(item.clone()).or_insert(cause);
+        }
         if state.active.contains(&item) {
             state.again.insert(item);
             return;
@@ -81,6 +96,11 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
         state.queued.remove(&item);
         state.active.insert(item.clone());
         Some(item)
+    }
+
+    /// The span that queued `item`, once: call when its work starts.
+    pub fn take_cause(&self, item: &T) -> Option<Cause> {
+        self.state.lock().causes.remove(item)
     }
 
     /// Waits for the next item.

@@ -29,6 +29,7 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tracing::Instrument;
 
 /// First wait between checks of a remote cluster; doubles up to [`BACKOFF_MAX`].
 const BACKOFF_START: Duration = Duration::from_millis(20);
@@ -93,7 +94,7 @@ pub async fn run(shard: Arc<Shard>) {
     let rt = shard.registry.workspaces();
     let workers = Arc::new(Workers::default());
     let suspects = Arc::new(Suspects::default());
-    for_each_object(shard.clone(), rt, move |workspace| {
+    for_each_object(shard.clone(), rt, move |workspace, cause| {
         if !needs_work(&workspace) {
             return;
         }
@@ -104,9 +105,14 @@ pub async fn run(shard: Arc<Shard>) {
             return;
         }
         let (shard, workers, suspects) = (shard.clone(), workers.clone(), suspects.clone());
+        // The first pass continues the trace of the write that queued it (the user's
+        // `kubectl create workspace`): its peer call shows the scheduling on the target
+        // shard in that trace.
+        let mut cause = cause;
         tokio::spawn(async move {
             loop {
-                reconcile(&shard, &suspects, &cluster, &name).await;
+                let span = super::reconcile_span("workspace.reconcile", &cluster, &name, cause.take());
+                reconcile(&shard, &suspects, &cluster, &name).instrument(span).await;
                 if !workers.finish(&key) {
                     break;
                 }
@@ -133,7 +139,6 @@ enum Next {
     Done,
 }
 
-#[tracing::instrument(name = "workspace.reconcile", skip(shard, suspects))]
 async fn reconcile(shard: &Shard, suspects: &Suspects, cluster: &str, name: &str) {
     let rt = shard.registry.workspaces();
     let at = ObjectRef { cluster, namespace: None, name };
@@ -229,6 +234,7 @@ async fn schedule(shard: &Shard, suspects: &Suspects, at: &ObjectRef<'_>, worksp
         }
     })
     .await?;
+    tracing::info!(%cluster, %target, ready, "scheduled the workspace");
     Ok(if ready { Next::Done } else { Next::Now })
 }
 

@@ -14,7 +14,10 @@ use std::sync::Arc;
 pub async fn run(shard: Arc<Shard>) {
     let rt = shard.registry.custom_resource_definitions();
     let wants = |crd: &Value| meta::is_deleting(crd) && meta::finalizers(crd).iter().any(|f| f == CLEANUP_FINALIZER);
-    finish_each(shard, rt, wants, |shard, cluster, name| async move { clean_up(&shard, &cluster, &name).await }).await;
+    finish_each(shard, rt, "crd.cleanup", wants, |shard, cluster, name| async move {
+        clean_up(&shard, &cluster, &name).await
+    })
+    .await;
 }
 
 /// One pass: deletes the CRD's objects; when none is left, removes the finalizer.

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use ::tests::kubeconfig;
 use ::tests::nginx::{NginxOptions, NginxProcess, UPSTREAM_KEEPALIVE_DEFAULT};
+use ::tests::otlp::{Receiver, TracingRuns};
 use ::tests::process::{log_tail, OwnedChild};
 use ::tests::{ShardOptions, ShardProcess, TlsConnection, TlsHttp};
 use anyhow::Context;
@@ -130,6 +131,10 @@ struct Args {
     /// Bytes of the ConfigMap's one data value.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     configmap_bytes: u64,
+    /// Runs with OpenTelemetry export off, on (the shard and the front-proxy export every
+    /// span, always_on sampling, to an OTLP receiver in this program), or both in turn.
+    #[arg(long, value_enum, default_value = "both")]
+    tracing: TracingRuns,
 }
 
 /// The shape of one run.
@@ -141,6 +146,7 @@ struct Plan {
     targets: Vec<Target>,
     rounds: usize,
     configmap_bytes: usize,
+    tracing: TracingRuns,
 }
 
 impl Plan {
@@ -156,6 +162,7 @@ impl Plan {
             targets,
             rounds: size(args.rounds, "--rounds")?,
             configmap_bytes: size(args.configmap_bytes, "--configmap-bytes")?,
+            tracing: args.tracing,
         })
     }
 }
@@ -177,6 +184,30 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(plan: Plan) -> anyhow::Result<()> {
+    let receiver = Receiver::start(false).await.context("start the OTLP receiver")?;
+    let mut rates = Vec::new();
+    for traced in plan.tracing.runs() {
+        println!("\n== span export {} ==", if traced { "on (always_on, to an OTLP receiver)" } else { "off" });
+        let _export = traced.then(|| receiver.export_env());
+        for result in run_once(&plan).await? {
+            let name = format!("{}{}", result.target.label(), if traced { "+otel" } else { "" });
+            rates.push((name, result.requests_per_second()));
+        }
+    }
+    if plan.tracing != TracingRuns::Off {
+        println!("\nspans received by the OTLP receiver: {}", receiver.count());
+        // Each target's traced rate against its own untraced rate.
+        for (name, _) in rates.iter().filter(|(name, _)| !name.ends_with("+otel")) {
+            let pair = rates.iter().filter(|(n, _)| n == name || *n == format!("{name}+otel"));
+            ::tests::otlp::print_overhead(pair.map(|(n, rate)| (n.as_str(), *rate)));
+        }
+    }
+    Ok(())
+}
+
+/// One full sequence: a shard, the targets, every round; returns each target's figures
+/// after printing them.
+async fn run_once(plan: &Plan) -> anyhow::Result<Vec<TargetResult>> {
     let path = configmap_path();
     println!(
         "bench-proxy: GET {path}, {} connections, {} s per target after {} s warm-up, {} round(s)",
@@ -199,7 +230,7 @@ async fn run(plan: Plan) -> anyhow::Result<()> {
     for endpoint in &endpoints {
         endpoint.wait_first_ok(&path, &shard).await?;
     }
-    let results = measure_all(&endpoints, &shard, &plan).await?;
+    let results = measure_all(&endpoints, &shard, plan).await?;
     for endpoint in &mut endpoints {
         if let Err(error) = endpoint.stop().await {
             eprintln!("warning: {error:#}");
@@ -208,10 +239,10 @@ async fn run(plan: Plan) -> anyhow::Result<()> {
     if let Err(error) = shard.stop().await {
         eprintln!("warning: {error:#}");
     }
-    print_summary(&results, &plan);
+    print_summary(&results, plan);
     let failed: u64 = results.iter().map(|result| result.tally.failed()).sum();
     anyhow::ensure!(failed == 0, "{failed} measured requests failed; the figures above do not describe proxying");
-    Ok(())
+    Ok(results)
 }
 
 fn configmap_path() -> String {

@@ -31,6 +31,7 @@ use rand::distributions::Alphanumeric;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tests::etcd::etcd_version;
+use tests::otlp::{Receiver, TracingRuns};
 use tests::{EtcdProcess, ShardOptions, ShardProcess, TlsConnection, TlsHttp};
 use tokio::task::JoinSet;
 
@@ -71,6 +72,10 @@ struct Args {
     /// Measure only etcd (a baseline for this machine, no atoll-shard needed).
     #[arg(long, conflicts_with = "skip_etcd")]
     skip_atoll: bool,
+    /// Atoll runs with OpenTelemetry export off, on (every span, always_on sampling, to
+    /// an OTLP receiver in this program), or both in turn.
+    #[arg(long, value_enum, default_value = "both")]
+    tracing: TracingRuns,
 }
 
 /// The shape of one run, shared by both systems.
@@ -112,7 +117,7 @@ impl Tally {
 
 /// One line of the final table.
 struct Report {
-    system: &'static str,
+    system: String,
     tally: Tally,
     elapsed: Duration,
 }
@@ -175,18 +180,28 @@ async fn run(load: Load, args: &Args) -> anyhow::Result<()> {
         "bench-store: {:?} per system, {} connections, {}-byte values ({etcd_label})",
         load.duration, load.workers, load.value_bytes
     );
-    let atoll = if args.skip_atoll { None } else { Some(bench_atoll(load).await.context("benchmark atoll")?) };
+    let mut atoll = Vec::new();
+    if !args.skip_atoll {
+        let receiver = Receiver::start(false).await.context("start the OTLP receiver")?;
+        for traced in args.tracing.runs() {
+            let report = bench_atoll(load, traced.then_some(&receiver)).await.context("benchmark atoll")?;
+            atoll.push(report);
+        }
+        if args.tracing != TracingRuns::Off {
+            println!("spans received by the OTLP receiver: {}", receiver.count());
+        }
+    }
     let etcd = if args.skip_etcd { None } else { Some(bench_etcd(load).await.context("benchmark etcd")?) };
-    print_table(atoll.as_ref(), etcd.as_ref());
+    print_table(&atoll, etcd.as_ref());
     Ok(())
 }
 
-fn print_table(atoll: Option<&Report>, etcd: Option<&Report>) {
+fn print_table(atoll_runs: &[Report], etcd: Option<&Report>) {
     println!();
-    println!("{:<8} {:>10} {:>10} {:>9} {:>9} {:>8}", "system", "ops", "ops/s", "p50 ms", "p99 ms", "errors");
-    for report in atoll.into_iter().chain(etcd) {
+    println!("{:<11} {:>10} {:>10} {:>9} {:>9} {:>8}", "system", "ops", "ops/s", "p50 ms", "p99 ms", "errors");
+    for report in atoll_runs.iter().chain(etcd) {
         println!(
-            "{:<8} {:>10} {:>10.1} {:>9.2} {:>9.2} {:>8}",
+            "{:<11} {:>10} {:>10.1} {:>9.2} {:>9.2} {:>8}",
             report.system,
             report.tally.ops,
             report.ops_per_second(),
@@ -195,6 +210,8 @@ fn print_table(atoll: Option<&Report>, etcd: Option<&Report>) {
             report.tally.errors
         );
     }
+    tests::otlp::print_overhead(atoll_runs.iter().map(|r| (r.system.as_str(), r.ops_per_second())));
+    let atoll = atoll_runs.first();
     match (atoll, etcd) {
         (Some(atoll), Some(etcd)) if etcd.tally.ops > 0 => {
             println!("ratio atoll/etcd = {:.2}x (goal ≥ 2.00x)", atoll.ops_per_second() / etcd.ops_per_second())
@@ -205,10 +222,13 @@ fn print_table(atoll: Option<&Report>, etcd: Option<&Report>) {
     }
 }
 
-async fn bench_atoll(load: Load) -> anyhow::Result<Report> {
-    eprintln!("atoll: starting a shard");
+async fn bench_atoll(load: Load, export_to: Option<&Receiver>) -> anyhow::Result<Report> {
+    let system = if export_to.is_some() { "atoll+otel" } else { "atoll" }.to_string();
+    eprintln!("{system}: starting a shard");
     let options = ShardOptions { name: "bench".to_string(), ..ShardOptions::default() };
+    let export = export_to.map(Receiver::export_env);
     let mut shard = ShardProcess::start(options).await.context("start atoll-shard")?;
+    drop(export);
     shard.create_logical_cluster(LOGICAL_CLUSTER).await.context("create the benchmark logical cluster")?;
     let http = shard.http();
     ensure_default_namespace(&http).await?;
@@ -242,7 +262,7 @@ async fn bench_atoll(load: Load) -> anyhow::Result<Report> {
         Ok(_) => {}
         Err(error) => eprintln!("atoll: warning: {error:#}"),
     }
-    Ok(Report { system: "atoll", tally, elapsed })
+    Ok(Report { system, tally, elapsed })
 }
 
 /// Kubernetes refuses objects in a namespace that does not exist; create `default`
@@ -372,7 +392,7 @@ async fn bench_etcd(load: Load) -> anyhow::Result<Report> {
     if let Err(error) = etcd.stop().await {
         eprintln!("etcd: warning: {error:#}");
     }
-    Ok(Report { system: "etcd", tally, elapsed })
+    Ok(Report { system: "etcd".to_string(), tally, elapsed })
 }
 
 async fn etcd_worker(

@@ -169,7 +169,7 @@ impl CacheClient {
     }
 
     async fn force(&self, change: Change) -> anyhow::Result<()> {
-        let batch = Batch { changes: vec![change], position: 0 };
+        let batch = Batch { changes: vec![change], position: 0, ..Batch::default() };
         self.replicate(ADMIN_SENDER, vec![batch])
             .await
             .map_err(|status| status_error(&self.url, "Replicate", status))?;

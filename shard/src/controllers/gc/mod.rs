@@ -130,16 +130,28 @@ impl Collector {
             }
         };
         for item in work {
-            self.queue.add(item);
+            self.queue.add_caused(item, event.cause);
         }
     }
 
     /// One attempt at an item; false when it must be retried.
     async fn attempt(&self, item: &Item) -> bool {
+        let cause = self.queue.take_cause(item);
         let Some(mut view) = self.graph.lock().view(item) else { return true };
         self.look_up_owners(&item.cluster, &mut view);
         let decision = decide::decide(&view);
-        let span = tracing::debug_span!("gc.attempt", cluster = %item.cluster, key = %view.item.key, decision = decision.name());
+        let span = match cause {
+            // A write this collector acts on because of a traced request (an owner's
+            // DELETE): part of that request's trace.
+            Some(cause) if !matches!(decision, Decision::Nothing) => {
+                let span = tracing::info_span!("gc.collect", otel.kind = "internal", atoll.logical_cluster = %item.cluster, decision = decision.name());
+                cause.adopt(&span);
+                span
+            }
+            _ => {
+                tracing::debug_span!("gc.attempt", cluster = %item.cluster, key = %view.item.key, decision = decision.name())
+            }
+        };
         let outcome = self.carry_out(item, &view, decision).instrument(span.clone()).await;
         let _enter = span.enter();
         match outcome {

@@ -1,0 +1,87 @@
+//! The span that caused a piece of work, remembered until the work runs.
+
+use crate::enabled;
+use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+/// Longest list of causes one span links to (a batch of many writes links to the first
+/// ones); OpenTelemetry's default span link limit is 128.
+pub const MAX_LINKS: usize = 32;
+
+/// A span's identity, small and `Copy` so that a store event or a queue entry can carry it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Cause {
+    trace_id: TraceId,
+    span_id: SpanId,
+    flags: TraceFlags,
+}
+
+impl Cause {
+    /// The span the caller is in, when spans are exported and that span is recorded.
+    pub fn current() -> Option<Cause> {
+        if !enabled() {
+            return None;
+        }
+        Cause::of(&tracing::Span::current())
+    }
+
+    /// `span`'s identity, when spans are exported and it is recorded.
+    pub fn of(span: &tracing::Span) -> Option<Cause> {
+        if !enabled() || span.is_disabled() {
+            return None;
+        }
+        Cause::from_span_context(span.context().span().span_context())
+    }
+
+    pub(crate) fn from_span_context(context: &SpanContext) -> Option<Cause> {
+        context.is_valid().then(|| Cause {
+            trace_id: context.trace_id(),
+            span_id: context.span_id(),
+            flags: context.trace_flags(),
+        })
+    }
+
+    pub(crate) fn span_context(&self) -> SpanContext {
+        SpanContext::new(self.trace_id, self.span_id, self.flags, true, TraceState::default())
+    }
+
+    /// The trace this cause belongs to, as 32 lowercase hex digits.
+    pub fn trace_id(&self) -> String {
+        self.trace_id.to_string()
+    }
+
+    /// Makes `span` a child of this cause: for work that exists because of one request
+    /// (a Workspace's first scheduling), so the request's trace shows it. Call before the
+    /// span is entered.
+    pub fn adopt(self, span: &tracing::Span) {
+        let parent = opentelemetry::Context::new().with_remote_span_context(self.span_context());
+        // Fails only when the span was already started or is disabled: then it keeps its
+        // own parent, which is still a correct (if less connected) trace.
+        let _ = span.set_parent(parent);
+    }
+
+    /// Links `span` to this cause: for work that serves many requests at once (a
+    /// replication batch, a garbage-collection pass).
+    pub fn link(self, span: &tracing::Span) {
+        span.add_link(self.span_context());
+    }
+}
+
+impl Cause {
+    /// Links `span` to each distinct cause, at most [`MAX_LINKS`] of them.
+    pub fn link_all(span: &tracing::Span, causes: impl IntoIterator<Item = Cause>) {
+        if !enabled() || span.is_disabled() {
+            return;
+        }
+        let mut linked: Vec<Cause> = Vec::new();
+        for cause in causes {
+            if linked.len() == MAX_LINKS {
+                break;
+            }
+            if !linked.contains(&cause) {
+                cause.link(span);
+                linked.push(cause);
+            }
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! Logging and, when asked for, OpenTelemetry export.
+
+use crate::log_format::WithTraceIds;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::Resource;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::EnvFilter;
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process exports spans. Every helper of this crate is a no-op otherwise,
+/// so a process without `OTEL_*` settings does no tracing work beyond its logs.
+pub fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// What [`init`] set up; [`Telemetry::shutdown`] exports what is still buffered.
+#[must_use = "call shutdown() before the process exits, or the last spans are lost"]
+pub struct Telemetry {
+    provider: Option<SdkTracerProvider>,
+}
+
+impl Telemetry {
+    /// Whether spans are exported.
+    pub fn exporting(&self) -> bool {
+        self.provider.is_some()
+    }
+
+    /// Exports the spans still buffered and stops the exporter. The export blocks, so it
+    /// runs off the runtime's worker threads (the exporter's channel needs them).
+    pub async fn shutdown(self) {
+        let Some(provider) = self.provider else { return };
+        let flushed = tokio::task::spawn_blocking(move || provider.shutdown()).await;
+        if let Ok(Err(error)) = flushed {
+            eprintln!("OpenTelemetry: exporting the last spans failed: {error}");
+        }
+    }
+}
+
+/// Logs to stderr, filtered by `RUST_LOG` (default `default_filter`), coloured on a terminal; and
+/// exports spans over OTLP/gRPC when `OTEL_EXPORTER_OTLP_ENDPOINT` (or
+/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set, unless `OTEL_SDK_DISABLED=true` or
+/// `OTEL_TRACES_EXPORTER=none`. The service is named `OTEL_SERVICE_NAME`, else
+/// `default_service`; `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`(`_ARG`) and
+/// `OTEL_BSP_*` are honoured as the SDK reads them.
+///
+/// Must run inside a tokio runtime: the gRPC exporter's channel lives on it.
+pub fn init(default_service: &str, default_filter: &str) -> Telemetry {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter.into());
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let provider = if export_requested() {
+        match provider(default_service) {
+            Ok(provider) => Some(provider),
+            Err(error) => {
+                eprintln!("OpenTelemetry: not exporting spans: {error}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .event_format(WithTraceIds(tracing_subscriber::fmt::format().with_ansi(ansi)));
+    let otel = provider.as_ref().map(|provider| {
+        tracing_opentelemetry::layer()
+            .with_tracer(provider.tracer("atoll"))
+            .with_location(false)
+            .with_threads(false)
+            .with_tracked_inactivity(false)
+    });
+    tracing_subscriber::registry().with(filter).with(fmt).with(otel).init();
+    if provider.is_some() {
+        ENABLED.store(true, Ordering::Relaxed);
+    }
+    Telemetry { provider }
+}
+
+fn export_requested() -> bool {
+    let set = |name: &str| std::env::var(name).is_ok_and(|value| !value.trim().is_empty());
+    let is = |name: &str, value: &str| std::env::var(name).is_ok_and(|v| v.trim().eq_ignore_ascii_case(value));
+    (set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+        && !is("OTEL_SDK_DISABLED", "true")
+        && !is("OTEL_TRACES_EXPORTER", "none")
+}
+
+fn provider(default_service: &str) -> Result<SdkTracerProvider, String> {
+    use opentelemetry_otlp::WithExportConfig as _;
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_tonic()
+        .with_protocol(opentelemetry_otlp::Protocol::Grpc)
+        .build()
+        .map_err(|error| format!("the OTLP exporter: {error}"))?;
+    let service = std::env::var("OTEL_SERVICE_NAME")
+        .ok()
+        .filter(|name| !name.trim().is_empty())
+        .unwrap_or_else(|| default_service.to_string());
+    let resource = Resource::builder().with_service_name(service).build();
+    opentelemetry::global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
+    Ok(SdkTracerProvider::builder().with_resource(resource).with_batch_exporter(exporter).build())
+}

@@ -1,0 +1,144 @@
+//! W3C trace context (`traceparent`, `tracestate`) between processes.
+//!
+//! Every function does nothing unless spans are exported ([`crate::enabled`]): without an
+//! exporter a process neither reads nor writes trace headers, so a client's `traceparent`
+//! passes a front-proxy unchanged.
+
+use crate::enabled;
+use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
+use opentelemetry::trace::TraceContextExt;
+use opentelemetry_http::{HeaderExtractor, HeaderInjector};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use std::collections::HashMap;
+use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+/// The W3C header that carries the parent span.
+pub const TRACEPARENT: &str = "traceparent";
+/// The W3C header that carries vendor state along with it.
+pub const TRACESTATE: &str = "tracestate";
+
+/// Makes `span` continue the trace an incoming HTTP request carries, if it carries one.
+pub fn continue_http(span: &tracing::Span, headers: &http::HeaderMap) {
+    continue_from(span, &HeaderExtractor(headers));
+}
+
+/// Writes `span`'s context into outgoing HTTP headers, replacing any the caller sent.
+pub fn inject_http(span: &tracing::Span, headers: &mut http::HeaderMap) {
+    if !enabled() || span.is_disabled() {
+        return;
+    }
+    headers.remove(TRACEPARENT);
+    headers.remove(TRACESTATE);
+    TraceContextPropagator::new().inject_context(&span.context(), &mut HeaderInjector(headers));
+}
+
+/// Makes `span` continue the trace an incoming gRPC call carries in its metadata.
+pub fn continue_grpc(span: &tracing::Span, metadata: &MetadataMap) {
+    continue_from(span, &MetadataCarrier(metadata));
+}
+
+/// Writes `span`'s context into an outgoing gRPC call's metadata.
+pub fn inject_grpc(span: &tracing::Span, metadata: &mut MetadataMap) {
+    if !enabled() || span.is_disabled() {
+        return;
+    }
+    TraceContextPropagator::new().inject_context(&span.context(), &mut MetadataCarrierMut(metadata));
+}
+
+/// `span`'s context as one `traceparent` value, for a message field: one stream carries
+/// many units of work (replication batches), each with its own parent.
+pub fn traceparent(span: &tracing::Span) -> Option<String> {
+    if !enabled() || span.is_disabled() {
+        return None;
+    }
+    let mut fields = HashMap::new();
+    TraceContextPropagator::new().inject_context(&span.context(), &mut fields);
+    fields.remove(TRACEPARENT)
+}
+
+/// Makes `span` continue the trace of a `traceparent` value taken from a message field.
+pub fn continue_traceparent(span: &tracing::Span, traceparent: &str) {
+    if traceparent.is_empty() {
+        return;
+    }
+    let fields = HashMap::from([(TRACEPARENT.to_string(), traceparent.to_string())]);
+    continue_from(span, &fields);
+}
+
+/// The span a `traceparent` value names, to link to.
+pub fn cause_of(traceparent: &str) -> Option<crate::Cause> {
+    if !enabled() || traceparent.is_empty() {
+        return None;
+    }
+    let fields = HashMap::from([(TRACEPARENT.to_string(), traceparent.to_string())]);
+    let context = TraceContextPropagator::new().extract(&fields);
+    crate::Cause::from_span_context(context.span().span_context())
+}
+
+fn continue_from(span: &tracing::Span, carrier: &dyn Extractor) {
+    if !enabled() || span.is_disabled() {
+        return;
+    }
+    let parent = TraceContextPropagator::new().extract(carrier);
+    if parent.span().span_context().is_valid() {
+        // Fails only for a span already started; it then stays a root of its own.
+        let _ = span.set_parent(parent);
+    }
+}
+
+struct MetadataCarrier<'a>(&'a MetadataMap);
+
+impl Extractor for MetadataCarrier<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|value| value.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0
+            .keys()
+            .filter_map(|key| match key {
+                tonic::metadata::KeyRef::Ascii(key) => Some(key.as_str()),
+                tonic::metadata::KeyRef::Binary(_) => None,
+            })
+            .collect()
+    }
+}
+
+struct MetadataCarrierMut<'a>(&'a mut MetadataMap);
+
+impl Injector for MetadataCarrierMut<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(key), Ok(value)) = (MetadataKey::from_bytes(key.as_bytes()), MetadataValue::try_from(value)) {
+            self.0.insert(key, value);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_round_trip() {
+        let mut metadata = MetadataMap::new();
+        MetadataCarrierMut(&mut metadata)
+            .set(TRACEPARENT, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into());
+        let parent = TraceContextPropagator::new().extract(&MetadataCarrier(&metadata));
+        let context = parent.span().span_context().clone();
+        assert!(context.is_valid());
+        assert_eq!(context.trace_id().to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(context.span_id().to_string(), "00f067aa0ba902b7");
+        assert!(context.is_sampled());
+    }
+
+    #[test]
+    fn nothing_is_read_or_written_without_an_exporter() {
+        let span = tracing::Span::none();
+        let mut headers = http::HeaderMap::new();
+        headers.insert(TRACEPARENT, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".parse().unwrap());
+        inject_http(&span, &mut headers);
+        assert!(headers.contains_key(TRACEPARENT), "a client's header passes unchanged");
+        assert_eq!(traceparent(&span), None);
+    }
+}

@@ -1,0 +1,230 @@
+//! OpenTelemetry traces across the installation's processes, received by a real OTLP
+//! gRPC receiver ([`tests::otlp::Receiver`]): one `kubectl` call is one trace, from the
+//! front-proxy through the shard that serves it to the work it queues on other shards and
+//! in the cache.
+//!
+//! Every process of this test binary's installation inherits the `OTEL_*` variables, so
+//! this file holds one test: the variables are set once, before anything starts.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tests::cache::CacheTopology;
+use tests::installation::{wait_workspace_ready, workspace_url, Installation, InstallationOptions};
+use tests::otlp::{ReceivedSpan, Receiver};
+
+/// How long spans may take to arrive (processes export every 100 ms here).
+const ARRIVAL_TIMEOUT: Duration = Duration::from_secs(30);
+/// OTLP span kinds.
+const SERVER: i32 = 2;
+const CLIENT: i32 = 3;
+const PRODUCER: i32 = 4;
+const CONSUMER: i32 = 5;
+
+/// The spans of one trace, by span id.
+struct Trace {
+    spans: HashMap<String, ReceivedSpan>,
+}
+
+impl Trace {
+    fn of(all: &[ReceivedSpan], trace_id: &str) -> Trace {
+        Trace { spans: all.iter().filter(|s| s.trace_id == trace_id).map(|s| (s.span_id.clone(), s.clone())).collect() }
+    }
+
+    fn find(&self, what: &str, wanted: impl Fn(&ReceivedSpan) -> bool) -> &ReceivedSpan {
+        self.spans
+            .values()
+            .find(|span| wanted(span))
+            .unwrap_or_else(|| panic!("no {what} in the trace:\n{}", self.dump()))
+    }
+
+    /// Whether `ancestor` is `span`'s parent, grandparent, ….
+    fn descends(&self, span: &ReceivedSpan, ancestor: &ReceivedSpan) -> bool {
+        let mut parent = span.parent_span_id.clone();
+        while !parent.is_empty() {
+            if parent == ancestor.span_id {
+                return true;
+            }
+            parent = self.spans.get(&parent).map(|p| p.parent_span_id.clone()).unwrap_or_default();
+        }
+        false
+    }
+
+    fn dump(&self) -> String {
+        let mut lines: Vec<String> = self
+            .spans
+            .values()
+            .map(|s| {
+                format!(
+                    "  {} {} [{}] parent={} kind={} {:?}",
+                    s.service, s.name, s.span_id, s.parent_span_id, s.kind, s.attributes
+                )
+            })
+            .collect();
+        lines.sort();
+        lines.join("\n")
+    }
+}
+
+/// Waits until `found` picks something from the spans received so far.
+async fn wait_for<T>(receiver: &Receiver, what: &str, found: impl Fn(&[ReceivedSpan]) -> Option<T>) -> T {
+    let deadline = tokio::time::Instant::now() + ARRIVAL_TIMEOUT;
+    loop {
+        let spans = receiver.spans();
+        if let Some(value) = found(&spans) {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} did not arrive within {ARRIVAL_TIMEOUT:?}; {} spans arrived",
+            spans.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn is_shard_server(span: &ReceivedSpan, shard: &str) -> bool {
+    span.service == "atoll-shard" && span.kind == SERVER && span.attribute("atoll.shard") == Some(shard)
+}
+
+/// No credential or body may travel in an attribute.
+fn assert_no_secrets(trace: &Trace) {
+    for span in trace.spans.values() {
+        for (key, value) in &span.attributes {
+            let lowered = value.to_ascii_lowercase();
+            assert!(
+                !lowered.contains("bearer") && !lowered.contains("-----begin") && !value.contains("\"spec\""),
+                "attribute {key} of {} carries a credential or a body: {value}",
+                span.name
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_kubectl_call_is_one_trace_across_processes() {
+    let receiver = Receiver::start(true).await.expect("start the OTLP receiver");
+    for (name, value) in receiver.env() {
+        // One test in this binary: nothing else reads the environment concurrently.
+        std::env::set_var(name, value);
+    }
+    let options = InstallationOptions {
+        extra_shards: 1,
+        front_proxy: true,
+        caches: Some(CacheTopology::single()),
+        ..InstallationOptions::default()
+    };
+    let mut installation = Installation::start_with(options).await.expect("start the installation");
+    let proxy = installation.proxy();
+    let kubectl = || proxy.kubectl().cluster("root");
+
+    // A kubectl GET: the proxy's server span is the parent of the shard's.
+    kubectl().args(["get", "namespace", "default", "-o", "name"]).ok();
+    let (proxy_span, shard_span) = wait_for(&receiver, "the GET's proxy and shard spans", |spans| {
+        let proxy_span = spans.iter().find(|s| {
+            s.service == "atoll-front-proxy"
+                && s.attribute("http.request.method") == Some("GET")
+                && s.attribute("url.path").is_some_and(|p| p.ends_with("/api/v1/namespaces/default"))
+        })?;
+        let shard_span = spans.iter().find(|s| s.parent_span_id == proxy_span.span_id)?;
+        Some((proxy_span.clone(), shard_span.clone()))
+    })
+    .await;
+    assert_eq!(proxy_span.kind, SERVER);
+    assert_eq!(proxy_span.parent_span_id, "", "kubectl sends no traceparent: the proxy starts the trace");
+    assert_eq!(proxy_span.attribute("http.response.status_code"), Some("200"), "{proxy_span:?}");
+    assert!(proxy_span.attribute("enduser.id").is_some(), "{proxy_span:?}");
+    assert_eq!(shard_span.trace_id, proxy_span.trace_id);
+    assert!(is_shard_server(&shard_span, "root"), "{shard_span:?}");
+    assert_eq!(shard_span.name, "get namespaces");
+    assert_eq!(shard_span.attribute("k8s.request.verb"), Some("get"));
+    assert_eq!(shard_span.attribute("k8s.request.resource"), Some("namespaces"));
+    assert_eq!(shard_span.attribute("atoll.logical_cluster"), Some("root"));
+    assert!(shard_span.attribute("server.address").is_some(), "{shard_span:?}");
+
+    // `kubectl create` of a Workspace until one lands on the other shard: its trace shows
+    // the request, the scheduler's reconcile on root's shard (a child of the request that
+    // queued it), its peer call and the LogicalCluster's creation on the target shard.
+    let mut placed = None;
+    for index in 0..16 {
+        let name = format!("traced-{index}");
+        let manifest = format!("apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\n");
+        kubectl().args(["create", "-f", "-"]).stdin(manifest).ok();
+        let ready = wait_workspace_ready(&installation.root, "root", &name, Duration::from_secs(60))
+            .await
+            .expect("workspace Ready");
+        let url = workspace_url(&ready).expect("a Ready workspace has a URL").to_string();
+        let shard = installation.shard_for_url(&url).expect("a shard serves the URL").name().to_string();
+        if shard != "root" {
+            placed = Some((name, shard));
+            break;
+        }
+    }
+    let (name, target) = placed.expect("one of 16 workspaces landed on shard-1");
+    let trace_id = wait_for(&receiver, "the workspace's reconcile span", |spans| {
+        spans
+            .iter()
+            .find(|s| s.name == "workspace.reconcile" && s.attribute("atoll.object") == Some(name.as_str()))
+            .map(|s| s.trace_id.clone())
+    })
+    .await;
+    // The target shard's span arrives on its own schedule.
+    wait_for(&receiver, "the target shard's LogicalCluster create", |spans| {
+        spans.iter().any(|s| s.trace_id == trace_id && is_shard_server(s, &target)).then_some(())
+    })
+    .await;
+    let trace = Trace::of(&receiver.spans(), &trace_id);
+    let proxy_span = trace.find("the proxy's POST", |s| s.service == "atoll-front-proxy" && s.kind == SERVER);
+    assert_eq!(proxy_span.attribute("http.request.method"), Some("POST"));
+    assert_eq!(proxy_span.parent_span_id, "", "{}", trace.dump());
+    let request =
+        trace.find("root's create workspaces", |s| is_shard_server(s, "root") && s.name == "create workspaces");
+    assert_eq!(request.parent_span_id, proxy_span.span_id, "{}", trace.dump());
+    assert_eq!(request.attribute("http.response.status_code"), Some("201"));
+    assert_eq!(request.attribute("k8s.request.verb"), Some("create"));
+    let reconcile = trace.find("the reconcile", |s| s.name == "workspace.reconcile");
+    assert!(trace.descends(reconcile, request), "the reconcile continues the request's trace:\n{}", trace.dump());
+    let call = trace.find("the peer call", |s| {
+        s.service == "atoll-shard" && s.kind == CLIENT && s.attribute("http.request.method") == Some("POST")
+    });
+    assert!(trace.descends(call, reconcile), "{}", trace.dump());
+    let created = trace.find("the target's create logicalclusters", |s| {
+        is_shard_server(s, &target) && s.name == "create logicalclusters"
+    });
+    assert_eq!(created.parent_span_id, call.span_id, "{}", trace.dump());
+    assert_no_secrets(&trace);
+    // The scheduler's log line leads to the trace.
+    let log = std::fs::read_to_string(installation.root.log_path()).expect("read root's log");
+    assert!(
+        log.lines()
+            .any(|line| line.contains("scheduled the workspace") && line.contains(&format!("trace_id={trace_id}"))),
+        "no log line of the scheduling names trace {trace_id}"
+    );
+
+    // An APIExport is replicated to the cache: the shard's batch span links to the create,
+    // and the cache's apply span continues the batch.
+    let export = "apiVersion: apis.kcp.io/v1alpha1\nkind: APIExport\nmetadata:\n  name: traced-export\nspec: {}\n";
+    kubectl().args(["create", "-f", "-"]).stdin(export).ok();
+    let create = wait_for(&receiver, "the APIExport create", |spans| {
+        spans.iter().find(|s| is_shard_server(s, "root") && s.name == "create apiexports").cloned()
+    })
+    .await;
+    let (send, apply) = wait_for(&receiver, "the replication of the APIExport", |spans| {
+        let send = spans.iter().find(|s| {
+            s.service == "atoll-shard"
+                && s.kind == PRODUCER
+                && s.links.iter().any(|(trace, _)| *trace == create.trace_id)
+        })?;
+        let apply = spans.iter().find(|s| {
+            s.service == "atoll-cache-server"
+                && s.kind == CONSUMER
+                && (s.parent_span_id == send.span_id || s.links.iter().any(|(_, span)| *span == send.span_id))
+        })?;
+        Some((send.clone(), apply.clone()))
+    })
+    .await;
+    assert_eq!(send.name, "replication.send");
+    assert_eq!(apply.name, "replication.apply");
+
+    installation.stop().await.expect("stop the installation");
+}
