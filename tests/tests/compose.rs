@@ -1,0 +1,555 @@
+//! The multi-host installation of `deploy/docker-compose.yaml`, end to end: the images
+//! built from this checkout's binaries, the installation brought up by
+//! `scripts/compose.sh` under a compose project of this test's own (every container,
+//! network and volume carries its name), and driven with stock kubectl through the
+//! front-proxy's published port:
+//!
+//! - workspaces on every shard, and an APIExport on one shard bound on another (through
+//!   the regional caches and the global one);
+//! - `docker kill` of a shard container: its workspaces answer 503, the others keep
+//!   working, and a new workspace lands elsewhere; `docker start` brings it back with
+//!   its data (the RocksDB volume);
+//! - `docker network disconnect` of a regional cache: an export made behind it cannot be
+//!   bound; reconnected, the cache catches up and the binding becomes Bound;
+//! - the compose's own Prometheus has every target up and answers a query on the
+//!   request-latency histogram;
+//! - teardown leaves no container, network or volume of the project.
+//!
+//! Without a Docker engine (or docker-compose) the test says so and passes. Nothing is
+//! asserted about time: every wait polls up to a generous deadline.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use http::StatusCode;
+use serde_json::{json, Value};
+use tests::{Kubectl, TlsHttp};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Bounds on each phase; they catch hangs, not slowness.
+const BUILD_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+const UP_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+const DOCKER_TIMEOUT: Duration = Duration::from_secs(120);
+const READY: Duration = Duration::from_secs(120);
+/// Replication after a partition heals waits for the sender's reconnect back-off and the
+/// cache's resync; generous, because a slow heal is not what this test is about.
+const CONVERGE: Duration = Duration::from_secs(300);
+const POLL: Duration = Duration::from_millis(500);
+/// How many workspaces may be created before every shard has one.
+const PLACEMENT_MAX: usize = 40;
+const SHARDS: [&str; 3] = ["root", "shard-1", "shard-2"];
+/// The annotation the scheduler records the chosen shard in.
+const SHARD_ANNOTATION: &str = "internal.tenancy.kcp.io/shard";
+
+/// An APIResourceSchema and the APIExport of it, for resource `plural` in `example.io`, as
+/// two YAML documents (kubectl reads a stream of several JSON documents as one).
+fn export_manifest(plural: &str, kind: &str) -> String {
+    let schema = format!("v1.{plural}.example.io");
+    let documents = [
+        json!({
+            "apiVersion": "apis.kcp.io/v1alpha1",
+            "kind": "APIResourceSchema",
+            "metadata": {"name": schema},
+            "spec": {
+                "group": "example.io",
+                "names": {"kind": kind, "listKind": format!("{kind}List"), "plural": plural,
+                          "singular": kind.to_lowercase()},
+                "scope": "Namespaced",
+                "versions": [{"name": "v1", "served": true, "storage": true, "schema": {
+                    "type": "object",
+                    "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}},
+                }}],
+            },
+        }),
+        json!({
+            "apiVersion": "apis.kcp.io/v1alpha1",
+            "kind": "APIExport",
+            "metadata": {"name": plural},
+            "spec": {"latestResourceSchemas": [schema]},
+        }),
+    ];
+    documents.iter().map(|document| serde_yaml_ng::to_string(document).unwrap()).collect::<Vec<_>>().join("---\n")
+}
+
+fn binding_manifest(export: &str, provider_path: &str) -> String {
+    json!({
+        "apiVersion": "apis.kcp.io/v1alpha1",
+        "kind": "APIBinding",
+        "metadata": {"name": export},
+        "spec": {"reference": {"export": {"path": provider_path, "name": export}}},
+    })
+    .to_string()
+}
+
+fn object_manifest(kind: &str, name: &str) -> String {
+    json!({
+        "apiVersion": "example.io/v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"size": 3},
+    })
+    .to_string()
+}
+
+/// Why the test cannot run here, if it cannot.
+fn docker_missing() -> Option<String> {
+    let works = |program: &str, args: &[&str]| {
+        Command::new(program)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    };
+    if !works("docker", &["info"]) {
+        return Some("no Docker engine answers `docker info`".into());
+    }
+    if !works("docker-compose", &["version"]) {
+        return Some("`docker-compose` (v1) is not installed".into());
+    }
+    None
+}
+
+/// Runs `command` to completion within `timeout`, returning its stdout; an error carries
+/// both streams. Output goes to files rather than pipes so a chatty build cannot block.
+fn run(command: &mut Command, timeout: Duration) -> anyhow::Result<String> {
+    let line = format!("{command:?}");
+    let (mut out, mut err) = (tempfile::tempfile()?, tempfile::tempfile()?);
+    let mut child = command.stdin(Stdio::null()).stdout(out.try_clone()?).stderr(err.try_clone()?).spawn()?;
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let read = |file: &mut std::fs::File| {
+        use std::io::Seek;
+        let mut text = String::new();
+        let _ = file.seek(std::io::SeekFrom::Start(0));
+        let _ = file.read_to_string(&mut text);
+        text
+    };
+    let (stdout, stderr) = (read(&mut out), read(&mut err));
+    match status {
+        Some(status) if status.success() => Ok(stdout),
+        Some(status) => anyhow::bail!("{line} failed ({status})\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"),
+        None => anyhow::bail!(
+            "{line} did not finish within {timeout:?}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"
+        ),
+    }
+}
+
+/// One compose project: the installation this test brought up. Dropping it (at the end,
+/// or on a panic) takes everything of the project down, volumes included.
+struct Compose {
+    project: String,
+    repo: PathBuf,
+    dir: tempfile::TempDir,
+    proxy_port: u16,
+    prometheus_port: u16,
+    bin_dir: PathBuf,
+    down: bool,
+}
+
+impl Compose {
+    fn new() -> anyhow::Result<Compose> {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ sits in the repository").to_path_buf();
+        let bin_dir = tests::binary("atoll-shard").parent().expect("binaries sit in a directory").to_path_buf();
+        Ok(Compose {
+            // Unique per run, so parallel runs and a user's own `atoll` project never meet.
+            project: format!("atoll-compose-test-{}", std::process::id()),
+            repo,
+            dir: tempfile::tempdir()?,
+            proxy_port: tests::ports::free_port()?,
+            prometheus_port: tests::ports::free_port()?,
+            bin_dir,
+            down: false,
+        })
+    }
+
+    fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("admin.kubeconfig")
+    }
+
+    fn with_env<'c>(&self, command: &'c mut Command) -> &'c mut Command {
+        command
+            .current_dir(&self.repo)
+            .env("ATOLL_COMPOSE_PROJECT", &self.project)
+            .env("ATOLL_PROXY_PORT", self.proxy_port.to_string())
+            .env("ATOLL_PROMETHEUS_PORT", self.prometheus_port.to_string())
+            .env("ATOLL_COMPOSE_KUBECONFIG", self.kubeconfig())
+            .env("ATOLL_BIN_DIR", &self.bin_dir)
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+    }
+
+    /// `scripts/compose.sh ARGS`.
+    fn script(&self, args: &[&str], timeout: Duration) -> anyhow::Result<String> {
+        run(self.with_env(Command::new(self.repo.join("scripts/compose.sh")).args(args)), timeout)
+    }
+
+    /// `docker-compose -p PROJECT -f deploy/docker-compose.yaml ARGS`.
+    fn compose(&self, args: &[&str]) -> anyhow::Result<String> {
+        let file = self.repo.join("deploy/docker-compose.yaml");
+        let mut command = Command::new("docker-compose");
+        command.arg("-p").arg(&self.project).arg("-f").arg(file).args(args);
+        run(self.with_env(&mut command), DOCKER_TIMEOUT)
+    }
+
+    fn docker(&self, args: &[&str]) -> anyhow::Result<String> {
+        run(Command::new("docker").args(args), DOCKER_TIMEOUT)
+    }
+
+    /// The id of `service`'s container.
+    fn container(&self, service: &str) -> String {
+        let id = self.compose(&["ps", "-q", service]).unwrap_or_else(|e| panic!("{e:#}"));
+        let id = id.trim().to_string();
+        assert!(!id.is_empty(), "service {service} has no container");
+        id
+    }
+
+    /// The compose network every service is on.
+    fn network(&self) -> String {
+        format!("{}_default", self.project)
+    }
+
+    /// What is left of the project: containers, networks and volumes, by compose label.
+    fn leftovers(&self) -> anyhow::Result<String> {
+        let label = format!("label=com.docker.compose.project={}", self.project);
+        let mut left = String::new();
+        for kind in [&["ps", "-aq"][..], &["network", "ls", "-q"], &["volume", "ls", "-q"]] {
+            let mut args = kind.to_vec();
+            args.extend(["--filter", &label]);
+            left.push_str(&self.docker(&args)?);
+        }
+        Ok(left.trim().to_string())
+    }
+
+    fn teardown(&mut self) -> anyhow::Result<()> {
+        self.down = true;
+        self.compose(&["--profile", "observability", "down", "-v", "--remove-orphans", "--timeout", "10"])?;
+        Ok(())
+    }
+
+    /// A stock kubectl through the front-proxy, on logical cluster `path`.
+    fn kubectl(&self, path: &str) -> Kubectl {
+        let base = format!("https://127.0.0.1:{}", self.proxy_port);
+        Kubectl::new(&self.kubeconfig(), &base, &self.dir.path().join("kubectl-cache"), None).cluster(path)
+    }
+
+    /// A raw HTTPS client through the front-proxy as admin (status codes, polling).
+    fn http(&self) -> TlsHttp {
+        let admin = tests::kubeconfig::read(&self.kubeconfig()).unwrap();
+        let base = format!("https://127.0.0.1:{}", self.proxy_port);
+        TlsHttp::new(&base, &admin.ca_pem, Some(&admin.identity)).unwrap().with_timeout(Duration::from_secs(20))
+    }
+
+    /// `GET path` on the compose's Prometheus, parsed.
+    async fn prometheus(&self, path: &str) -> anyhow::Result<Value> {
+        prometheus_get(self.prometheus_port, path).await
+    }
+}
+
+impl Drop for Compose {
+    fn drop(&mut self) {
+        if self.down {
+            return;
+        }
+        if std::thread::panicking() {
+            match self.compose(&["logs", "--no-color", "--tail", "40"]) {
+                Ok(logs) => eprintln!("--- logs of compose project {} ---\n{logs}", self.project),
+                Err(error) => eprintln!("reading the logs of {} failed: {error:#}", self.project),
+            }
+        }
+        if let Err(error) = self.teardown() {
+            eprintln!("tearing down compose project {} failed: {error:#}", self.project);
+        }
+    }
+}
+
+/// A plain HTTP/1.0 GET on 127.0.0.1:`port` (Prometheus serves no TLS here; one request
+/// per connection is all these checks need).
+async fn prometheus_get(port: u16, path: &str) -> anyhow::Result<Value> {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut response)).await??;
+    let text = String::from_utf8_lossy(&response);
+    let (head, body) = text.split_once("\r\n\r\n").ok_or_else(|| anyhow::anyhow!("no HTTP header end: {text}"))?;
+    anyhow::ensure!(head.starts_with("HTTP/1.") && head.contains(" 200 "), "GET {path}: {head}\n{body}");
+    Ok(serde_json::from_str(body)?)
+}
+
+/// Percent-encodes a query parameter value.
+fn encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Polls `probe` until it returns `Ok(value)`, or fails with its last complaint after
+/// `timeout`.
+async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        match probe().await {
+            Ok(value) => return value,
+            Err(last) if Instant::now() >= deadline => panic!("{what}: not within {timeout:?}; last: {last}"),
+            Err(_) => tokio::time::sleep(POLL).await,
+        }
+    }
+}
+
+/// `GET path` through the proxy: its status and JSON body (or the transport error).
+async fn get(http: &TlsHttp, path: &str) -> Result<(StatusCode, Value), String> {
+    let response = http.get(path).await.map_err(|e| format!("{e:#}"))?;
+    let body = response.json().unwrap_or_else(|_| Value::String(response.text()));
+    Ok((response.status, body))
+}
+
+/// Creates workspace `name` in root with kubectl, waits until it is Ready, and returns the
+/// shard the scheduler put it on.
+async fn workspace(compose: &Compose, http: &TlsHttp, name: &str) -> String {
+    let body = json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": name}});
+    compose.kubectl("root").args(["create", "-f", "-"]).stdin(body.to_string()).ok();
+    let path = format!("/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/{name}");
+    let shard = eventually(&format!("workspace {name} Ready"), READY, || async {
+        let (status, workspace) = get(http, &path).await?;
+        let shard = workspace["metadata"]["annotations"][SHARD_ANNOTATION].as_str();
+        match (status, workspace["status"]["phase"].as_str(), shard) {
+            (StatusCode::OK, Some("Ready"), Some(shard)) => Ok(shard.to_string()),
+            _ => Err(format!("HTTP {status}: {workspace}")),
+        }
+    })
+    .await;
+    // Ready in root does not yet mean the proxy's index has the new logical cluster.
+    let configmaps = format!("/clusters/root:{name}/api/v1/namespaces/default/configmaps");
+    eventually(&format!("root:{name} routed by the front-proxy"), READY, || async {
+        match get(http, &configmaps).await? {
+            (StatusCode::OK, _) => Ok(()),
+            (status, body) => Err(format!("HTTP {status}: {body}")),
+        }
+    })
+    .await;
+    shard
+}
+
+/// Waits until APIBinding `name` in `consumer` satisfies `check`; returns it.
+async fn wait_binding(
+    http: &TlsHttp,
+    consumer: &str,
+    name: &str,
+    timeout: Duration,
+    check: fn(&Value) -> bool,
+) -> Value {
+    let path = format!("/clusters/{consumer}/apis/apis.kcp.io/v1alpha1/apibindings/{name}");
+    eventually(&format!("binding {name} in {consumer}"), timeout, || async {
+        match get(http, &path).await? {
+            (StatusCode::OK, binding) if check(&binding) => Ok(binding),
+            (status, body) => Err(format!("HTTP {status}: {body}")),
+        }
+    })
+    .await
+}
+
+fn bound(binding: &Value) -> bool {
+    binding["status"]["phase"] == "Bound"
+}
+
+fn export_not_found(binding: &Value) -> bool {
+    let conditions = binding["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    conditions
+        .iter()
+        .any(|c| c["type"] == "APIExportValid" && c["status"] == "False" && c["reason"] == "APIExportNotFound")
+}
+
+/// Every scrape target of the compose's Prometheus is up; returns their job/instance.
+async fn all_targets_up(compose: &Compose) -> Result<Vec<String>, String> {
+    let targets = compose.prometheus("/api/v1/targets?state=active").await.map_err(|e| format!("{e:#}"))?;
+    let active = targets["data"]["activeTargets"].as_array().cloned().unwrap_or_default();
+    let field = |t: &Value, pointer: &str| t.pointer(pointer).and_then(Value::as_str).unwrap_or("?").to_string();
+    let describe =
+        |t: &Value| format!("{}/{}={}", field(t, "/labels/job"), field(t, "/labels/instance"), field(t, "/health"));
+    let names: Vec<String> = active.iter().map(describe).collect();
+    // Three shards, the front-proxy and Prometheus itself.
+    if active.len() == 5 && active.iter().all(|t| t["health"] == "up") {
+        Ok(names)
+    } else {
+        Err(format!("targets: {names:?} {}", targets["data"]["activeTargets"]))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_host_installation_in_docker_compose() {
+    if let Some(why) = docker_missing() {
+        eprintln!("SKIPPED compose test: {why}; it needs Docker and docker-compose to run");
+        return;
+    }
+    let started = Instant::now();
+    let mut compose = Compose::new().expect("prepare the compose project");
+    eprintln!(
+        "compose project {} (proxy on 127.0.0.1:{}, Prometheus on 127.0.0.1:{})",
+        compose.project, compose.proxy_port, compose.prometheus_port
+    );
+    compose.script(&["images"], BUILD_TIMEOUT).unwrap_or_else(|e| panic!("{e:#}"));
+    eprintln!("images built in {:.0?}", started.elapsed());
+    let up = Instant::now();
+    compose.script(&["start"], UP_TIMEOUT).unwrap_or_else(|e| panic!("{e:#}"));
+    eprintln!("installation ready {:.0?} after `up`", up.elapsed());
+    let http = compose.http();
+
+    // Workspaces until every shard hosts one; the first on each gets a ConfigMap.
+    let mut on: std::collections::BTreeMap<String, String> = Default::default();
+    for index in 0..PLACEMENT_MAX {
+        if SHARDS.iter().all(|shard| on.contains_key(*shard)) {
+            break;
+        }
+        let name = format!("ws-{index}");
+        let shard = workspace(&compose, &http, &name).await;
+        on.entry(shard).or_insert(name);
+    }
+    assert!(
+        SHARDS.iter().all(|shard| on.contains_key(*shard)),
+        "{PLACEMENT_MAX} workspaces left a shard empty: {on:?}"
+    );
+    let path = |shard: &str| format!("root:{}", on[shard]);
+    for shard in SHARDS {
+        compose
+            .kubectl(&path(shard))
+            .args(["create", "configmap", "hello", "--from-literal", &format!("shard={shard}")])
+            .ok();
+    }
+    eprintln!("workspaces on every shard: {on:?}");
+
+    // An export on shard-1 bound on shard-2: the binding controller on shard-2 sees the
+    // export only through cache-a → cache-global.
+    compose.kubectl(&path("shard-1")).args(["apply", "-f", "-"]).stdin(export_manifest("widgets", "Widget")).ok();
+    compose
+        .kubectl(&path("shard-2"))
+        .args(["apply", "-f", "-"])
+        .stdin(binding_manifest("widgets", &path("shard-1")))
+        .ok();
+    wait_binding(&http, &path("shard-2"), "widgets", READY, bound).await;
+    let widgets = format!("/clusters/{}/apis/example.io/v1/namespaces/default/widgets", path("shard-2"));
+    eventually("widgets served on shard-2", READY, || async {
+        match get(&http, &widgets).await? {
+            (StatusCode::OK, _) => Ok(()),
+            (status, body) => Err(format!("HTTP {status}: {body}")),
+        }
+    })
+    .await;
+    compose.kubectl(&path("shard-2")).args(["create", "-f", "-"]).stdin(object_manifest("Widget", "first")).ok();
+    let listed = compose.kubectl(&path("shard-2")).args(["get", "widgets", "-o", "name"]).ok().stdout;
+    assert!(listed.contains("widget.example.io/first"), "{listed}");
+    eprintln!("export on shard-1 bound on shard-2");
+
+    // Prometheus: every target up, and the latency histogram answers a quantile query.
+    let targets = eventually("every Prometheus target up", READY, || all_targets_up(&compose)).await;
+    eprintln!("Prometheus targets: {targets:?}");
+    let query = "histogram_quantile(0.9, sum by (le, verb) (rate(apiserver_request_duration_seconds_bucket[1m])))";
+    let url = format!("/api/v1/query?query={}", encode(query));
+    let samples = eventually("a request-latency quantile from Prometheus", READY, || async {
+        // Some traffic in every window, so the rate is never empty for lack of requests.
+        let _ = get(&http, "/clusters/root/api/v1/namespaces/default/configmaps").await;
+        let answer = compose.prometheus(&url).await.map_err(|e| format!("{e:#}"))?;
+        let result = answer["data"]["result"].as_array().cloned().unwrap_or_default();
+        let finite: Vec<Value> = result
+            .into_iter()
+            .filter(|s| s["value"][1].as_str().and_then(|v| v.parse::<f64>().ok()).is_some_and(f64::is_finite))
+            .collect();
+        if finite.is_empty() {
+            Err(answer.to_string())
+        } else {
+            Ok(finite)
+        }
+    })
+    .await;
+    eprintln!("p90 latency by verb: {}", Value::from(samples));
+
+    // A shard container killed: its workspaces get 503, everyone else's keep working, and
+    // a new workspace is scheduled onto a live shard.
+    compose.docker(&["kill", &compose.container("shard-2")]).unwrap();
+    let dead = format!("/clusters/{}/api/v1/namespaces/default/configmaps", path("shard-2"));
+    let refusal = eventually("503 for shard-2's workspace", READY, || async {
+        match get(&http, &dead).await? {
+            (StatusCode::SERVICE_UNAVAILABLE, body) => Ok(body),
+            (status, body) => Err(format!("HTTP {status}: {body}")),
+        }
+    })
+    .await;
+    assert_eq!(refusal["kind"], "Status", "{refusal}");
+    for shard in ["root", "shard-1"] {
+        let out =
+            compose.kubectl(&path(shard)).args(["get", "configmap", "hello", "-o", "jsonpath={.data.shard}"]).ok();
+        assert_eq!(out.stdout, shard);
+    }
+    let elsewhere = workspace(&compose, &http, "during-outage").await;
+    assert_ne!(elsewhere, "shard-2", "a workspace was scheduled onto the dead shard");
+    eprintln!("shard-2 killed: its workspace answers 503, the others 200; a new workspace went to {elsewhere}");
+
+    // Started again (same volume): its workspaces answer, with what they held.
+    compose.docker(&["start", &compose.container("shard-2")]).unwrap();
+    let kept = compose.kubectl(&path("shard-2"));
+    eventually("shard-2's workspace back", READY, || async {
+        match get(&http, &widgets).await? {
+            (StatusCode::OK, list) if list["items"].as_array().is_some_and(|items| items.len() == 1) => Ok(()),
+            (status, body) => Err(format!("HTTP {status}: {body}")),
+        }
+    })
+    .await;
+    let out = kept.args(["get", "configmap", "hello", "-o", "jsonpath={.data.shard}"]).ok();
+    assert_eq!(out.stdout, "shard-2");
+    eprintln!("shard-2 restarted with its data");
+
+    // cache-b (shard-2's region) cut off: an export made on shard-2 cannot reach the global
+    // cache, so a binding to it on shard-1 finds no export. Reconnected under its service
+    // name (a plain `docker network connect` would drop the compose alias), the cache
+    // catches up and the binding is Bound.
+    let cache_b = compose.container("cache-b");
+    compose.docker(&["network", "disconnect", &compose.network(), &cache_b]).unwrap();
+    compose.kubectl(&path("shard-2")).args(["apply", "-f", "-"]).stdin(export_manifest("gadgets", "Gadget")).ok();
+    compose
+        .kubectl(&path("shard-1"))
+        .args(["apply", "-f", "-"])
+        .stdin(binding_manifest("gadgets", &path("shard-2")))
+        .ok();
+    let waiting = wait_binding(&http, &path("shard-1"), "gadgets", READY, export_not_found).await;
+    assert!(!bound(&waiting), "bound while its export's cache was cut off: {waiting}");
+    compose.docker(&["network", "connect", "--alias", "cache-b", &compose.network(), &cache_b]).unwrap();
+    let healed = Instant::now();
+    wait_binding(&http, &path("shard-1"), "gadgets", CONVERGE, bound).await;
+    eprintln!("cache-b reconnected; the export behind it was bound on shard-1 {:.0?} later", healed.elapsed());
+    let gadgets = format!("/clusters/{}/apis/example.io/v1/namespaces/default/gadgets", path("shard-1"));
+    eventually("gadgets served on shard-1", READY, || async {
+        match get(&http, &gadgets).await? {
+            (StatusCode::OK, _) => Ok(()),
+            (status, body) => Err(format!("HTTP {status}: {body}")),
+        }
+    })
+    .await;
+    compose.kubectl(&path("shard-1")).args(["create", "-f", "-"]).stdin(object_manifest("Gadget", "g1")).ok();
+
+    // After all that, Prometheus again sees every process (shard-2 at its new address).
+    eventually("every Prometheus target up again", READY, || all_targets_up(&compose)).await;
+
+    compose.teardown().expect("docker-compose down");
+    let left = compose.leftovers().expect("list what is left of the project");
+    assert!(left.is_empty(), "left behind by `down -v`: {left}");
+    eprintln!("compose test done in {:.0?}", started.elapsed());
+}
