@@ -24,6 +24,7 @@
 pub mod apply;
 pub mod authz;
 pub mod list;
+pub mod metrics;
 pub mod replicas;
 pub mod replicate;
 pub mod routes;

@@ -231,6 +231,9 @@ impl Session {
             let mut steps: Vec<Step> = match commit_changes(&self.state, changes).await {
                 Ok(counts) => {
                     tracing::debug!(changes = total, ?counts, "round applied");
+                    let sender = crate::metrics::SenderLabels { sender: self.sender.clone() };
+                    self.state.metrics.batches_applied.get_or_create(&sender).inc_by(positions.len() as u64);
+                    self.state.metrics.changes_applied.get_or_create(&sender).inc_by(total as u64);
                     positions.into_iter().map(|position| Step::Applied { position }).collect()
                 }
                 Err(status) => {

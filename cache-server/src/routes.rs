@@ -55,7 +55,22 @@ pub async fn serve(state: Arc<State>, peer: Arc<Peer>, mut request: http::Reques
     }
     match (request.method(), request.uri().path()) {
         (&http::Method::GET, "/healthz") => plain(http::StatusCode::OK, "ok"),
-        _ => plain(http::StatusCode::NOT_FOUND, "not found: this is a cache server; it serves gRPC and /healthz\n"),
+        (&http::Method::GET, "/metrics") => match peer.as_ref() {
+            Some(Ok(_)) => {
+                let mut response = http::Response::new(Body::new(Full::new(Bytes::from(state.metrics.render()))));
+                let content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+                response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(content_type));
+                response
+            }
+            _ => plain(
+                http::StatusCode::UNAUTHORIZED,
+                "present a client certificate from the installation's client CA to read /metrics\n",
+            ),
+        },
+        _ => plain(
+            http::StatusCode::NOT_FOUND,
+            "not found: this is a cache server; it serves gRPC, /healthz and /metrics\n",
+        ),
     }
 }
 

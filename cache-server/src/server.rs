@@ -104,7 +104,8 @@ pub async fn start(config: Config, listener: TcpListener) -> anyhow::Result<Runn
     let store = Store::open(&config.store_dir, config.store_options.clone())
         .with_context(|| format!("open rocksdb at {}", config.store_dir.display()))?;
     let (stop, shutdown) = watch::channel(false);
-    let state = Arc::new(State { store, name: config.name.clone(), shutdown: shutdown.clone() });
+    let metrics = crate::metrics::Metrics::new(&store);
+    let state = Arc::new(State { store, name: config.name.clone(), shutdown: shutdown.clone(), metrics });
 
     let serving_state = state.clone();
     let serving = tokio::spawn(security::https::serve(listener, tls, shutdown, move |connection| {

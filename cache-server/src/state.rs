@@ -2,6 +2,7 @@
 //! watch. A leaf: the server builds it, every service and the uplink take it, and it
 //! imports none of them, so no module needs the server to reach the store.
 
+use crate::metrics::Metrics;
 use store::Store;
 use tokio::sync::watch;
 
@@ -13,6 +14,8 @@ pub struct State {
     pub name: String,
     /// Flips to true when the server stops; long-lived streams end on it.
     pub shutdown: watch::Receiver<bool>,
+    /// What `/metrics` serves.
+    pub metrics: Metrics,
 }
 
 /// Resolves once `shutdown` flips to true (or its sender is gone, which also means stop).

@@ -3,6 +3,7 @@
 //! one index-feed stream per shard that resumes from its last event after either side
 //! restarts.
 
+use crate::feed_lag::FeedLag;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -33,6 +34,8 @@ pub struct Routing {
     shards: RwLock<BTreeMap<String, String>>,
     /// Where the shard set is remembered.
     state_file: PathBuf,
+    /// How far the index trails the shards.
+    pub feed_lag: FeedLag,
 }
 
 impl Routing {
@@ -42,7 +45,12 @@ impl Routing {
             .ok()
             .and_then(|bytes| serde_json::from_slice::<BTreeMap<String, String>>(&bytes).ok())
             .unwrap_or_default();
-        Routing { index: RwLock::new(Index::default()), shards: RwLock::new(shards), state_file }
+        Routing {
+            index: RwLock::new(Index::default()),
+            shards: RwLock::new(shards),
+            state_file,
+            feed_lag: FeedLag::default(),
+        }
     }
 
     /// The base URL of `shard`.
@@ -158,7 +166,11 @@ async fn stream_once(
         if synced {
             *resume_rv = event.rv;
         }
+        let committed = event.committed_unix_micros;
         routing.index.write().apply(shard, event);
+        if committed > 0 {
+            routing.feed_lag.observe(shard, committed);
+        }
     }
     anyhow::ensure!(synced, "the feed ended before it synced");
     Ok(())

@@ -229,7 +229,7 @@ mod tests {
     }
 
     fn event(kind: Kind, entry: Option<Entry>) -> IndexEvent {
-        IndexEvent { kind: kind as i32, rv: 1, entry, resumed: false }
+        IndexEvent { kind: kind as i32, rv: 1, entry, ..IndexEvent::default() }
     }
 
     fn snapshot(index: &mut Index, shard: &str, entries: Vec<Entry>) {
@@ -302,7 +302,7 @@ mod tests {
         assert_eq!(index.resolve("root:org:team"), target("t1", "b"));
         // A resumed stream keeps the entries.
         index.begin_stream("b");
-        index.apply("b", IndexEvent { kind: Kind::Synced as i32, rv: 9, entry: None, resumed: true });
+        index.apply("b", IndexEvent { kind: Kind::Synced as i32, rv: 9, resumed: true, ..IndexEvent::default() });
         assert_eq!(index.resolve("root:org:team"), target("t1", "b"));
         // Other shards are untouched; a shard leaving takes its entries along.
         index.remove_shard("a");

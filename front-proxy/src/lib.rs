@@ -13,6 +13,7 @@
 //! - [`metrics`] counts what happened.
 
 pub mod feed;
+pub mod feed_lag;
 pub mod home;
 pub mod index;
 pub mod metrics;

@@ -109,13 +109,14 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let root_shard_url = args.root_shard.trim_end_matches('/').to_owned();
     let routing = Arc::new(Routing::new(args.data_dir.join("shards.json")));
     tokio::spawn(feed::run(routing.clone(), upstream.clone(), root_shard_url.clone()));
+    let metrics = Arc::new(Metrics::new(&routing.feed_lag));
     let proxy = Proxy {
         authn: Arc::new(Authenticator::new(tokens, None)?),
         anonymous: args.anonymous_auth,
         routing,
         upstream,
         root_shard_url,
-        metrics: Arc::new(Metrics::default()),
+        metrics,
     };
 
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);

@@ -10,6 +10,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
 use crate::feed::Routing;
+use crate::feed_lag::FeedLag;
 
 /// Labels of the request counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -27,8 +28,9 @@ pub struct Metrics {
     registry: Registry,
 }
 
-impl Default for Metrics {
-    fn default() -> Self {
+impl Metrics {
+    /// Registers every metric, the index feed's lag (which `feed_lag` observes) among them.
+    pub fn new(feed_lag: &FeedLag) -> Self {
         let requests = Family::<CodeLabels, Counter>::default();
         let request_seconds = Histogram::new(exponential_buckets(0.000_1, 2.0, 20));
         let indexed_clusters = Gauge::default();
@@ -46,11 +48,14 @@ impl Default for Metrics {
             indexed_clusters.clone(),
         );
         registry.register("shards", "Shards the proxy routes to", known_shards.clone());
+        registry.register(
+            "index_feed_lag_seconds",
+            "From a shard seeing a Workspace or LogicalCluster change committed to this proxy applying it",
+            feed_lag.0.clone(),
+        );
         Metrics { requests, request_seconds, indexed_clusters, known_shards, registry }
     }
-}
 
-impl Metrics {
     /// Counts one answered request.
     pub fn observe(&self, code: u16, elapsed: Duration) {
         self.requests.get_or_create(&CodeLabels { code }).inc();

@@ -16,8 +16,10 @@
 //! becomes, how the two sides are compared) is the [`Outbox`] each implements.
 
 mod link;
+mod metrics;
 pub mod plan;
 mod session;
 
+pub use metrics::LagMetrics;
 pub use plan::IN_FLIGHT_MAX;
 pub use session::{run, Outbox, Target};

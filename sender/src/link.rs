@@ -1,11 +1,15 @@
 //! The sending half of one replication stream: the Hello, batches bounded by how many are
 //! unacknowledged ([`Window`]), and the acknowledgements coming back.
 
+use crate::metrics::LagMetrics;
 use crate::plan::{self, Window};
 use anyhow::Context;
+use parking_lot::Mutex;
 use protocol::cache::cache_client::CacheClient;
 use protocol::cache::{replicate_request, Batch, Change, Hello, ReplicateRequest, ReplicateResponse};
 use security::grpc::GrpcClient;
+use std::collections::VecDeque;
+use std::time::Instant;
 use tokio::sync::{mpsc, watch};
 use tonic::Streaming;
 
@@ -16,6 +20,41 @@ const REQUESTS_BUFFER: usize = 8;
 pub(crate) struct Link {
     requests: mpsc::Sender<ReplicateRequest>,
     window: watch::Sender<Window>,
+    lag: Lag,
+}
+
+/// When the changes of each unacknowledged batch were first seen committed, for the lag.
+struct Lag {
+    metrics: LagMetrics,
+    to: String,
+    pending: Mutex<Pending>,
+}
+
+#[derive(Default)]
+struct Pending {
+    /// Batches acknowledged on this stream.
+    acked: u64,
+    /// Per unacknowledged batch, in order: when its oldest change was seen, if it is
+    /// measured.
+    since: VecDeque<Option<Instant>>,
+}
+
+impl Lag {
+    fn sent(&self, since: Option<Instant>) {
+        self.pending.lock().since.push_back(since);
+    }
+
+    fn acked(&self, batches: u64) {
+        let now = Instant::now();
+        let mut pending = self.pending.lock();
+        while pending.acked < batches {
+            let Some(since) = pending.since.pop_front() else { return };
+            pending.acked += 1;
+            if let Some(since) = since {
+                self.metrics.observe(&self.to, now.saturating_duration_since(since));
+            }
+        }
+    }
 }
 
 /// An open stream: where to send, where acks arrive, and the target's recorded position.
@@ -27,7 +66,11 @@ pub(crate) struct Opened {
 
 impl Link {
     /// Opens a stream to `target` as `sender` and waits for the answer to the Hello.
-    pub async fn open(target: &mut CacheClient<GrpcClient>, sender: &str) -> anyhow::Result<Opened> {
+    pub async fn open(
+        target: &mut CacheClient<GrpcClient>,
+        sender: &str,
+        lag: (LagMetrics, String),
+    ) -> anyhow::Result<Opened> {
         let (requests, requests_rx) = mpsc::channel(REQUESTS_BUFFER);
         let hello = Hello { sender: sender.to_owned() };
         let hello = ReplicateRequest { request: Some(replicate_request::Request::Hello(hello)) };
@@ -38,29 +81,39 @@ impl Link {
         telemetry::propagation::inject_grpc(&tracing::Span::current(), request.metadata_mut());
         let mut acks = target.replicate(request).await.context("open a replication stream")?.into_inner();
         let answer = acks.message().await?.context("the target ended the stream without answering the Hello")?;
-        let link = Link { requests, window: watch::Sender::new(Window::default()) };
+        let (metrics, to) = lag;
+        let lag = Lag { metrics, to, pending: Mutex::default() };
+        let link = Link { requests, window: watch::Sender::new(Window::default()), lag };
         Ok(Opened { link, acks, position: answer.position })
     }
 
     /// Sends one batch once the window has room; `traceparent` names the span it
-    /// belongs to (empty: none).
-    pub async fn send(&self, changes: Vec<Change>, position: u64, traceparent: String) -> anyhow::Result<()> {
-        self.send_batch(Batch { changes, position, traceparent }).await
+    /// belongs to (empty: none), `since` when its oldest change was seen committed (for the
+    /// lag; none for changes not fresh from the store's stream).
+    pub async fn send(
+        &self,
+        changes: Vec<Change>,
+        position: u64,
+        traceparent: String,
+        since: Option<Instant>,
+    ) -> anyhow::Result<()> {
+        self.send_batch(Batch { changes, position, traceparent }, since).await
     }
 
     /// Sends `changes` in as many batches as the limits need, the last one moving the
     /// target to `position` ([`plan::batches`]).
     pub async fn send_all(&self, changes: Vec<Change>, position: u64) -> anyhow::Result<()> {
         for batch in plan::batches(changes, position) {
-            self.send_batch(batch).await?;
+            self.send_batch(batch, None).await?;
         }
         Ok(())
     }
 
-    async fn send_batch(&self, batch: Batch) -> anyhow::Result<()> {
+    async fn send_batch(&self, batch: Batch, since: Option<Instant>) -> anyhow::Result<()> {
         self.wait_until(Window::can_send).await?;
         // One task sends, so the room just seen is still there.
         self.window.send_modify(|window| window.sent(batch.position));
+        self.lag.sent(since);
         self.requests
             .send(ReplicateRequest { request: Some(replicate_request::Request::Batch(batch)) })
             .await
@@ -92,6 +145,7 @@ impl Link {
             if !known {
                 return anyhow::anyhow!("the target acknowledged {} batches, more than were sent", ack.batches);
             }
+            self.lag.acked(ack.batches);
         }
     }
 }

@@ -2,6 +2,7 @@
 //! full sync, forwarding, idle progress and drift repair.
 
 use crate::link::{Link, Opened};
+use crate::metrics::LagMetrics;
 use crate::plan::Batcher;
 use anyhow::Context;
 use bytes::Bytes;
@@ -57,19 +58,22 @@ pub struct Target {
     pub targets: Vec<(String, CacheClient<GrpcClient>)>,
     /// How often the local store and the target are compared.
     pub resync: Duration,
+    /// Where the lag to each target is observed.
+    pub lag: LagMetrics,
 }
 
 /// Replicates `outbox` to the targets forever, one session at a time, failing over with
 /// the shared policy.
 pub async fn run<O: Outbox>(outbox: Arc<O>, target: Target) {
-    let Target { targets, resync } = target;
+    let Target { targets, resync, lag } = target;
     drive::sessions(targets.len(), Backoff::reconnect(), |index| {
         let (name, cache) = targets[index].clone();
         let outbox = outbox.clone();
+        let lag = (lag.clone(), name.clone());
         async move {
             let span = tracing::info_span!("replicate", to = %name, sender = outbox.sender());
             let mut established = false;
-            let result = session(&*outbox, cache, resync, &mut established).instrument(span).await;
+            let result = session(&*outbox, cache, resync, lag, &mut established).instrument(span).await;
             if let Err(error) = result {
                 tracing::warn!(to = %name, error = format_args!("{error:#}"), "replication stream ended; failing over");
             }
@@ -84,9 +88,10 @@ async fn session<O: Outbox>(
     outbox: &O,
     mut cache: CacheClient<GrpcClient>,
     resync: Duration,
+    lag: (LagMetrics, String),
     established: &mut bool,
 ) -> anyhow::Result<()> {
-    let Opened { link, mut acks, position } = Link::open(&mut cache, outbox.sender()).await?;
+    let Opened { link, mut acks, position } = Link::open(&mut cache, outbox.sender(), lag).await?;
     *established = true;
     tracing::info!(position, "replicating");
     tokio::select! {
@@ -121,7 +126,7 @@ async fn forward<O: Outbox>(
             _ = idle.tick() => {
                 let progress = watch.progress_rv();
                 if progress > sent {
-                    link.send(Vec::new(), progress, String::new()).await?;
+                    link.send(Vec::new(), progress, String::new(), None).await?;
                     sent = progress;
                 }
             }
@@ -163,16 +168,22 @@ async fn forward_ready<O: Outbox>(
     first: Option<Arc<Event>>,
 ) -> anyhow::Result<Option<u64>> {
     let mut batcher = Batcher::default();
-    // The spans that wrote this batch's changes, when traces are exported.
+    // The spans that wrote this batch's changes, when traces are exported, and when its
+    // oldest change was seen.
     let mut causes = Vec::new();
-    let take = |event: &Event, batcher: &mut Batcher, causes: &mut Vec<telemetry::Cause>| {
+    let mut since = None;
+    let take = |event: &Event,
+                batcher: &mut Batcher,
+                causes: &mut Vec<telemetry::Cause>,
+                since: &mut Option<std::time::Instant>| {
         if let Some(change) = outbox.change_of(event) {
             batcher.push(change);
             causes.extend(event.cause);
+            since.get_or_insert_with(std::time::Instant::now);
         }
     };
     if let Some(event) = first.as_deref() {
-        take(event, &mut batcher, &mut causes);
+        take(event, &mut batcher, &mut causes, &mut since);
     }
     let mut sent = None;
     loop {
@@ -180,7 +191,7 @@ async fn forward_ready<O: Outbox>(
         if !full {
             // Watch::next is cancel-safe: polling it once takes a ready event or nothing.
             if let Some(event) = watch.next().now_or_never() {
-                take(&*event?, &mut batcher, &mut causes);
+                take(&*event?, &mut batcher, &mut causes, &mut since);
                 continue;
             }
         }
@@ -189,7 +200,7 @@ async fn forward_ready<O: Outbox>(
         }
         // Every change up to the progress is in this batch or an earlier one.
         let position = watch.progress_rv();
-        send_traced(link, batcher.take(), position, std::mem::take(&mut causes)).await?;
+        send_traced(link, batcher.take(), position, std::mem::take(&mut causes), since.take()).await?;
         sent = Some(position);
         if !full {
             return Ok(sent);
@@ -204,9 +215,10 @@ async fn send_traced(
     changes: Vec<Change>,
     position: u64,
     causes: Vec<telemetry::Cause>,
+    since: Option<std::time::Instant>,
 ) -> anyhow::Result<()> {
     if causes.is_empty() {
-        return link.send(changes, position, String::new()).await;
+        return link.send(changes, position, String::new(), since).await;
     }
     let span = tracing::info_span!(
         "replication.send",
@@ -217,7 +229,7 @@ async fn send_traced(
     );
     telemetry::Cause::link_all(&span, causes);
     let traceparent = telemetry::propagation::traceparent(&span).unwrap_or_default();
-    link.send(changes, position, traceparent).instrument(span).await
+    link.send(changes, position, traceparent, since).instrument(span).await
 }
 
 /// Once every sent batch is applied, compares the target with the local store and sends

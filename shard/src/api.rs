@@ -1,7 +1,7 @@
 //! The request entry point: parse, authenticate, authorize, route, record.
 
 use crate::authz;
-use crate::metrics::{RequestLabels, VerbLabels};
+use crate::metrics::RequestLabels;
 use crate::state::Shard;
 use apiserver::discovery;
 use apiserver::registry::virtual_workspace::VirtualWorkspace;
@@ -79,13 +79,12 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
     .instrument(span)
     .await;
     let code = response.status().as_u16().to_string();
-    shard.metrics.requests.get_or_create(&RequestLabels { verb: labels.0.clone(), resource: labels.1, code }).inc();
-    if labels.0 != "watch" {
-        shard
-            .metrics
-            .request_seconds
-            .get_or_create(&VerbLabels { verb: labels.0 })
-            .observe(started.elapsed().as_secs_f64());
+    let (verb, resource) = labels;
+    let watch = verb == "watch";
+    let labels = RequestLabels { verb, resource, code };
+    shard.metrics.requests.get_or_create(&labels).inc();
+    if !watch {
+        shard.metrics.request_seconds.get_or_create(&labels).observe(started.elapsed().as_secs_f64());
     }
     response
 }
@@ -341,7 +340,7 @@ fn process_endpoint(
             Ok(rest::bytes_response(
                 200,
                 "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                shard.metrics.render(&shard.store),
+                shard.metrics.render(),
                 &[],
             ))
         }

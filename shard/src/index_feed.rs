@@ -116,13 +116,15 @@ async fn stream_events(
             for (_, stored) in &page.items {
                 let Ok(object) = objects::decode(stored) else { continue };
                 if let Some(entry) = entry_of(rt, &object) {
-                    send(tx, IndexEvent { kind: Kind::Upsert as i32, rv, entry: Some(entry), resumed: false }).await?;
+                    send(tx, IndexEvent { kind: Kind::Upsert as i32, rv, entry: Some(entry), ..IndexEvent::default() })
+                        .await?;
                 }
             }
         }
         rv.unwrap_or_else(|| shard.store.current_rv())
     };
-    send(tx, IndexEvent { kind: Kind::Synced as i32, rv: from_rv, entry: None, resumed: resumable }).await?;
+    send(tx, IndexEvent { kind: Kind::Synced as i32, rv: from_rv, resumed: resumable, ..IndexEvent::default() })
+        .await?;
 
     let [lc_prefix, ws_prefix] = prefixes;
     let gone = |e: store::StoreError| Status::aborted(format!("index watch ended: {e}; reconnect"));
@@ -134,6 +136,9 @@ async fn stream_events(
             event = workspaces.next() => (&kinds[1], event.map_err(gone)?),
             _ = tx.closed() => return Ok(()),
         };
+        let committed_unix_micros = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| i64::try_from(since.as_micros()).unwrap_or(i64::MAX));
         let (kind, bytes) = match (&event.value, &event.prev) {
             (Some(value), _) => (Kind::Upsert, value.clone()),
             (None, Some(prev)) => (Kind::Delete, prev.value.clone()),
@@ -145,7 +150,14 @@ async fn stream_events(
         // repeats some events, which the index applies idempotently).
         let resume_rv = clusters.progress_rv().min(workspaces.progress_rv());
         if let Some(entry) = entry_of(rt, &object) {
-            send(tx, IndexEvent { kind: kind as i32, rv: resume_rv, entry: Some(entry), resumed: false }).await?;
+            let event = IndexEvent {
+                kind: kind as i32,
+                rv: resume_rv,
+                entry: Some(entry),
+                committed_unix_micros,
+                ..IndexEvent::default()
+            };
+            send(tx, event).await?;
         }
     }
 }

@@ -25,11 +25,13 @@ pub struct RequestLabels {
     pub code: String,
 }
 
-/// Labels of a request-duration observation.
+/// Labels of a workspace scheduling retry.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct VerbLabels {
-    /// Kubernetes verb.
-    pub verb: String,
+pub struct RetryLabels {
+    /// `redraw` (the drawn shard left, or the name was taken), `unreachable` (the target
+    /// shard did not answer), `refused` (it answered with an error) or `failed` (a step
+    /// on this shard failed).
+    pub reason: &'static str,
 }
 
 /// Labels of a garbage-collector write.
@@ -54,37 +56,46 @@ pub struct Metrics {
     /// Requests served.
     pub requests: Family<RequestLabels, Counter>,
     /// Request latency (watches excluded: they last as long as the client wants).
-    pub request_seconds: Family<VerbLabels, Histogram>,
+    pub request_seconds: Family<RequestLabels, Histogram>,
     /// Shards this shard knows (its ring's size).
     pub ring_shards: Gauge,
     /// Writes of the garbage collector, by action.
     pub gc_actions: Family<GcLabels, Counter>,
     /// Authorization decisions on requests, by decision and reason.
     pub authorization_decisions: Family<AuthorizationLabels, Counter>,
-    store_ops: Counter,
-    store_batches: Counter,
+    /// Workspace scheduling: from a Workspace's creation until its scheduler sees it Ready.
+    pub workspace_scheduling_seconds: Histogram,
+    /// Scheduling steps that had to be tried again, by why.
+    pub workspace_scheduling_retries: Family<RetryLabels, Counter>,
+    /// Replication lag to each cache: a change's commit here until the cache acknowledged it.
+    pub replication_lag: sender::LagMetrics,
     fleet_placement_passes: Counter,
-    store_write_seconds: prometheus_client::metrics::counter::Counter<f64, std::sync::atomic::AtomicU64>,
     registry: Registry,
 }
 
 impl Metrics {
     /// Registers every metric, the API-server core's among them.
-    pub fn new(core: &CoreMetrics) -> Self {
+    pub fn new(core: &CoreMetrics, store: &Store) -> Self {
         let mut registry = Registry::default();
         let requests = Family::<RequestLabels, Counter>::default();
-        let request_seconds = Family::<VerbLabels, Histogram>::new_with_constructor(|| {
+        let request_seconds = Family::<RequestLabels, Histogram>::new_with_constructor(|| {
             Histogram::new(exponential_buckets(0.0005, 2.0, 16))
         });
         let ring_shards = Gauge::default();
         let gc_actions = Family::<GcLabels, Counter>::default();
         let authorization_decisions = Family::<AuthorizationLabels, Counter>::default();
-        let store_ops = Counter::default();
-        let store_batches = Counter::default();
         let fleet_placement_passes = Counter::default();
-        let store_write_seconds = Default::default();
+        let workspace_scheduling_seconds = Histogram::new(exponential_buckets(0.001, 2.0, 18));
+        let workspace_scheduling_retries = Family::<RetryLabels, Counter>::default();
+        let replication_lag = sender::LagMetrics::default();
+        // Kubernetes' own names for the request metrics, so dashboards made for
+        // kube-apiserver read them; Atoll's own metrics are `atoll_*`.
         registry.register("apiserver_request", "Requests served, by verb, resource and code", requests.clone());
-        registry.register("apiserver_request_duration_seconds", "Request latency by verb", request_seconds.clone());
+        registry.register(
+            "apiserver_request_duration_seconds",
+            "Request latency by verb, resource and code (watches excluded)",
+            request_seconds.clone(),
+        );
         registry.register("atoll_watches_started", "Watches started", core.watches_started.clone());
         registry.register("atoll_watches_active", "Watches streaming now", core.watches_active.clone());
         registry.register("atoll_ring_shards", "Shards in this shard's consistent-hash ring", ring_shards.clone());
@@ -94,17 +105,22 @@ impl Metrics {
             "Authorization decisions on requests, by decision and reason",
             authorization_decisions.clone(),
         );
-        registry.register("atoll_store_ops_committed", "Store ops committed", store_ops.clone());
-        registry.register("atoll_store_batches", "Store batches (fsyncs) written", store_batches.clone());
+        store.metrics().register(&mut registry);
+        registry.register(
+            "atoll_workspace_scheduling_seconds",
+            "Time from a Workspace's creation until its scheduler saw it Ready",
+            workspace_scheduling_seconds.clone(),
+        );
+        registry.register(
+            "atoll_workspace_scheduling_retries",
+            "Workspace scheduling steps tried again, by reason",
+            workspace_scheduling_retries.clone(),
+        );
+        replication_lag.register(&mut registry);
         registry.register(
             "atoll_fleet_placement_passes",
             "ClusterResourcePlacements the Fleet hub controller decided, wrote and reported",
             fleet_placement_passes.clone(),
-        );
-        registry.register(
-            "atoll_store_write_seconds",
-            "Time spent in synced batch writes",
-            Counter::clone(&store_write_seconds),
         );
         Metrics {
             requests,
@@ -112,26 +128,18 @@ impl Metrics {
             ring_shards,
             gc_actions,
             authorization_decisions,
-            store_ops,
-            store_batches,
+            workspace_scheduling_seconds,
+            workspace_scheduling_retries,
+            replication_lag,
             fleet_placement_passes,
-            store_write_seconds,
             registry,
         }
     }
 
-    /// Renders the text exposition format, bringing store counters up to date first.
-    pub fn render(&self, store: &Store) -> String {
-        let m = store.metrics();
-        catch_up(&self.store_ops, m.ops_committed.load(Ordering::Relaxed));
-        catch_up(&self.store_batches, m.batches.load(Ordering::Relaxed));
+    /// Renders the text exposition format, bringing the Fleet counter up to date first.
+    pub fn render(&self) -> String {
         let passes = FLEET_PLACEMENT_PASSES.load(Ordering::Relaxed);
         catch_up(&self.fleet_placement_passes, passes);
-        let seconds = m.write_micros.load(Ordering::Relaxed) as f64 / 1e6;
-        let behind = seconds - self.store_write_seconds.get();
-        if behind > 0.0 {
-            self.store_write_seconds.inc_by(behind);
-        }
         let mut out = String::new();
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
             out.push_str("# encoding metrics failed\n");

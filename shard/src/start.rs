@@ -43,6 +43,12 @@ pub struct Config {
     /// [default: the listen URL].
     #[arg(long)]
     pub external_url: Option<String>,
+    /// URL other shards and front-proxies reach this shard at, published as its Shard
+    /// object's `spec.baseURL` (kcp's `--shard-base-url`), e.g. `https://shard-1.atoll:6443`
+    /// where hosts have DNS names; its host joins the serving certificate's names
+    /// [default: https://<listen address>].
+    #[arg(long, value_parser = parse_base_url)]
+    pub shard_base_url: Option<String>,
     /// Draw logical-cluster names from this seed instead of at random (deterministic tests).
     #[arg(long, hide = true)]
     pub workspace_name_seed: Option<u64>,
@@ -167,7 +173,8 @@ pub async fn start(args: Config) -> anyhow::Result<Running> {
     let (material, tls_config) = load_pki(&args, &host)?;
     let authority =
         if host.contains(':') { format!("[{host}]:{}", local.port()) } else { format!("{host}:{}", local.port()) };
-    let (shard, handles) = assemble_shard(&args, store, &material, format!("https://{authority}"))?;
+    let base_url = args.shard_base_url.clone().unwrap_or_else(|| format!("https://{authority}"));
+    let (shard, handles) = assemble_shard(&args, store, &material, base_url)?;
     shard.paths.load(&shard).context("index the canonical paths of the hosted logical clusters")?;
     crate::crd::load_index(&shard).context("index the CustomResourceDefinitions of the hosted logical clusters")?;
     let bindings = &handles.bindings;
@@ -207,10 +214,26 @@ pub async fn start(args: Config) -> anyhow::Result<Running> {
     Ok(Running { base_url: shard.base_url.clone(), shard, admin_kubeconfig: kubeconfig, shutdown, serving })
 }
 
+/// A shard base URL: `https://host[:port]`, no path; stored without a trailing slash.
+fn parse_base_url(value: &str) -> Result<String, String> {
+    let url = value.trim_end_matches('/');
+    let uri: http::Uri = url.parse().map_err(|e| format!("not a URL: {e}"))?;
+    if uri.scheme_str() != Some("https") || uri.host().is_none() {
+        return Err("give https://host[:port]".into());
+    }
+    if !matches!(uri.path(), "" | "/") {
+        return Err("give the shard's root URL, without a path".into());
+    }
+    Ok(url.to_string())
+}
+
 /// The installation's certificates for this shard, and its TLS configuration.
 fn load_pki(args: &Config, host: &str) -> anyhow::Result<(pki::ServingMaterial, Arc<rustls::ServerConfig>)> {
     let mut hosts = vec![host.to_string()];
     hosts.extend(args.tls_san.iter().cloned());
+    if let Some(base) = args.shard_base_url.as_deref().and_then(|url| url.parse::<http::Uri>().ok()) {
+        hosts.extend(base.host().map(|h| h.trim_start_matches('[').trim_end_matches(']').to_string()));
+    }
     anyhow::ensure!(
         args.root || args.root_shard.is_some(),
         "say which installation this shard belongs to: --root for the root shard, or --root-shard URL to join one"
@@ -255,7 +278,7 @@ fn assemble_shard(
         None => None,
     };
     let core_metrics = apiserver::metrics::CoreMetrics::default();
-    let metrics = Metrics::new(&core_metrics);
+    let metrics = Metrics::new(&core_metrics, &store);
     let membership = Membership::load(args.data_dir.join("membership.json"), metrics.ring_shards.clone());
     let peers = Peers::new(PeerCredentials {
         server_ca_pem: material.ca_cert_pem.clone(),

@@ -58,7 +58,7 @@ async fn concurrent_writes_share_batches_and_get_unique_increasing_rvs() {
     rvs.dedup();
     assert_eq!(rvs.len(), 400, "every write gets its own rv");
     assert_eq!(*rvs.last().unwrap(), store.current_rv());
-    let batches = store.metrics().batches.load(std::sync::atomic::Ordering::Relaxed);
+    let batches = store.metrics().batches.get();
     assert!((1..=400).contains(&batches));
 }
 

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer as _;
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
@@ -66,6 +67,14 @@ pub fn init(default_service: &str, default_filter: &str) -> Telemetry {
         .with_writer(std::io::stderr)
         .with_ansi(ansi)
         .event_format(WithTraceIds(tracing_subscriber::fmt::format().with_ansi(ansi)));
+    // Exporting, a log line names its trace and span instead of quoting the span's
+    // fields: the log layer then never formats the fields of every span (most spans log
+    // nothing), which is most of what a span costs it.
+    let fmt = if provider.is_some() {
+        fmt.with_filter(tracing_subscriber::filter::filter_fn(|metadata| metadata.is_event())).boxed()
+    } else {
+        fmt.boxed()
+    };
     let otel = provider.as_ref().map(|provider| {
         tracing_opentelemetry::layer()
             .with_tracer(provider.tracer("atoll"))

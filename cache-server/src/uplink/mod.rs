@@ -60,7 +60,8 @@ impl Uplink {
 
     /// Replicates to the parents until the server stops.
     pub async fn run(self: Arc<Self>) {
-        let target = sender::Target { targets: self.caches(), resync: self.resync_interval };
+        let lag = self.state.metrics.replication_lag.clone();
+        let target = sender::Target { targets: self.caches(), resync: self.resync_interval, lag };
         let outbox = Arc::new(CacheOutbox { state: self.state.clone() });
         let mut shutdown = self.state.shutdown.clone();
         tokio::select! {

@@ -13,6 +13,7 @@
 //! (the other shard's logical-cluster controller deletes those first).
 
 use super::for_each_object;
+use crate::metrics::RetryLabels;
 use crate::peer::PeerError;
 use crate::state::Shard;
 use crate::tenancy::rows::TenancyRows;
@@ -172,6 +173,7 @@ async fn reconcile(shard: &Shard, suspects: &Suspects, cluster: &str, name: &str
             }
             Err(e) => {
                 tracing::warn!(code = e.code, error = %e.message, "workspace step failed; retrying");
+                retried(shard, "failed");
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(BACKOFF_MAX);
             }
@@ -204,6 +206,7 @@ async fn schedule(shard: &Shard, suspects: &Suspects, at: &ObjectRef<'_>, worksp
     let set = shard.membership.current();
     let Some(info) = set.shard(&target) else {
         tracing::info!(%target, "the drawn shard left the installation; drawing again");
+        retried(shard, "redraw");
         return draw(shard, suspects, at).await;
     };
     let parent = tenancy::parent(shard, at.cluster)?;
@@ -214,6 +217,7 @@ async fn schedule(shard: &Shard, suspects: &Suspects, at: &ObjectRef<'_>, worksp
             Ok(existing) if tenancy::owned_by(&existing, workspace) => existing,
             Ok(_) => {
                 tracing::info!(%cluster, %target, "logical cluster name taken by someone else; drawing again");
+                retried(shard, "redraw");
                 return draw(shard, suspects, at).await;
             }
             Err(error) => return peer_failed(shard, suspects, at, &target, error).await,
@@ -235,6 +239,9 @@ async fn schedule(shard: &Shard, suspects: &Suspects, at: &ObjectRef<'_>, worksp
     })
     .await?;
     tracing::info!(%cluster, %target, ready, "scheduled the workspace");
+    if ready {
+        observe_ready(shard, workspace);
+    }
     Ok(if ready { Next::Done } else { Next::Now })
 }
 
@@ -250,12 +257,14 @@ async fn peer_failed(
     match error {
         PeerError::Unreachable { .. } => {
             tracing::info!(%error, %target, "target shard unreachable; drawing again after a back-off");
+            retried(shard, "unreachable");
             suspects.mark(target);
             draw(shard, suspects, at).await?;
             Ok(Next::Later)
         }
         PeerError::Status { .. } => {
             tracing::warn!(%error, %target, "target shard refused the logical cluster; retrying");
+            retried(shard, "refused");
             Ok(Next::Later)
         }
     }
@@ -284,7 +293,23 @@ async fn check_initialized(shard: &Shard, at: &ObjectRef<'_>, workspace: &Value)
         }
     })
     .await?;
+    if ready {
+        observe_ready(shard, workspace);
+    }
     Ok(if ready { Next::Done } else { Next::Later })
+}
+
+/// Records the time from the workspace's creation until now, when it went Ready.
+fn observe_ready(shard: &Shard, workspace: &Value) {
+    let created = workspace.pointer("/metadata/creationTimestamp").and_then(Value::as_str);
+    let Some(created) = created.and_then(|c| c.parse::<jiff::Timestamp>().ok()) else { return };
+    let seconds = jiff::Timestamp::now().duration_since(created).as_secs_f64();
+    shard.metrics.workspace_scheduling_seconds.observe(seconds.max(0.0));
+}
+
+/// Counts a scheduling step tried again.
+fn retried(shard: &Shard, reason: &'static str) {
+    shard.metrics.workspace_scheduling_retries.get_or_create(&RetryLabels { reason }).inc();
 }
 
 /// Deleting: delete the LogicalCluster on its shard, wait until it is gone, then let the

@@ -47,8 +47,9 @@ pub struct Replication {
 /// the cache servers.
 pub async fn run(shard: Arc<Shard>, replication: Replication) {
     let targets = crate::cache::clients(&replication.urls, &replication.client);
+    let lag = shard.metrics.replication_lag.clone();
     let outbox = ShardOutbox { shard, paths: Mutex::default() };
-    sender::run(Arc::new(outbox), sender::Target { targets, resync: replication.resync }).await;
+    sender::run(Arc::new(outbox), sender::Target { targets, resync: replication.resync, lag }).await;
 }
 
 /// What this shard replicates: the replicated objects of its store.
