@@ -114,6 +114,8 @@ start() {
     # A collector address from the caller's shell means nothing inside the containers.
     unset OTEL_EXPORTER_OTLP_ENDPOINT
   fi
+  # A kubeconfig left from an earlier installation would name other CAs.
+  rm -f "$kubeconfig"
   local started=$SECONDS
   # `up` itself waits for each service's dependencies to be healthy (depends_on), so it
   # returns once the front-proxy has been started.
@@ -154,9 +156,11 @@ case "${1:-}" in
     # The whole workspace, as the tests build it, so RocksDB is built once for both.
     cargo build --workspace --all-targets
     images
-    # A stale kubeconfig from an earlier installation would name other CAs.
-    rm -f "$kubeconfig"
     start "$@"
+    # `kubectl ws` is a kubectl plugin: kubectl finds `kubectl-ws` on PATH.
+    path_hint=""
+    command -v kubectl-ws >/dev/null || path_hint="  export PATH=$bin_dir:\$PATH   # for kubectl ws
+"
     cat <<MSG
 Atoll is running in docker-compose project $project: a front-proxy on
 https://127.0.0.1:$ATOLL_PROXY_PORT in front of shards root, shard-1 and shard-2, regional
@@ -164,8 +168,10 @@ caches cache-a (root, shard-1) and cache-b (shard-2) under cache-global, and Pro
 http://127.0.0.1:$ATOLL_PROMETHEUS_PORT.
 
   export KUBECONFIG=$kubeconfig
-  kubectl ws create team-a --enter
-  kubectl get workspaces -o wide
+${path_hint}  kubectl ws create team-a --enter   # a workspace on whichever shard the ring picks
+  kubectl create configmap hello --from-literal=greeting=hi
+  kubectl ws ..
+  kubectl get workspaces            # the shard each landed on: metadata.annotations
   docker-compose -p $project -f deploy/docker-compose.yaml ps
 
 MSG
@@ -177,7 +183,6 @@ MSG
     ;;
   start)
     shift
-    rm -f "$kubeconfig"
     start "$@"
     echo "$kubeconfig"
     ;;
