@@ -54,7 +54,8 @@ pub async fn serve(state: Arc<State>, peer: Arc<Peer>, mut request: http::Reques
         };
     }
     match (request.method(), request.uri().path()) {
-        (&http::Method::GET, "/healthz") => plain(http::StatusCode::OK, "ok"),
+        // Serving means ready: the store is open and replicas are answered from it.
+        (&http::Method::GET, "/healthz" | "/livez" | "/readyz") => plain(http::StatusCode::OK, "ok"),
         (&http::Method::GET, "/metrics") => match peer.as_ref() {
             Some(Ok(_)) => {
                 let mut response = http::Response::new(Body::new(Full::new(Bytes::from(state.metrics.render()))));
@@ -69,7 +70,7 @@ pub async fn serve(state: Arc<State>, peer: Arc<Peer>, mut request: http::Reques
         },
         _ => plain(
             http::StatusCode::NOT_FOUND,
-            "not found: this is a cache server; it serves gRPC, /healthz and /metrics\n",
+            "not found: this is a cache server; it serves gRPC, /healthz, /livez, /readyz and /metrics\n",
         ),
     }
 }

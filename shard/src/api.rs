@@ -327,7 +327,16 @@ fn process_endpoint(
     request: &::http::Request<Incoming>,
 ) -> ApiResult<Response> {
     match endpoint {
-        "healthz" | "livez" | "readyz" => Ok(rest::bytes_response(200, "text/plain", "ok", &[])),
+        "healthz" | "livez" => Ok(rest::bytes_response(200, "text/plain", "ok", &[])),
+        // Ready once this shard is in its own shard set: it has joined the installation
+        // (or remembers having joined), so the ring schedules onto it and its peers know it.
+        "readyz" if shard.membership.current().shard(&shard.name).is_some() => {
+            Ok(rest::bytes_response(200, "text/plain", "ok", &[]))
+        }
+        "readyz" => Err(ApiError::unavailable(format!(
+            "shard {} has not joined the installation yet: its Shard object is not in its shard set (is the root shard reachable?)",
+            shard.name
+        ))),
         // Request counts per resource and authorization decisions are for operators.
         "metrics" => {
             let identity = authenticate(shard, peer, request)?;
