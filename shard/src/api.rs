@@ -33,33 +33,16 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_string();
-    // OTel's HTTP server attributes plus what the Kubernetes request addresses; no body,
-    // query or credential goes into a span.
-    let span = tracing::info_span!(
-        "request",
-        otel.kind = "server",
-        otel.status_code = tracing::field::Empty,
-        http.request.method = %method,
-        url.path = %path,
-        server.address = request.uri().host().or_else(|| request.headers().get(::http::header::HOST).and_then(|h| h.to_str().ok())),
-        http.response.status_code = tracing::field::Empty,
-        k8s.request.verb = tracing::field::Empty,
-        k8s.request.resource = tracing::field::Empty,
-        k8s.namespace.name = tracing::field::Empty,
-        atoll.logical_cluster = tracing::field::Empty,
-        atoll.shard = %shard.name,
-    );
-    telemetry::propagation::continue_http(&span, request.headers());
-    let (labels, response) = async {
-        let query = apiserver::rest::request_info::parse_query(request.uri().query());
-        // A virtual workspace narrows the API path that follows its prefix and view.
-        let (view, api_path) = match shard.registry.virtual_workspace(&path) {
-            Some((workspace, view, api_path)) => (Some((workspace.clone(), view.to_string())), api_path),
-            None => (None, path.as_str()),
-        };
-        let info = request_info::parse(&method, api_path, &query);
-        let labels = labels_of(&shard, &info);
-        record_request(&tracing::Span::current(), &method, &info, &labels);
+    let query = apiserver::rest::request_info::parse_query(request.uri().query());
+    // A virtual workspace narrows the API path that follows its prefix and view.
+    let (view, api_path) = match shard.registry.virtual_workspace(&path) {
+        Some((workspace, view, api_path)) => (Some((workspace.clone(), view.to_string())), api_path),
+        None => (None, path.as_str()),
+    };
+    let info = request_info::parse(&method, api_path, &query);
+    let labels = labels_of(&shard, &info);
+    let span = request_span(&shard, &request, &info, &labels);
+    let response = async {
         let response = match route(&shard, &peer, info, query, request, view).await {
             Ok(response) => response,
             Err(error) => {
@@ -70,11 +53,13 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
             }
         };
         let code = response.status().as_u16();
-        tracing::Span::current().record("http.response.status_code", code);
+        let span = tracing::Span::current();
+        span.record("code", code);
+        span.record("http.response.status_code", code);
         if code >= 500 {
-            tracing::Span::current().record("otel.status_code", "ERROR");
+            span.record("otel.status_code", "ERROR");
         }
-        (labels, response)
+        response
     }
     .instrument(span)
     .await;
@@ -89,28 +74,51 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
     response
 }
 
-/// Names the span after the Kubernetes verb and resource (`create workspaces`), and
-/// records what the request addresses.
-fn record_request(span: &tracing::Span, method: &::http::Method, info: &RequestInfo, labels: &(String, String)) {
-    if span.is_disabled() {
-        return;
+/// The span of one request. Exporting traces, it is the server span of the caller's
+/// trace (continuing a `traceparent` the caller sent): named after the Kubernetes verb
+/// and resource (`create workspaces`), with OTel's HTTP server attributes and what the
+/// request addresses, but no body, query or credential. Otherwise it has the three fields
+/// a log line quotes, so a shard that exports nothing does no more than before.
+fn request_span(
+    shard: &Shard,
+    request: &::http::Request<Incoming>,
+    info: &RequestInfo,
+    labels: &(String, String),
+) -> tracing::Span {
+    let method = request.method();
+    let path = request.uri().path();
+    if !telemetry::enabled() {
+        return tracing::info_span!("request", %method, path = %path, code = tracing::field::Empty);
     }
     let (verb, resource) = labels;
-    span.record("k8s.request.verb", verb.as_str());
-    if resource.is_empty() {
-        telemetry::rename(span, format!("{method} {verb}"));
-    } else {
-        telemetry::rename(span, format!("{verb} {resource}"));
-        span.record("k8s.request.resource", resource.as_str());
-    }
-    if let RequestInfo::Cluster(cluster, target) = info {
-        span.record("atoll.logical_cluster", tracing::field::display(cluster));
-        if let Target::Resource(r) = target {
-            if let Some(namespace) = &r.namespace {
-                span.record("k8s.namespace.name", namespace.as_str());
-            }
+    let name = if resource.is_empty() { format!("{method} {verb}") } else { format!("{verb} {resource}") };
+    let (cluster, namespace) = match info {
+        RequestInfo::Cluster(cluster, target) => {
+            let namespace = match target {
+                Target::Resource(r) => r.namespace.as_deref(),
+                _ => None,
+            };
+            (Some(tracing::field::display(cluster)), namespace)
         }
-    }
+        _ => (None, None),
+    };
+    let span = tracing::info_span!(
+        "request",
+        otel.name = name.as_str(),
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        http.request.method = %method,
+        url.path = path,
+        server.address = request.uri().host().or_else(|| request.headers().get(::http::header::HOST).and_then(|h| h.to_str().ok())),
+        http.response.status_code = tracing::field::Empty,
+        k8s.request.verb = verb.as_str(),
+        k8s.request.resource = (!resource.is_empty()).then_some(resource.as_str()),
+        k8s.namespace.name = namespace,
+        atoll.logical_cluster = cluster,
+        atoll.shard = shard.name.as_str(),
+    );
+    telemetry::propagation::continue_http(&span, request.headers());
+    span
 }
 
 /// Metric labels. The resource comes from the URL, so only resources some logical cluster

@@ -17,14 +17,3 @@ pub mod propagation;
 
 pub use cause::Cause;
 pub use init::{enabled, init, Telemetry};
-
-use opentelemetry::trace::TraceContextExt as _;
-use tracing_opentelemetry::OpenTelemetrySpanExt as _;
-
-/// Names `span` once what it does is known (a request's verb and resource are parsed
-/// after its span started; recording `otel.name` then would be ignored).
-pub fn rename(span: &tracing::Span, name: String) {
-    if enabled() && !span.is_disabled() {
-        span.context().span().update_name(name);
-    }
-}
