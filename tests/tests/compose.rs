@@ -387,10 +387,11 @@ async fn all_targets_up(compose: &Compose) -> Result<Vec<String>, String> {
     let describe =
         |t: &Value| format!("{}/{}={}", field(t, "/labels/job"), field(t, "/labels/instance"), field(t, "/health"));
     let names: Vec<String> = active.iter().map(describe).collect();
-    // Whatever deploy/prometheus/prometheus.yml lists must be up, and it must list at least
-    // the three shards and the front-proxy.
+    // Whatever deploy/prometheus/prometheus.yml lists must be up, and it must list every
+    // Atoll server: three shards, three caches and the front-proxy.
     let jobs = |job: &str| active.iter().filter(|t| t["labels"]["job"] == job).count();
-    if jobs("shards") == 3 && jobs("front-proxy") == 1 && active.iter().all(|t| t["health"] == "up") {
+    let every_server = jobs("shards") == 3 && jobs("caches") == 3 && jobs("front-proxy") == 1;
+    if every_server && active.iter().all(|t| t["health"] == "up") {
         Ok(names)
     } else {
         Err(format!("targets: {names:?} {}", targets["data"]["activeTargets"]))
