@@ -55,7 +55,10 @@ impl Uplink {
 
     /// Each parent's name (for logs) and client, in failover order.
     fn caches(&self) -> Vec<(String, CacheClient<GrpcClient>)> {
-        self.parents.iter().map(|parent| (parent.to_string(), self.cache(parent))).collect()
+        self.parents
+            .iter()
+            .map(|parent| (parent.to_string().trim_end_matches('/').to_string(), self.cache(parent)))
+            .collect()
     }
 
     /// Replicates to the parents until the server stops.

@@ -81,6 +81,14 @@ fn ensure_process_name(name: &str) -> anyhow::Result<()> {
 /// checking and creating must be one step, or two processes starting together could
 /// each create a CA and overwrite the other's.
 fn load_or_create_cas(pki_dir: &Path) -> anyhow::Result<SharedCas> {
+    // A complete directory is only read, without the lock (CAs are written key first, so
+    // a present certificate has its key): it may be read-only, a mounted Secret.
+    let existing = CertDir::existing(pki_dir);
+    if let (Some(serving), Some(client), Some(front_proxy)) =
+        (existing.load_ca(SERVING_CA_NAME)?, existing.load_ca(CLIENT_CA_NAME)?, existing.load_ca(FRONT_PROXY_CA_NAME)?)
+    {
+        return Ok(SharedCas { serving, client, front_proxy });
+    }
     let dir = CertDir::create(pki_dir)?;
     let _lock = dir.lock()?;
     Ok(SharedCas {
@@ -113,6 +121,18 @@ mod tests {
     use crate::pki::{issue_client_cert, load};
 
     const PROCESSES: usize = 4;
+
+    #[test]
+    fn a_complete_pki_dir_is_only_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pki_dir = dir.path().join("pki");
+        let first = load(&options(&pki_dir, &dir.path().join("a"), "shard-a", &[])).expect("create the CAs");
+        fs::remove_file(pki_dir.join(".lock")).expect("remove the lock file");
+        // A mounted Secret holds the CAs and nothing else; loading must not write there.
+        let second = load(&options(&pki_dir, &dir.path().join("b"), "shard-b", &[])).expect("load the CAs");
+        assert_eq!(first.ca_cert_pem, second.ca_cert_pem, "the same serving CA");
+        assert!(!pki_dir.join(".lock").exists(), "nothing was written into the complete PKI dir");
+    }
 
     #[test]
     fn processes_starting_together_share_one_set_of_cas() {
