@@ -1,0 +1,40 @@
+//! Checkers: pure functions from a recorded [`History`](crate::history::History) to the
+//! violations found in it. None does I/O, so each is unit-tested with hand-made histories
+//! that plant exactly one violation.
+
+pub mod ledger;
+pub mod watch;
+
+use serde::{Deserialize, Serialize};
+
+use crate::history::History;
+
+/// One broken promise, named by the checker and guarantee that caught it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Violation {
+    /// The checker (`ledger` or `watch`).
+    pub checker: String,
+    /// The guarantee broken (`lost-write`, `rv-backwards`, `ordered`, `reliable`, …).
+    pub guarantee: String,
+    /// What was seen, precisely enough to find it in the history.
+    pub detail: String,
+}
+
+impl Violation {
+    pub(crate) fn new(checker: &str, guarantee: &str, detail: String) -> Violation {
+        Violation { checker: checker.to_string(), guarantee: guarantee.to_string(), detail }
+    }
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{}/{}] {}", self.checker, self.guarantee, self.detail)
+    }
+}
+
+/// Runs every checker over `history`.
+pub fn check_all(history: &History) -> Vec<Violation> {
+    let mut violations = ledger::check(history);
+    violations.extend(watch::check(history));
+    violations
+}

@@ -1,0 +1,244 @@
+//! A scenario run: start an installation (root shard and one more), put a fault proxy in
+//! front of each shard, run writers and watchers through the proxies, inject the seeded
+//! schedule, heal, read the final state directly from each shard, and judge the history.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use tests::installation::Installation;
+use tests::{ShardProcess, TlsHttp};
+
+use crate::check::{check_all, Violation};
+use crate::history::{FinalState, History, OperationKind, Outcome};
+use crate::netproxy::{FaultProxy, NetFault};
+use crate::schedule::{self, Action, Mix, Step};
+use crate::workload::{self, Recorder, Target, NAMESPACE};
+
+/// The scenarios, by name.
+pub const SCENARIOS: &[(&str, &str)] = &[
+    ("shard-kill", "kill -9 and restart shards under write and watch load"),
+    ("network", "cut, blackhole, drop and delay the clients' connections to the shards"),
+    ("pause", "SIGSTOP / SIGCONT shards while clients hold connections to them"),
+    ("mixed", "all of the above, drawn from the seed"),
+];
+
+fn mix(scenario: &str) -> anyhow::Result<Mix> {
+    Ok(match scenario {
+        "shard-kill" => Mix { network: false, kill: true, pause: false },
+        "network" => Mix { network: true, kill: false, pause: false },
+        "pause" => Mix { network: false, kill: false, pause: true },
+        "mixed" => Mix { network: true, kill: true, pause: true },
+        other => anyhow::bail!("unknown scenario {other:?}; `atoll-chaos list` names them"),
+    })
+}
+
+/// How a run is shaped.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// A name from [`SCENARIOS`].
+    pub scenario: String,
+    /// The seed of the fault schedule and the writers' choices.
+    pub seed: u64,
+    /// How long faults are injected.
+    pub fault_seconds: u64,
+    /// Writers per shard.
+    pub writers_per_shard: u32,
+    /// Watchers per shard.
+    pub watchers_per_shard: u32,
+    /// Where to keep the history (JSON), for `atoll-chaos replay`.
+    pub history_file: Option<PathBuf>,
+}
+
+/// What a run found.
+#[derive(Debug)]
+pub struct Report {
+    /// The whole history.
+    pub history: History,
+    /// Every violation the checkers found.
+    pub violations: Vec<Violation>,
+    /// How long the run took, installation start to verdict.
+    pub elapsed: Duration,
+}
+
+impl Report {
+    /// A summary: seed, faults, operations per kind and outcome, watch figures, verdict.
+    pub fn summary(&self) -> String {
+        summarize(&self.history, &self.violations, Some(self.elapsed))
+    }
+}
+
+/// The summary of a judged history (shared by `run` and `replay`).
+pub fn summarize(history: &History, violations: &[Violation], elapsed: Option<Duration>) -> String {
+    let mut out = format!("scenario {} seed {}\n", history.scenario, history.seed);
+    if let Some(elapsed) = elapsed {
+        out += &format!("run time {:.1} s\n", elapsed.as_secs_f64());
+    }
+    out += &format!("faults injected: {}\n", history.faults.len());
+    for kind in
+        [OperationKind::Create, OperationKind::Update, OperationKind::Delete, OperationKind::Get, OperationKind::List]
+    {
+        let ops: Vec<_> = history.operations.iter().filter(|op| op.kind == kind).collect();
+        let count = |f: fn(&Outcome) -> bool| ops.iter().filter(|op| f(&op.outcome)).count();
+        out += &format!(
+            "{kind:?}: {} ({} ok, {} refused, {} unknown)\n",
+            ops.len(),
+            count(|o| matches!(o, Outcome::Ok { .. } | Outcome::NotFound)),
+            count(|o| matches!(o, Outcome::Fail { .. })),
+            count(|o| matches!(o, Outcome::Unknown { .. })),
+        );
+    }
+    let events: usize = history.watches.iter().map(|w| w.items.len()).sum();
+    let gone = history.watches.iter().filter(|w| w.end == crate::history::WatchEnd::Gone).count();
+    out += &format!("watch requests: {} ({events} items, {gone} ended 410)\n", history.watches.len());
+    out += &format!("violations: {}\n", violations.len());
+    for violation in violations {
+        out += &format!("  {violation}\n");
+    }
+    out
+}
+
+/// Runs one scenario to its verdict.
+pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
+    let started = Instant::now();
+    let mix = mix(&options.scenario)?;
+    let steps = schedule::draw(options.seed, options.fault_seconds * 1000, 2, mix);
+    println!("scenario {} seed {}: {} faults scheduled", options.scenario, options.seed, steps.len());
+    for step in &steps {
+        println!("  at {:>6} ms for {:>5} ms: shard #{} {:?}", step.at_ms, step.hold_ms, step.target, step.action);
+    }
+    let mut installation = Installation::start(1).await.context("start the installation")?;
+    let mut proxies = Vec::new();
+    let mut targets = Vec::new();
+    for (index, shard) in [&installation.root, &installation.shards[0]].into_iter().enumerate() {
+        let cluster = format!("chaos-{index}");
+        prepare(shard, &cluster).await?;
+        let proxy = FaultProxy::start(shard.name(), upstream(shard)?).await?;
+        let base_url = format!("https://{}", proxy.listen_addr());
+        let admin = shard.admin();
+        let http = TlsHttp::new(&base_url, &admin.ca_pem, Some(&admin.identity))?.with_timeout(Duration::from_secs(5));
+        targets.push(Target { shard: shard.name().to_string(), cluster, http });
+        proxies.push(proxy);
+    }
+    let recorder = Recorder::new(options.seed, &options.scenario);
+    let mut writers = Vec::new();
+    let mut watchers = Vec::new();
+    for (index, target) in targets.iter().enumerate() {
+        for i in 0..options.writers_per_shard {
+            let client = index as u32 * 100 + i;
+            let seed = options.seed ^ (u64::from(client) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            writers.push(tokio::spawn(workload::writer(recorder.clone(), target.clone(), client, seed)));
+        }
+        for i in 0..options.watchers_per_shard {
+            watchers.push(tokio::spawn(workload::watcher(recorder.clone(), target.clone(), index as u32 * 100 + i)));
+        }
+    }
+    let phase = inject(&mut installation, &proxies, &steps, &recorder).await;
+    for proxy in &proxies {
+        proxy.heal();
+    }
+    phase?;
+    // Let the workload run a little on the healed installation, then stop it.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    recorder.stop_writers();
+    for writer in writers {
+        writer.await.context("join a writer")?;
+    }
+    for (shard, target) in [&installation.root, &installation.shards[0]].into_iter().zip(&targets) {
+        recorder.finish(final_state(shard, target).await?);
+    }
+    for watcher in watchers {
+        watcher.await.context("join a watcher")?;
+    }
+    let history = recorder.snapshot();
+    if let Some(path) = &options.history_file {
+        let json = serde_json::to_vec_pretty(&history).context("serialize the history")?;
+        std::fs::write(path, json).with_context(|| format!("write the history to {}", path.display()))?;
+    }
+    let violations = check_all(&history);
+    Ok(Report { history, violations, elapsed: started.elapsed() })
+}
+
+/// Creates the logical cluster and namespace the workload uses on `shard`.
+async fn prepare(shard: &ShardProcess, cluster: &str) -> anyhow::Result<()> {
+    shard.create_logical_cluster(cluster).await?;
+    let path = format!("/clusters/{cluster}/api/v1/namespaces");
+    let body = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}});
+    let response = shard.http().post_json(&path, &body).await?;
+    anyhow::ensure!(
+        response.status.is_success() || response.status == http::StatusCode::CONFLICT,
+        "create namespace {NAMESPACE} in {cluster}: {} {}",
+        response.status,
+        response.text()
+    );
+    Ok(())
+}
+
+fn upstream(shard: &ShardProcess) -> anyhow::Result<SocketAddr> {
+    let port = shard.admin().port()?;
+    Ok(SocketAddr::from(([127, 0, 0, 1], port)))
+}
+
+fn shard_mut(installation: &mut Installation, target: usize) -> &mut ShardProcess {
+    if target == 0 {
+        &mut installation.root
+    } else {
+        &mut installation.shards[target - 1]
+    }
+}
+
+/// Injects every step at its offset, holds it, and lifts it.
+async fn inject(
+    installation: &mut Installation,
+    proxies: &[FaultProxy],
+    steps: &[Step],
+    recorder: &Recorder,
+) -> anyhow::Result<()> {
+    let phase_start = Instant::now();
+    for step in steps {
+        let at = phase_start + Duration::from_millis(step.at_ms);
+        tokio::time::sleep_until(at.into()).await;
+        let proxy = &proxies[step.target];
+        let shard = shard_mut(installation, step.target);
+        let name = shard.name().to_string();
+        let hold = Duration::from_millis(step.hold_ms);
+        match step.action {
+            Action::Net(fault) => {
+                recorder.fault(format!("proxy {name}: {fault:?} for {} ms", step.hold_ms));
+                proxy.inject(fault);
+                tokio::time::sleep(hold).await;
+                proxy.inject(NetFault::Heal);
+            }
+            Action::Kill9 => {
+                recorder.fault(format!("shard {name}: kill -9, restart after {} ms", step.hold_ms));
+                shard.kill9();
+                tokio::time::sleep(hold).await;
+                shard.restart().await.with_context(|| format!("restart shard {name} after kill -9"))?;
+                recorder.fault(format!("shard {name}: restarted"));
+            }
+            Action::Pause => {
+                let pid = shard.pid().with_context(|| format!("shard {name} is not running"))?;
+                recorder.fault(format!("shard {name}: SIGSTOP for {} ms", step.hold_ms));
+                crate::injector::pause(pid)?;
+                tokio::time::sleep(hold).await;
+                crate::injector::resume(pid)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Lists the collection directly on the shard (no proxy), retrying briefly.
+async fn final_state(shard: &ShardProcess, target: &Target) -> anyhow::Result<FinalState> {
+    let http = shard.http();
+    let mut last = None;
+    for _ in 0..50 {
+        match workload::list(&http, &target.path()).await {
+            Ok((rv, objects)) => return Ok(FinalState { collection: target.collection(), rv, objects }),
+            Err(error) => last = Some(error),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Err(last.unwrap_or_else(|| anyhow::anyhow!("no attempt"))).context("read the final state")
+}

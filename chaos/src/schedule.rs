@@ -1,0 +1,121 @@
+//! The fault schedule: drawn once from the run's seed, before anything starts, so that
+//! the same seed injects the same faults at the same offsets. Pure: no I/O, no clock.
+//!
+//! A schedule alternates fault and calm: each step injects one fault on one target,
+//! holds it, then lifts it (heal, SIGCONT or restart) and leaves the system a calm spell
+//! to recover, so the workload sees both faults and recoveries.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+use crate::netproxy::{Direction, NetFault};
+
+/// What a step does to its target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Action {
+    /// A network fault on the proxy in front of the target shard, lifted by a heal.
+    Net(NetFault),
+    /// `kill -9`, then a restart on the same data dir after the hold.
+    Kill9,
+    /// SIGSTOP, then SIGCONT after the hold: the process keeps its connections open.
+    Pause,
+}
+
+/// One scheduled fault.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    /// Offset from the start of the fault phase.
+    pub at_ms: u64,
+    /// The shard it targets (an index into the scenario's shards).
+    pub target: usize,
+    /// What is done.
+    pub action: Action,
+    /// How long the fault holds before it is lifted.
+    pub hold_ms: u64,
+}
+
+/// Which kinds of fault a scenario draws from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mix {
+    /// Network faults through the proxy.
+    pub network: bool,
+    /// kill -9 and restart.
+    pub kill: bool,
+    /// SIGSTOP / SIGCONT.
+    pub pause: bool,
+}
+
+/// The shortest and longest hold of a fault, and the calm after it.
+const HOLD_MS: (u64, u64) = (500, 3_000);
+const CALM_MS: (u64, u64) = (500, 2_000);
+
+/// Draws the schedule for a fault phase of `duration_ms` over `targets` shards.
+pub fn draw(seed: u64, duration_ms: u64, targets: usize, mix: Mix) -> Vec<Step> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut actions = Vec::new();
+    if mix.network {
+        actions.extend([
+            Action::Net(NetFault::Cut),
+            Action::Net(NetFault::Blackhole),
+            Action::Net(NetFault::Drop(Direction::Upstream)),
+            Action::Net(NetFault::Drop(Direction::Downstream)),
+        ]);
+    }
+    if mix.kill {
+        actions.push(Action::Kill9);
+    }
+    if mix.pause {
+        actions.push(Action::Pause);
+    }
+    let mut steps = Vec::new();
+    if actions.is_empty() || targets == 0 {
+        return steps;
+    }
+    let mut at_ms = rng.gen_range(CALM_MS.0..=CALM_MS.1);
+    while at_ms < duration_ms {
+        let mut action = actions[rng.gen_range(0..actions.len())];
+        if action == Action::Net(NetFault::Blackhole) && rng.gen_bool(0.3) {
+            // Sometimes slow rather than dead: delay both ways instead.
+            action = Action::Net(NetFault::Delay(Direction::Downstream, rng.gen_range(20..=400)));
+        }
+        let hold_ms = rng.gen_range(HOLD_MS.0..=HOLD_MS.1).min(duration_ms - at_ms);
+        steps.push(Step { at_ms, target: rng.gen_range(0..targets), action, hold_ms });
+        at_ms += hold_ms + rng.gen_range(CALM_MS.0..=CALM_MS.1);
+    }
+    steps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: Mix = Mix { network: true, kill: true, pause: true };
+
+    #[test]
+    fn the_same_seed_draws_the_same_schedule() {
+        assert_eq!(draw(7, 30_000, 2, ALL), draw(7, 30_000, 2, ALL));
+        assert_ne!(draw(7, 30_000, 2, ALL), draw(8, 30_000, 2, ALL));
+    }
+
+    #[test]
+    fn steps_do_not_overlap_and_end_within_the_phase() {
+        for seed in 0..50 {
+            let steps = draw(seed, 20_000, 2, ALL);
+            assert!(!steps.is_empty(), "seed {seed}");
+            for pair in steps.windows(2) {
+                assert!(pair[0].at_ms + pair[0].hold_ms < pair[1].at_ms, "seed {seed}: {pair:?}");
+            }
+            let last = steps.last().unwrap();
+            assert!(last.at_ms + last.hold_ms <= 20_000, "seed {seed}: {last:?}");
+            assert!(steps.iter().all(|s| s.target < 2));
+        }
+    }
+
+    #[test]
+    fn the_mix_limits_the_actions() {
+        let kills = draw(3, 60_000, 1, Mix { network: false, kill: true, pause: false });
+        assert!(kills.iter().all(|s| s.action == Action::Kill9), "{kills:?}");
+        assert!(draw(3, 60_000, 1, Mix { network: false, kill: false, pause: false }).is_empty());
+    }
+}
