@@ -92,6 +92,8 @@ pub fn summarize(history: &History, violations: &[Violation], elapsed: Option<Du
     let events: usize = history.watches.iter().map(|w| w.items.len()).sum();
     let gone = history.watches.iter().filter(|w| w.end == crate::history::WatchEnd::Gone).count();
     out += &format!("watch requests: {} ({events} items, {gone} ended 410)\n", history.watches.len());
+    let (reached, sessions) = crate::check::watch::converged_sessions(history);
+    out += &format!("watch sessions that reached the final list's RV: {reached} of {sessions}\n");
     out += &format!("violations: {}\n", violations.len());
     for violation in violations {
         out += &format!("  {violation}\n");

@@ -38,6 +38,9 @@ const WATCH_TIMEOUT_SECONDS: u64 = 4;
 /// at its start and every 10 s; a blackholed stream says nothing at all).
 const WATCH_IDLE: Duration = Duration::from_secs(8);
 
+/// The pause before a watcher retries a request that failed without delivering anything.
+const RETRY_PAUSE: Duration = Duration::from_millis(200);
+
 /// How long a watcher keeps trying to reach the final RV once it is known.
 pub const CATCH_UP: Duration = Duration::from_secs(30);
 
@@ -276,7 +279,7 @@ pub async fn watcher(recorder: Recorder, target: Target, watcher: u32) {
                 if past(&recorder, &collection, &mut give_up, 0) {
                     return;
                 }
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                tokio::time::sleep(RETRY_PAUSE).await;
                 continue;
             }
         };
@@ -284,10 +287,16 @@ pub async fn watcher(recorder: Recorder, target: Target, watcher: u32) {
         loop {
             let request = watch_once(&target, watcher, session, rv, initial.take()).await;
             let gone = request.end == WatchEnd::Gone;
+            // A request that failed at once (a dead or refusing shard) is retried after a
+            // pause, so a watcher does not spin on a fault.
+            let failed_at_once = request.items.is_empty() && request.end != WatchEnd::Closed;
             rv = request.progress_rv();
             recorder.record_watch(request);
             if past(&recorder, &collection, &mut give_up, rv) {
                 return;
+            }
+            if failed_at_once {
+                tokio::time::sleep(RETRY_PAUSE).await;
             }
             if gone {
                 session += 1;

@@ -151,6 +151,22 @@ fn invented(history: &History, request: &WatchRequest) -> Vec<Violation> {
     violations
 }
 
+/// How many sessions that started from a list reached the final list's RV (and so were
+/// compared with it), out of how many such sessions there were.
+pub fn converged_sessions(history: &History) -> (usize, usize) {
+    let listed: Vec<Vec<&WatchRequest>> =
+        sessions(history).into_iter().filter(|s| s.first().is_some_and(|r| r.initial.is_some())).collect();
+    let reached = listed
+        .iter()
+        .filter(|session| {
+            let final_rv = history.final_states.iter().find(|f| f.collection == session[0].collection).map(|f| f.rv);
+            let progress = session.last().map(|r| r.progress_rv()).unwrap_or(0);
+            final_rv.is_some_and(|rv| progress >= rv)
+        })
+        .count();
+    (reached, listed.len())
+}
+
 /// A session that started from a list and watched up to the final list's RV must hold
 /// exactly what the final list holds.
 fn convergence(history: &History, session: &[&WatchRequest]) -> Vec<Violation> {
