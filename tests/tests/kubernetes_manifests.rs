@@ -926,7 +926,9 @@ impl Cluster {
     }
 
     /// Waits until every probe of the pod answers 200 over HTTPS without a client
-    /// certificate, as the kubelet asks.
+    /// certificate, as the kubelet asks. A shard's readiness waits until it has joined
+    /// the installation, which its root's name (not resolvable here) keeps it from: its
+    /// `/readyz` counts when it answers 503 saying exactly that.
     async fn probe(&self, pod: &mut Pod, container: &Container) -> anyhow::Result<()> {
         let anonymous = TlsHttp::new(&format!("https://{POD_IP}:{}", pod.port), self.ca_pem.as_bytes(), None)?
             .with_timeout(Duration::from_secs(5));
@@ -936,6 +938,13 @@ impl Cluster {
             loop {
                 let last = match anonymous.get(&path).await {
                     Ok(response) if response.status == StatusCode::OK => break,
+                    Ok(response)
+                        if name == "readinessProbe"
+                            && response.status == StatusCode::SERVICE_UNAVAILABLE
+                            && response.text().contains("has not joined the installation yet") =>
+                    {
+                        break
+                    }
                     Ok(response) => format!("HTTP {}: {}", response.status, response.text()),
                     Err(error) => format!("{error:#}"),
                 };
