@@ -6,6 +6,7 @@
 use crate::feed_lag::FeedLag;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,6 +37,8 @@ pub struct Routing {
     state_file: PathBuf,
     /// How far the index trails the shards.
     pub feed_lag: FeedLag,
+    /// Whether any shard's feed has synced since the proxy started (readiness).
+    synced: AtomicBool,
 }
 
 impl Routing {
@@ -50,7 +53,13 @@ impl Routing {
             shards: RwLock::new(shards),
             state_file,
             feed_lag: FeedLag::default(),
+            synced: AtomicBool::new(false),
         }
+    }
+
+    /// Whether the index has been received whole from at least one shard since start.
+    pub fn has_synced(&self) -> bool {
+        self.synced.load(Ordering::Relaxed)
     }
 
     /// The base URL of `shard`.
@@ -160,6 +169,7 @@ async fn stream_once(
         if event.kind == protocol::index::index_event::Kind::Synced as i32 {
             tracing::info!(resumed = event.resumed, rv = event.rv, "index feed synced");
             synced = true;
+            routing.synced.store(true, Ordering::Relaxed);
         }
         // A snapshot cut short must be received again whole, so only a synced stream moves
         // the resume point.

@@ -264,6 +264,11 @@ impl Proxy {
     }
 
     fn local(&self, endpoint: &str) -> http::Response<Body> {
+        if endpoint == "readyz" && !self.routing.has_synced() {
+            return status::unavailable(
+                "the front-proxy has not received the routing index from any shard yet (is the root shard reachable?)",
+            );
+        }
         let (content_type, body): (&str, Bytes) = match endpoint {
             "metrics" => (
                 "application/openmetrics-text; version=1.0.0; charset=utf-8",
@@ -281,7 +286,9 @@ impl Proxy {
 /// The proxy's own endpoints, answered without authentication like kube's health checks.
 fn local_endpoint(path: &str) -> Option<&'static str> {
     match path {
-        "/healthz" | "/livez" | "/readyz" => Some("healthz"),
+        "/healthz" | "/livez" => Some("healthz"),
+        // Ready once some shard's index feed has synced: before that no path resolves.
+        "/readyz" => Some("readyz"),
         "/metrics" => Some("metrics"),
         _ => None,
     }

@@ -927,8 +927,9 @@ impl Cluster {
 
     /// Waits until every probe of the pod answers 200 over HTTPS without a client
     /// certificate, as the kubelet asks. A shard's readiness waits until it has joined
-    /// the installation, which its root's name (not resolvable here) keeps it from: its
-    /// `/readyz` counts when it answers 503 saying exactly that.
+    /// the installation and the front-proxy's until a shard's index reached it, which the
+    /// root's name (not resolvable here) keeps them from: their `/readyz` counts when it
+    /// answers 503 saying exactly that.
     async fn probe(&self, pod: &mut Pod, container: &Container) -> anyhow::Result<()> {
         let anonymous = TlsHttp::new(&format!("https://{POD_IP}:{}", pod.port), self.ca_pem.as_bytes(), None)?
             .with_timeout(Duration::from_secs(5));
@@ -941,7 +942,7 @@ impl Cluster {
                     Ok(response)
                         if name == "readinessProbe"
                             && response.status == StatusCode::SERVICE_UNAVAILABLE
-                            && response.text().contains("has not joined the installation yet") =>
+                            && waits_for_peers(&response.text()) =>
                     {
                         break
                     }
@@ -962,6 +963,13 @@ impl Cluster {
         }
         Ok(())
     }
+}
+
+/// Whether a 503 from `/readyz` says the server waits for its peers (which do not
+/// resolve on loopback), not that something is broken.
+fn waits_for_peers(message: &str) -> bool {
+    message.contains("has not joined the installation yet")
+        || message.contains("has not received the routing index from any shard yet")
 }
 
 /// The names of the files in `dir`, dot files (the PKI's lock) left out.
