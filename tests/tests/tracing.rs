@@ -226,5 +226,37 @@ async fn one_kubectl_call_is_one_trace_across_processes() {
     assert_eq!(send.name, "replication.send");
     assert_eq!(apply.name, "replication.apply");
 
+    // A caller's `traceparent` is continued: the proxy's span is its child. And deleting an
+    // owner through the proxy puts the garbage collector's delete of its dependent into
+    // that DELETE's trace.
+    let client = installation.proxy().http();
+    let owner = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}});
+    let owner = client.post_json("/clusters/root/api/v1/namespaces/default/configmaps", &owner).await.expect("POST");
+    assert_eq!(owner.status, http::StatusCode::CREATED, "{}", owner.text());
+    let uid = owner.json().expect("JSON")["metadata"]["uid"].as_str().expect("a uid").to_string();
+    let dependent = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "dependent",
+        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": uid}],
+    }});
+    let created = client.post_json("/clusters/root/api/v1/namespaces/default/configmaps", &dependent).await;
+    assert_eq!(created.expect("POST").status, http::StatusCode::CREATED);
+    let caller_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let caller_span = "00f067aa0ba902b7";
+    let traceparent = format!("00-{caller_trace}-{caller_span}-01");
+    let path = "/clusters/root/api/v1/namespaces/default/configmaps/owner";
+    let deleted = client.send(http::Method::DELETE, path, &[("traceparent", traceparent.as_str())], Vec::new()).await;
+    assert_eq!(deleted.expect("DELETE").status, http::StatusCode::OK);
+    wait_for(&receiver, "the garbage collector's delete in the caller's trace", |spans| {
+        spans.iter().any(|s| s.trace_id == caller_trace && s.name == "gc.collect").then_some(())
+    })
+    .await;
+    let trace = Trace::of(&receiver.spans(), caller_trace);
+    let proxy_span = trace.find("the proxy's DELETE", |s| s.service == "atoll-front-proxy" && s.kind == SERVER);
+    assert_eq!(proxy_span.parent_span_id, caller_span, "the caller's span is the proxy span's parent");
+    let request =
+        trace.find("root's delete configmaps", |s| is_shard_server(s, "root") && s.name == "delete configmaps");
+    let collect = trace.find("the collector's span", |s| s.name == "gc.collect");
+    assert!(trace.descends(collect, request), "the collector's work continues the DELETE:\n{}", trace.dump());
+
     installation.stop().await.expect("stop the installation");
 }
