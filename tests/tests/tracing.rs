@@ -226,6 +226,21 @@ async fn one_kubectl_call_is_one_trace_across_processes() {
     assert_eq!(send.name, "replication.send");
     assert_eq!(apply.name, "replication.apply");
 
+    // Binding the export: the binding controller's pass is part of the create's trace.
+    let binding = "apiVersion: apis.kcp.io/v1alpha1\nkind: APIBinding\nmetadata:\n  name: traced-binding\nspec:\n  reference:\n    export:\n      name: traced-export\n";
+    kubectl().args(["create", "-f", "-"]).stdin(binding).ok();
+    let bind = wait_for(&receiver, "the binding controller's span", |spans| {
+        spans
+            .iter()
+            .find(|s| s.name == "apibinding.bind" && s.attribute("atoll.object") == Some("traced-binding"))
+            .cloned()
+    })
+    .await;
+    let trace = Trace::of(&receiver.spans(), &bind.trace_id);
+    let request =
+        trace.find("root's create apibindings", |s| is_shard_server(s, "root") && s.name == "create apibindings");
+    assert!(trace.descends(&bind, request), "the binding's pass continues its create:\n{}", trace.dump());
+
     // A caller's `traceparent` is continued: the proxy's span is its child. And deleting an
     // owner through the proxy puts the garbage collector's delete of its dependent into
     // that DELETE's trace.
