@@ -5,7 +5,15 @@
 //!   `source_rv`, or the change is forced (a repair); a replay of what is already held
 //!   (same `source_rv`, same bytes) writes nothing, so resending after a reconnect is
 //!   free and emits no watch event.
-//! - A tombstone deletes the replica when there is one.
+//! - A tombstone deletes the replica when there is one, and (unless forced: an admin's
+//!   repair, not a deletion on the origin) the cache remembers the deletion for a bounded
+//!   time: the deleted replica's `source_rv` and the tombstone's sender
+//!   ([`remembered_deletion`]). An upsert at or below a remembered deletion from another
+//!   sender is refused, forced or not: it is a copy from before the deletion, relayed late
+//!   (say by a cache the origin failed over from), and writing it would resurrect a deleted
+//!   object. A recreated object has a later `source_rv`; and the sender of the tombstone
+//!   itself sends in order, so its own later upsert is its newer word (a child cache whose
+//!   replica an operator deleted and its origin restored) and is decided as usual.
 //! - Deleting the replica of a Shard (`core.kcp.io/shards`) also purges every replica
 //!   whose origin is that shard ([`Validated::purges_origin`]).
 
@@ -41,6 +49,13 @@ pub enum Skip {
     },
     /// A tombstone for a replica the cache does not hold.
     Absent,
+    /// An upsert of an object the cache saw deleted at or after its version.
+    Deleted {
+        /// `source_rv` of the replica whose deletion the cache remembers.
+        deleted: u64,
+        /// `source_rv` of the change.
+        incoming: u64,
+    },
 }
 
 /// The replica the cache holds for a key, as far as the rules need it.
@@ -52,8 +67,28 @@ pub struct Held<'a> {
     pub bytes: &'a [u8],
 }
 
-/// Decides an upsert of `incoming` (the encoded replica, with `incoming_rv`).
-pub fn decide_upsert(held: Option<Held<'_>>, incoming_rv: u64, incoming: &[u8], force: bool) -> Decision {
+/// A deletion the cache remembers for a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Remembered<'a> {
+    /// `source_rv` of the replica deleted.
+    pub source_rv: u64,
+    /// Who sent the tombstone.
+    pub sender: &'a str,
+}
+
+/// Decides an upsert of `incoming` (the encoded replica, with `incoming_rv`, from
+/// `sender`), given the replica held and the deletion of the key the cache remembers.
+pub fn decide_upsert(
+    held: Option<Held<'_>>,
+    deleted: Option<Remembered<'_>>,
+    sender: &str,
+    incoming_rv: u64,
+    incoming: &[u8],
+    force: bool,
+) -> Decision {
+    if let Some(deleted) = deleted.filter(|deleted| deleted.sender != sender && incoming_rv <= deleted.source_rv) {
+        return Decision::Skip(Skip::Deleted { deleted: deleted.source_rv, incoming: incoming_rv });
+    }
     let Some(held) = held else { return Decision::Write };
     if held.bytes == incoming {
         return Decision::Skip(Skip::Unchanged);
@@ -70,6 +105,21 @@ pub fn decide_tombstone(held: bool) -> Decision {
         Decision::Delete
     } else {
         Decision::Skip(Skip::Absent)
+    }
+}
+
+/// The deletion to remember when a tombstone arrives, given the `source_rv` of the held
+/// replica (`None`: nothing held) and the deletion already remembered; `None` when nothing
+/// new is to be remembered. A forced tombstone (an admin's repair) is no deletion on the
+/// origin and leaves nothing behind, so the replica's sender may restore it.
+pub fn remembered_deletion(held_rv: Option<u64>, remembered: Option<u64>, force: bool) -> Option<u64> {
+    if force {
+        return None;
+    }
+    let held_rv = held_rv?;
+    match remembered {
+        Some(remembered) if remembered >= held_rv => None,
+        _ => Some(held_rv),
     }
 }
 
@@ -93,6 +143,10 @@ pub enum Validated {
         store_key: String,
         /// The replica's key.
         key: ReplicaKey,
+        /// A repair: delete without remembering the deletion.
+        force: bool,
+        /// The authenticated sender.
+        sender: String,
     },
 }
 
@@ -148,7 +202,7 @@ pub fn validate(change: Change, sender: &str, origins: &Origins) -> Result<Valid
         }
         Some(change::Change::Tombstone(key)) => {
             let store_key = checked_key(&key, sender, origins)?;
-            Ok(Validated::Tombstone { store_key, key })
+            Ok(Validated::Tombstone { store_key, key, force, sender: sender.to_owned() })
         }
     }
 }
@@ -208,10 +262,44 @@ mod tests {
             ("forced replay", held(5, b"b"), 5, b"b", true, Decision::Skip(Skip::Unchanged)),
         ];
         for (name, held, incoming_rv, incoming, force, expected) in cases {
-            assert_eq!(decide_upsert(held, incoming_rv, incoming, force), expected, "{name}");
+            assert_eq!(decide_upsert(held, None, "s1", incoming_rv, incoming, force), expected, "{name}");
         }
         assert_eq!(decide_tombstone(true), Decision::Delete);
         assert_eq!(decide_tombstone(false), Decision::Skip(Skip::Absent));
+    }
+
+    #[test]
+    fn remembered_deletions_refuse_older_copies() {
+        let held = |source_rv, bytes: &'static [u8]| Some(Held { source_rv, bytes });
+        let deleted = |incoming| Decision::Skip(Skip::Deleted { deleted: 5, incoming });
+        let cases = [
+            ("late copy of the deleted version", None, 5, false, deleted(5)),
+            ("older copy", None, 3, false, deleted(3)),
+            ("forced late copy (a child's repair)", None, 5, true, deleted(5)),
+            ("recreated later", None, 6, false, Decision::Write),
+            ("held recreation, late copy", held(7, b"a"), 4, true, deleted(4)),
+            ("held recreation, newer", held(7, b"a"), 8, false, Decision::Write),
+            ("held recreation, replay", held(7, b"a"), 7, false, Decision::Skip(Skip::Unchanged)),
+        ];
+        for (name, held, incoming_rv, force, expected) in cases {
+            let incoming: &[u8] = if incoming_rv == 7 { b"a" } else { b"b" };
+            let remembered = Some(Remembered { source_rv: 5, sender: "cache-b" });
+            assert_eq!(decide_upsert(held, remembered, "cache-a", incoming_rv, incoming, force), expected, "{name}");
+        }
+        // The tombstone's own sender is decided as usual: its later word.
+        let own = Some(Remembered { source_rv: 5, sender: "cache-a" });
+        assert_eq!(decide_upsert(None, own, "cache-a", 5, b"b", false), Decision::Write);
+        assert_eq!(
+            decide_upsert(held(7, b"a"), own, "cache-a", 5, b"b", false),
+            Decision::Skip(Skip::Stale { held: 7, incoming: 5 })
+        );
+
+        assert_eq!(remembered_deletion(Some(5), None, false), Some(5), "a deletion is remembered");
+        assert_eq!(remembered_deletion(Some(5), Some(3), false), Some(5), "a later deletion replaces");
+        assert_eq!(remembered_deletion(Some(5), Some(5), false), None, "already remembered");
+        assert_eq!(remembered_deletion(Some(5), Some(9), false), None, "a later one is kept");
+        assert_eq!(remembered_deletion(None, None, false), None, "nothing held, no version to remember");
+        assert_eq!(remembered_deletion(Some(5), None, true), None, "a forced repair leaves nothing");
     }
 
     #[test]

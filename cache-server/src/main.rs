@@ -36,6 +36,11 @@ struct Args {
     /// Seconds between comparisons of the parent with this cache (drift repair).
     #[arg(long, default_value_t = 30)]
     resync_interval_seconds: u64,
+    /// Seconds a deleted replica's deletion is remembered: copies of it at or below the
+    /// deleted version (relayed late, e.g. by a cache a shard failed over from) are refused
+    /// meanwhile. Must outlast the outages after which such copies may still arrive.
+    #[arg(long, default_value_t = 600)]
+    tombstone_retention_seconds: u64,
     /// Extra host names or IPs for the serving certificate (comma separated).
     #[arg(long, value_delimiter = ',')]
     tls_san: Vec<String>,
@@ -91,6 +96,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         material,
         parents: args.parent.clone(),
         resync_interval: Duration::from_secs(args.resync_interval_seconds.max(1)),
+        tombstone_retention: Duration::from_secs(args.tombstone_retention_seconds),
     };
     let running = start(config, listener).await?;
     tracing::info!(name = args.name, url = format!("https://{local}"), "atoll-cache-server ready");

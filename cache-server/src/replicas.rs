@@ -2,11 +2,14 @@
 //!
 //! Key layout (from `protocol::replication`): `r/<group>/<resource>/<origin>/<cluster>/
 //! <namespace>/<name>` → prost-encoded [`Replica`]; `p/<sender>` → the sender's position,
-//! 8 bytes big-endian. Decisions come from [`crate::apply`]; this module only reads what
-//! they need and commits what they decide, with optimistic preconditions so that two
-//! streams writing one key never lose an update between the read and the write.
+//! 8 bytes big-endian; `t/<group>/<resource>/<origin>/<cluster>/<namespace>/<name>` → a
+//! remembered deletion ([`Deletion`]), written before the replica is deleted and collected
+//! after the retention ([`collect_deletions`]). Decisions come from [`crate::apply`]; this
+//! module only reads what they need and commits what they decide, with optimistic
+//! preconditions so that two streams writing one key never lose an update between the
+//! read and the write.
 
-use crate::apply::{self, Decision, Held, Skip, Validated};
+use crate::apply::{self, Decision, Held, Remembered, Skip, Validated};
 use bytes::Bytes;
 use futures::future::join_all;
 use prost::Message;
@@ -44,12 +47,23 @@ pub async fn apply(store: &Store, change: &Validated) -> Result<Applied, StoreEr
     loop {
         attempt += 1;
         let held = store.get(key)?;
+        let deletion = read_deletion(store, change.store_key())?;
+        let deleted = deletion.as_ref().map(|d| Remembered { source_rv: d.source_rv, sender: &d.sender });
         let result = match change {
             Validated::Upsert { replica, encoded, force, .. } => {
-                let decision = decide_upsert(held.as_ref(), replica.source_rv, encoded, *force);
+                let decision =
+                    decide_upsert(held.as_ref(), deleted, &replica.sender, replica.source_rv, encoded, *force);
                 commit(store, key, held.as_ref(), decision, Some(encoded)).await
             }
-            Validated::Tombstone { .. } => {
+            Validated::Tombstone { force, sender, .. } => {
+                let held_rv = held.as_ref().map(held_source_rv);
+                let remembered = deleted.map(|d| d.source_rv);
+                if let Some(source_rv) = apply::remembered_deletion(held_rv, remembered, *force) {
+                    // Remembered first: a crash between the two writes leaves the replica
+                    // and its deletion, and the resent tombstone deletes it.
+                    let deletion = Deletion { source_rv, at_unix: now_unix(), sender: sender.clone() };
+                    write_deletion(store, change.store_key(), &deletion).await?;
+                }
                 commit(store, key, held.as_ref(), apply::decide_tombstone(held.is_some()), None).await
             }
         };
@@ -64,17 +78,124 @@ pub async fn apply(store: &Store, change: &Validated) -> Result<Applied, StoreEr
     }
 }
 
-fn decide_upsert(held: Option<&Versioned>, incoming_rv: u64, incoming: &[u8], force: bool) -> Decision {
-    let held_rv = held.map(|held| match decode(&held.value) {
+fn held_source_rv(held: &Versioned) -> u64 {
+    match decode(&held.value) {
         Ok(replica) => replica.source_rv,
         Err(error) => {
             // Unreadable bytes are replaced by whatever arrives next.
             tracing::warn!(%error, "replacing an undecodable stored replica");
             0
         }
-    });
-    let held = held.zip(held_rv).map(|(held, source_rv)| Held { source_rv, bytes: &held.value });
-    apply::decide_upsert(held, incoming_rv, incoming, force)
+    }
+}
+
+fn decide_upsert(
+    held: Option<&Versioned>,
+    deleted: Option<Remembered<'_>>,
+    sender: &str,
+    incoming_rv: u64,
+    incoming: &[u8],
+    force: bool,
+) -> Decision {
+    let held = held.map(|held| Held { source_rv: held_source_rv(held), bytes: &held.value });
+    apply::decide_upsert(held, deleted, sender, incoming_rv, incoming, force)
+}
+
+/// The key prefix of remembered deletions.
+pub const DELETION_PREFIX: &str = "t/";
+
+/// A remembered deletion: the `source_rv` of the deleted replica, when (Unix seconds) the
+/// cache deleted it, and who sent the tombstone. Stored as both numbers big-endian (16
+/// bytes) followed by the sender's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deletion {
+    /// `source_rv` of the replica deleted.
+    pub source_rv: u64,
+    /// When it was deleted here, in seconds since the Unix epoch.
+    pub at_unix: u64,
+    /// The sender of the tombstone.
+    pub sender: String,
+}
+
+impl Deletion {
+    fn encode(&self) -> Bytes {
+        let mut bytes = Vec::with_capacity(16 + self.sender.len());
+        bytes.extend_from_slice(&self.source_rv.to_be_bytes());
+        bytes.extend_from_slice(&self.at_unix.to_be_bytes());
+        bytes.extend_from_slice(self.sender.as_bytes());
+        Bytes::from(bytes)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Deletion, StoreError> {
+        let corrupt = || StoreError::Corrupt(format!("remembered deletion of {} bytes is malformed", bytes.len()));
+        let (rv, rest) = bytes.split_at_checked(8).ok_or_else(corrupt)?;
+        let (at, sender) = rest.split_at_checked(8).ok_or_else(corrupt)?;
+        let source_rv = u64::from_be_bytes(rv.try_into().map_err(|_| corrupt())?);
+        let at_unix = u64::from_be_bytes(at.try_into().map_err(|_| corrupt())?);
+        let sender = String::from_utf8(sender.to_vec()).map_err(|_| corrupt())?;
+        Ok(Deletion { source_rv, at_unix, sender })
+    }
+}
+
+/// The store key of the deletion remembered for the replica stored at `store_key`.
+pub fn deletion_key(store_key: &str) -> String {
+    format!("{DELETION_PREFIX}{}", store_key.strip_prefix(REPLICA_PREFIX).unwrap_or(store_key))
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_secs())
+}
+
+/// The deletion remembered for the replica stored at `store_key`.
+pub fn read_deletion(store: &Store, store_key: &str) -> Result<Option<Deletion>, StoreError> {
+    store.get(deletion_key(store_key).as_bytes())?.map(|stored| Deletion::decode(&stored.value)).transpose()
+}
+
+async fn write_deletion(store: &Store, store_key: &str, deletion: &Deletion) -> Result<(), StoreError> {
+    store.put(deletion_key(store_key), deletion.encode(), Precondition::None).await?;
+    Ok(())
+}
+
+/// Forgets the deletions remembered longer than `retention` (as of `now_unix`, or now);
+/// returns how many went. After that a late copy of a deleted object is accepted again,
+/// so the retention must outlast any cache's outage that should not resurrect it.
+pub async fn collect_deletions(
+    store: &Store,
+    retention: std::time::Duration,
+    now: Option<u64>,
+) -> Result<usize, StoreError> {
+    let now = now.unwrap_or_else(now_unix);
+    let mut forgotten = 0;
+    let mut start = None;
+    loop {
+        let options = ListOptions {
+            prefix: DELETION_PREFIX.as_bytes().to_vec(),
+            start: start.take(),
+            limit: Some(PURGE_CHUNK),
+            ..ListOptions::default()
+        };
+        let page = store.list(&options, |_, _| true)?;
+        let Some((last, _)) = page.items.last() else { return Ok(forgotten) };
+        let mut next = last.to_vec();
+        next.push(0);
+        let full = page.items.len() == PURGE_CHUNK;
+        for (key, stored) in page.items {
+            let expired = match Deletion::decode(&stored.value) {
+                Ok(deletion) => deletion.at_unix.saturating_add(retention.as_secs()) <= now,
+                Err(error) => {
+                    tracing::warn!(key = %String::from_utf8_lossy(&key), %error, "forgetting a corrupt deletion");
+                    true
+                }
+            };
+            if expired {
+                forgotten += usize::from(delete_if_unchanged(store, key, stored.rv).await?);
+            }
+        }
+        if !full {
+            return Ok(forgotten);
+        }
+        start = Some(next);
+    }
 }
 
 /// Commits `decision` for `key`, on the condition that the key still is as `held` says.

@@ -414,7 +414,7 @@ mod tests {
 
     fn tombstone(name: &str) -> Validated {
         let key = ReplicaKey { name: name.into(), ..ReplicaKey::default() };
-        Validated::Tombstone { store_key: name.into(), key }
+        Validated::Tombstone { store_key: name.into(), key, force: false, sender: "s".into() }
     }
 
     #[test]

@@ -35,6 +35,9 @@ pub struct Config {
     pub parents: Vec<String>,
     /// How often the uplink compares the parent with this cache and repairs drift.
     pub resync_interval: Duration,
+    /// How long a deleted replica's deletion is remembered, refusing late copies of it
+    /// (`--tombstone-retention-seconds`).
+    pub tombstone_retention: Duration,
 }
 
 impl Config {
@@ -63,12 +66,33 @@ impl Config {
             material,
             parents,
             resync_interval: DEFAULT_RESYNC_INTERVAL,
+            tombstone_retention: DEFAULT_TOMBSTONE_RETENTION,
         })
     }
 }
 
 /// How often an uplink repairs drift in its parent unless told otherwise.
 pub const DEFAULT_RESYNC_INTERVAL: Duration = Duration::from_secs(30);
+
+/// How long deletions are remembered unless told otherwise.
+pub const DEFAULT_TOMBSTONE_RETENTION: Duration = Duration::from_secs(600);
+
+/// Forgets expired deletions now and then until the server stops.
+async fn collect_deletions(state: Arc<State>, retention: Duration) {
+    let every = (retention / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+    let mut shutdown = state.shutdown.clone();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = crate::state::stopped(&mut shutdown) => return,
+        }
+        match crate::replicas::collect_deletions(&state.store, retention, None).await {
+            Ok(0) => {}
+            Ok(forgotten) => tracing::debug!(forgotten, "forgot expired deletions"),
+            Err(error) => tracing::warn!(%error, "forgetting expired deletions failed; trying again later"),
+        }
+    }
+}
 
 /// A started cache server.
 pub struct Running {
@@ -117,7 +141,7 @@ pub async fn start(config: Config, listener: TcpListener) -> anyhow::Result<Runn
             async move { Ok::<_, Infallible>(routes::serve(state, peer, request).await) }
         })
     }));
-    let mut tasks = vec![serving];
+    let mut tasks = vec![serving, tokio::spawn(collect_deletions(state.clone(), config.tombstone_retention))];
     if !parents.is_empty() {
         let material = &config.material;
         let client = security::grpc::client(

@@ -376,6 +376,55 @@ async fn operators_repair_replicas_by_force() {
 }
 
 #[tokio::test]
+async fn deletions_are_remembered_across_a_restart_until_the_retention_ends() {
+    let installation = Installation::new();
+    let server = installation.start("cache", Vec::new()).await;
+    let a = export("s1", "a");
+    let mut shard = Stream::open(&mut connect(&installation.shard("s1"), &server), "s1").await.expect("open");
+    shard.apply(vec![upsert(&a, 5), tombstone(&a)], 1).await.expect("ack");
+    drop(shard);
+    let names = |items: Vec<Replica>| items.iter().map(|r| r.key.as_ref().unwrap().name.clone()).collect::<Vec<_>>();
+    // A child cache the origin failed over from relays its late copy, as it is or as a repair.
+    let late = |server: &Running| connect(&installation.client("system:atoll:cache:old", &[]), server);
+    let mut old = Stream::open(&mut late(&server), "old").await.expect("open");
+    old.apply(vec![upsert(&a, 5), forced(&a, 4)], 1).await.expect("ack");
+    let mut admin = connect(&installation.admin(), &server);
+    assert!(names(list(&mut admin, ListRequest::default()).await.0).is_empty(), "no resurrection");
+    drop(old);
+    server.stop().await;
+
+    let server = installation.start("cache", Vec::new()).await;
+    let mut old = Stream::open(&mut late(&server), "old").await.expect("open");
+    old.apply(vec![upsert(&a, 5)], 2).await.expect("ack");
+    let mut admin = connect(&installation.admin(), &server);
+    assert!(names(list(&mut admin, ListRequest::default()).await.0).is_empty(), "remembered across a restart");
+    // A recreation has a later source version and is accepted.
+    let b = export("s1", "b");
+    old.apply(vec![upsert(&b, 7), tombstone(&b)], 3).await.expect("ack");
+    old.apply(vec![upsert(&b, 8)], 4).await.expect("ack");
+    assert_eq!(names(list(&mut admin, ListRequest::default()).await.0), ["b"]);
+
+    // Within the retention nothing is forgotten; after it, late copies are accepted again.
+    let store = server.store().clone();
+    let retention = Duration::from_secs(600);
+    assert_eq!(cache_server::replicas::collect_deletions(&store, retention, None).await.expect("collect"), 0);
+    let later = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 601;
+    assert_eq!(cache_server::replicas::collect_deletions(&store, retention, Some(later)).await.expect("collect"), 2);
+    drop(store);
+    old.apply(vec![upsert(&a, 5)], 5).await.expect("ack");
+    assert_eq!(names(list(&mut admin, ListRequest::default()).await.0), ["a", "b"]);
+
+    // An operator's forced deletion is a repair, not a deletion on the origin: the
+    // replica's sender may restore it.
+    let mut repair = Stream::open(&mut admin, "s1").await.expect("open");
+    repair.apply(vec![Change { force: true, ..tombstone(&a) }], 0).await.expect("ack");
+    old.apply(vec![upsert(&a, 5)], 6).await.expect("ack");
+    assert_eq!(names(list(&mut admin, ListRequest::default()).await.0), ["a", "b"]);
+    drop((old, repair));
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn a_compacted_watch_is_gone() {
     let installation = Installation::new();
     let server = installation.start("cache", Vec::new()).await;

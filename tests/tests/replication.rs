@@ -549,3 +549,71 @@ async fn replication_fails_over_to_the_second_cache() {
     let second = installation.cache(SECOND).unwrap().replicas().await.unwrap();
     assert!(cache::find(&second, &role_id("root", "root", "after")).is_some(), "{:#?}", names(&second));
 }
+
+/// Regional caches A and B under parent P: shard-1 writes to A and fails over to B, every
+/// other shard writes to B; every shard's informers watch P.
+fn failover_under_a_parent() -> CacheTopology {
+    use tests::cache::topology::{CacheSpec, ShardCaches};
+    let caches = |names: &[&str]| names.iter().map(|name| name.to_string()).collect::<Vec<_>>();
+    CacheTopology {
+        caches: vec![CacheSpec::top(PARENT), CacheSpec::under(REGION_A, PARENT), CacheSpec::under(REGION_B, PARENT)],
+        default_shard: ShardCaches { write: caches(&[REGION_B]), watch: caches(&[PARENT]) },
+        per_shard: std::collections::BTreeMap::from([(
+            "shard-1".to_string(),
+            ShardCaches { write: caches(&[REGION_A, REGION_B]), watch: caches(&[PARENT]) },
+        )]),
+        resync_interval_seconds: tests::cache::topology::TEST_RESYNC_INTERVAL_SECONDS,
+    }
+}
+
+/// The resurrection bug of issue 15: shard-1 replicates an object through regional cache A,
+/// fails over to B, and deletes the object there. A, back, still holds the object and its
+/// uplink re-sent it to the parent, which had no memory of the deletion. The parent must
+/// stay without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_after_failover_is_not_resurrected_by_the_old_cache() {
+    let mut installation = installation(failover_under_a_parent()).await;
+    let (on_1, _) = workspace_per_shard(&installation, "res").await;
+    let shard_1 = installation.by_name("shard-1").unwrap();
+    let cluster = cluster_of(shard_1, &on_1).await;
+    apply(shard_1, &on_1, &cluster_role("doomed", true));
+    let doomed = role_id("shard-1", &cluster, "doomed");
+    let holds = |replicas: &[Replica]| cache::find(replicas, &doomed).is_some();
+    for cache in [REGION_A, PARENT] {
+        let cache = installation.cache(cache).unwrap();
+        cache::wait_replicas(cache, "the doomed role replicated", CONVERGE_TIMEOUT, holds).await.unwrap();
+    }
+
+    // A goes away; shard-1 fails over to B and deletes the role there.
+    installation.cache_mut(REGION_A).unwrap().stop().await.unwrap();
+    let shard_1 = installation.by_name("shard-1").unwrap();
+    apply(shard_1, &on_1, &cluster_role("after-failover", true));
+    let after = role_id("shard-1", &cluster, "after-failover");
+    let region_b = installation.cache(REGION_B).unwrap();
+    cache::wait_replicas(region_b, "shard-1 writes to B", CONVERGE_TIMEOUT, |r| cache::find(r, &after).is_some())
+        .await
+        .unwrap();
+    shard_1.kubectl().cluster(&on_1).args(["delete", "clusterrole", "doomed"]).ok();
+    let gone = |replicas: &[Replica]| cache::find(replicas, &doomed).is_none();
+    for cache in [REGION_B, PARENT] {
+        let cache = installation.cache(cache).unwrap();
+        cache::wait_replicas(cache, "the doomed role deleted", CONVERGE_TIMEOUT, gone).await.unwrap();
+    }
+
+    // A comes back, still holding the role, and pushes what it holds to the parent.
+    installation.cache_mut(REGION_A).unwrap().restart().await.unwrap();
+    let region_a = installation.cache(REGION_A).unwrap();
+    assert!(
+        holds(&region_a.replicas().await.unwrap()),
+        "A must still hold the stale role for this test to mean anything"
+    );
+    // Many of A's resyncs (one a second) must pass without the role coming back.
+    let parent = installation.cache(PARENT).unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        let held = parent.replicas().await.unwrap();
+        assert!(gone(&held), "the parent resurrected the deleted role: {:#?}\n{}", names(&held), region_a.log_tail(20));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_matches(&installation, PARENT, &["root", "shard-1", "shard-2"]).await;
+}
