@@ -111,7 +111,8 @@ async fn one_kubectl_call_is_one_trace_across_processes() {
     let options = InstallationOptions {
         extra_shards: 1,
         front_proxy: true,
-        caches: Some(CacheTopology::single()),
+        // Root and shard-1 write to cache-a, which pushes everything up to cache-p.
+        caches: Some(CacheTopology::regional()),
         ..InstallationOptions::default()
     };
     let mut installation = Installation::start_with(options).await.expect("start the installation");
@@ -225,6 +226,24 @@ async fn one_kubectl_call_is_one_trace_across_processes() {
     .await;
     assert_eq!(send.name, "replication.send");
     assert_eq!(apply.name, "replication.apply");
+    // The regional cache's batch up to its parent links to that apply, and the parent's
+    // apply continues it.
+    let (up, parent_apply) = wait_for(&receiver, "the uplink of the APIExport to the parent cache", |spans| {
+        let up = spans.iter().find(|s| {
+            s.service == "atoll-cache-server"
+                && s.kind == PRODUCER
+                && s.links.iter().any(|(_, span)| *span == apply.span_id)
+        })?;
+        let parent_apply = spans.iter().find(|s| {
+            s.service == "atoll-cache-server"
+                && s.kind == CONSUMER
+                && (s.parent_span_id == up.span_id || s.links.iter().any(|(_, span)| *span == up.span_id))
+        })?;
+        Some((up.clone(), parent_apply.clone()))
+    })
+    .await;
+    assert_eq!(up.name, "replication.send");
+    assert_eq!(parent_apply.attribute("atoll.replication.sender"), Some("cache-a"), "{parent_apply:?}");
 
     // Binding the export: the binding controller's pass is part of the create's trace.
     let binding = "apiVersion: apis.kcp.io/v1alpha1\nkind: APIBinding\nmetadata:\n  name: traced-binding\nspec:\n  reference:\n    export:\n      name: traced-export\n";
