@@ -53,6 +53,9 @@ pub async fn apply(store: &Store, change: &Validated) -> Result<Applied, StoreEr
             Validated::Upsert { replica, encoded, force, .. } => {
                 let decision =
                     decide_upsert(held.as_ref(), deleted, &replica.sender, replica.source_rv, encoded, *force);
+                if let (Decision::Skip(Skip::Deleted { .. }), Some(deletion)) = (decision, &deletion) {
+                    refresh_deletion(store, change.store_key(), deletion).await?;
+                }
                 commit(store, key, held.as_ref(), decision, Some(encoded)).await
             }
             Validated::Tombstone { force, sender, .. } => {
@@ -156,9 +159,20 @@ async fn write_deletion(store: &Store, store_key: &str, deletion: &Deletion) -> 
     Ok(())
 }
 
-/// Forgets the deletions remembered longer than `retention` (as of `now_unix`, or now);
-/// returns how many went. After that a late copy of a deleted object is accepted again,
-/// so the retention must outlast any cache's outage that should not resurrect it.
+/// Restarts the retention of `deletion` (at most once a second): a late copy of the
+/// deleted object still arrives, and the deletion must outlive the last one.
+async fn refresh_deletion(store: &Store, store_key: &str, deletion: &Deletion) -> Result<(), StoreError> {
+    let now = now_unix();
+    if deletion.at_unix < now {
+        write_deletion(store, store_key, &Deletion { at_unix: now, ..deletion.clone() }).await?;
+    }
+    Ok(())
+}
+
+/// Forgets the deletions remembered longer than `retention` (as of `now_unix`, or now)
+/// since the deletion or the last late copy refused; returns how many went. After that a
+/// late copy of a deleted object is accepted again, so the retention must outlast any
+/// cache's outage that should not resurrect it.
 pub async fn collect_deletions(
     store: &Store,
     retention: std::time::Duration,

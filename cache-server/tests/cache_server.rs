@@ -394,8 +394,16 @@ async fn deletions_are_remembered_across_a_restart_until_the_retention_ends() {
     server.stop().await;
 
     let server = installation.start("cache", Vec::new()).await;
+    let remembered = |server: &Running| {
+        let key = protocol::replication::replica_key(&a);
+        cache_server::replicas::read_deletion(server.store(), &key).expect("read").expect("remembered")
+    };
+    let before = remembered(&server);
+    assert_eq!((before.source_rv, before.sender.as_str()), (5, "s1"));
+    tokio::time::sleep(Duration::from_millis(1100)).await;
     let mut old = Stream::open(&mut late(&server), "old").await.expect("open");
     old.apply(vec![upsert(&a, 5)], 2).await.expect("ack");
+    assert!(remembered(&server).at_unix > before.at_unix, "a refused late copy restarts the retention");
     let mut admin = connect(&installation.admin(), &server);
     assert!(names(list(&mut admin, ListRequest::default()).await.0).is_empty(), "remembered across a restart");
     // A recreation has a later source version and is accepted.
