@@ -81,6 +81,9 @@ pub fn init(default_service: &str, default_filter: &str) -> Telemetry {
             .with_location(false)
             .with_threads(false)
             .with_tracked_inactivity(false)
+            // Nothing here reads OpenTelemetry's current context (trace context travels
+            // through `tracing` spans), so entering a span need not attach one on every poll.
+            .with_context_activation(false)
     });
     tracing_subscriber::registry().with(filter).with(fmt).with(otel).init();
     if provider.is_some() {
