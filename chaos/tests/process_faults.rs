@@ -5,24 +5,26 @@
 
 use chaos::scenario::{run, RunOptions};
 
-fn options(scenario: &str, seed: u64) -> RunOptions {
+fn options(scenario: &str, seed: u64, fault_seconds: u64) -> RunOptions {
     RunOptions {
         scenario: scenario.to_string(),
         seed,
-        fault_seconds: 15,
+        fault_seconds,
         writers_per_shard: 2,
         watchers_per_shard: 1,
         history_file: None,
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mixed_faults_lose_no_acknowledged_write_and_no_watch_lies() {
-    let report = run(&options("mixed", 11)).await.expect("the scenario runs to a verdict");
+/// Runs `scenario` with `seed` and asserts the run did what it is for (at least
+/// `min_faults` faults, acknowledged writes, watch events, every watcher judged against the
+/// final list) and that the checkers found nothing.
+async fn judge(scenario: &str, seed: u64, fault_seconds: u64, min_faults: usize) {
+    let report = run(&options(scenario, seed, fault_seconds)).await.expect("the scenario runs to a verdict");
     let summary = report.summary();
     println!("{summary}");
     let history = &report.history;
-    assert!(history.faults.len() >= 3, "faults were injected:\n{summary}");
+    assert!(history.faults.len() >= min_faults, "faults were injected:\n{summary}");
     let acknowledged = history
         .operations
         .iter()
@@ -38,4 +40,18 @@ async fn mixed_faults_lose_no_acknowledged_write_and_no_watch_lies() {
     );
     assert_eq!(history.final_states.len(), 2, "both shards' final states were read:\n{summary}");
     assert!(report.violations.is_empty(), "violations:\n{summary}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mixed_faults_lose_no_acknowledged_write_and_no_watch_lies() {
+    judge("mixed", 11, 15, 3).await;
+}
+
+/// The other scenarios in short form, one after the other (each starts its own
+/// installation; two cores do not run them side by side well).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kills_partitions_and_pauses_each_lose_nothing() {
+    judge("shard-kill", 3, 8, 1).await;
+    judge("network", 5, 8, 1).await;
+    judge("pause", 7, 8, 1).await;
 }
