@@ -51,8 +51,9 @@ pub async fn apply(store: &Store, change: &Validated) -> Result<Applied, StoreEr
         let deleted = deletion.as_ref().map(|d| Remembered { source_rv: d.source_rv, sender: &d.sender });
         let result = match change {
             Validated::Upsert { replica, encoded, force, .. } => {
+                let held_now = held.as_ref().map(|held| Held { source_rv: held_source_rv(held), bytes: &held.value });
                 let decision =
-                    decide_upsert(held.as_ref(), deleted, &replica.sender, replica.source_rv, encoded, *force);
+                    apply::decide_upsert(held_now, deleted, &replica.sender, replica.source_rv, encoded, *force);
                 if let (Decision::Skip(Skip::Deleted { .. }), Some(deletion)) = (decision, &deletion) {
                     refresh_deletion(store, change.store_key(), deletion).await?;
                 }
@@ -90,18 +91,6 @@ fn held_source_rv(held: &Versioned) -> u64 {
             0
         }
     }
-}
-
-fn decide_upsert(
-    held: Option<&Versioned>,
-    deleted: Option<Remembered<'_>>,
-    sender: &str,
-    incoming_rv: u64,
-    incoming: &[u8],
-    force: bool,
-) -> Decision {
-    let held = held.map(|held| Held { source_rv: held_source_rv(held), bytes: &held.value });
-    apply::decide_upsert(held, deleted, sender, incoming_rv, incoming, force)
 }
 
 /// The key prefix of remembered deletions.
