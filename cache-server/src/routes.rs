@@ -57,12 +57,11 @@ pub async fn serve(state: Arc<State>, peer: Arc<Peer>, mut request: http::Reques
         // Serving means ready: the store is open and replicas are answered from it.
         (&http::Method::GET, "/healthz" | "/livez" | "/readyz") => plain(http::StatusCode::OK, "ok"),
         (&http::Method::GET, "/metrics") => match peer.as_ref() {
-            Some(Ok(_)) => {
-                let mut response = http::Response::new(Body::new(Full::new(Bytes::from(state.metrics.render()))));
-                let content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-                response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(content_type));
-                response
-            }
+            Some(Ok(_)) => respond(
+                http::StatusCode::OK,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                state.metrics.render().into(),
+            ),
             _ => plain(
                 http::StatusCode::UNAUTHORIZED,
                 "present a client certificate from the installation's client CA to read /metrics\n",
@@ -76,8 +75,12 @@ pub async fn serve(state: Arc<State>, peer: Arc<Peer>, mut request: http::Reques
 }
 
 fn plain(status: http::StatusCode, text: &'static str) -> http::Response<Body> {
-    let mut response = http::Response::new(Body::new(Full::new(Bytes::from_static(text.as_bytes()))));
+    respond(status, "text/plain", Bytes::from_static(text.as_bytes()))
+}
+
+fn respond(status: http::StatusCode, content_type: &'static str, body: Bytes) -> http::Response<Body> {
+    let mut response = http::Response::new(Body::new(Full::new(body)));
     *response.status_mut() = status;
-    response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain"));
+    response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(content_type));
     response
 }

@@ -19,10 +19,8 @@ pub struct Cause {
 impl Cause {
     /// The span the caller is in, when spans are exported and that span is recorded.
     pub fn current() -> Option<Cause> {
-        if !enabled() {
-            return None;
-        }
-        Cause::of(&tracing::Span::current())
+        // Checked before `Span::current()`, which is not free: this runs on every write.
+        enabled().then(|| Cause::of(&tracing::Span::current())).flatten()
     }
 
     /// `span`'s identity, when spans are exported and it is recorded.

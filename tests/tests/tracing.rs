@@ -87,6 +87,22 @@ fn is_shard_server(span: &ReceivedSpan, shard: &str) -> bool {
     span.service == "atoll-shard" && span.kind == SERVER && span.attribute("atoll.shard") == Some(shard)
 }
 
+/// One replication hop: a batch span of `sender` with a link `links_to` picks, and the
+/// receiving cache's apply span, which continues that batch (or links to it).
+fn replication_hop(
+    spans: &[ReceivedSpan],
+    sender: &str,
+    links_to: impl Fn(&(String, String)) -> bool,
+) -> Option<(ReceivedSpan, ReceivedSpan)> {
+    let send = spans.iter().find(|s| s.service == sender && s.kind == PRODUCER && s.links.iter().any(&links_to))?;
+    let apply = spans.iter().find(|s| {
+        s.service == "atoll-cache-server"
+            && s.kind == CONSUMER
+            && (s.parent_span_id == send.span_id || s.links.iter().any(|(_, span)| *span == send.span_id))
+    })?;
+    Some((send.clone(), apply.clone()))
+}
+
 /// No credential or body may travel in an attribute.
 fn assert_no_secrets(trace: &Trace) {
     for span in trace.spans.values() {
@@ -211,17 +227,7 @@ async fn one_kubectl_call_is_one_trace_across_processes() {
     })
     .await;
     let (send, apply) = wait_for(&receiver, "the replication of the APIExport", |spans| {
-        let send = spans.iter().find(|s| {
-            s.service == "atoll-shard"
-                && s.kind == PRODUCER
-                && s.links.iter().any(|(trace, _)| *trace == create.trace_id)
-        })?;
-        let apply = spans.iter().find(|s| {
-            s.service == "atoll-cache-server"
-                && s.kind == CONSUMER
-                && (s.parent_span_id == send.span_id || s.links.iter().any(|(_, span)| *span == send.span_id))
-        })?;
-        Some((send.clone(), apply.clone()))
+        replication_hop(spans, "atoll-shard", |(trace, _)| *trace == create.trace_id)
     })
     .await;
     assert_eq!(send.name, "replication.send");
@@ -229,17 +235,7 @@ async fn one_kubectl_call_is_one_trace_across_processes() {
     // The regional cache's batch up to its parent links to that apply, and the parent's
     // apply continues it.
     let (up, parent_apply) = wait_for(&receiver, "the uplink of the APIExport to the parent cache", |spans| {
-        let up = spans.iter().find(|s| {
-            s.service == "atoll-cache-server"
-                && s.kind == PRODUCER
-                && s.links.iter().any(|(_, span)| *span == apply.span_id)
-        })?;
-        let parent_apply = spans.iter().find(|s| {
-            s.service == "atoll-cache-server"
-                && s.kind == CONSUMER
-                && (s.parent_span_id == up.span_id || s.links.iter().any(|(_, span)| *span == up.span_id))
-        })?;
-        Some((up.clone(), parent_apply.clone()))
+        replication_hop(spans, "atoll-cache-server", |(_, span)| *span == apply.span_id)
     })
     .await;
     assert_eq!(up.name, "replication.send");

@@ -66,10 +66,8 @@ impl Queue {
     pub fn push(&self, cluster: &str, name: &str) {
         let cause = Cause::current();
         let mut pending = self.pending.lock();
-        let entry = pending.entry((cluster.to_string(), name.to_string())).or_insert(None);
-        if entry.is_none() {
-            *entry = cause;
-        }
+        let first = pending.entry((cluster.to_string(), name.to_string())).or_insert(None);
+        *first = first.or(cause);
         drop(pending);
         // A stored permit wakes a controller that is not waiting yet.
         self.wake.notify_one();
