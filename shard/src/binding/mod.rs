@@ -13,12 +13,14 @@
 //! - [`schema`]: the pure conversions (schema → bound CRD, status entries).
 //! - [`bound`]: which resources each cluster's bindings bind.
 //! - [`admission`]: the `bind` permission check on the export, at create and update.
+//! - [`deletion`]: unbinding — a deleted binding's objects go before the binding does.
 //! - [`source`]: bound resources as a source of the resource table.
 //! - [`strategy`]: the APIBinding strategy, whose after-commit hook wakes the controller.
 //! - [`system`]: root's system exports and their identities on every shard.
 
 pub mod admission;
 pub mod bound;
+pub mod deletion;
 pub mod schema;
 pub mod source;
 pub mod strategy;
@@ -166,7 +168,7 @@ async fn reconcile(shard: &Shard, bound: &BoundResources, cluster: &str, name: &
     let at = ObjectRef { cluster, namespace: None, name };
     let Ok((binding, _)) = storage::get(shard, &rt, &at) else { return true };
     if meta::is_deleting(&binding) {
-        return true;
+        return deletion::reconcile(shard, bound, &rt, cluster, &binding).await;
     }
     let outcome = match bind(shard, bound, cluster, name, &binding).await {
         Ok(outcome) => outcome,

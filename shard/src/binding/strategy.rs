@@ -126,11 +126,19 @@ impl Strategy for Binding {
     }
 
     fn prepare_create(&self, rt: &ResourceType, object: &mut Value, now: &str) -> ApiResult<()> {
-        Api(ApiKind::Binding).prepare_create(rt, object, now)
+        Api(ApiKind::Binding).prepare_create(rt, object, now)?;
+        add_deletion_finalizer(object);
+        Ok(())
     }
 
     fn prepare_update(&self, rt: &ResourceType, old: &Value, new: &mut Value, sub: Option<&str>) -> ApiResult<()> {
-        Api(ApiKind::Binding).prepare_update(rt, old, new, sub)
+        Api(ApiKind::Binding).prepare_update(rt, old, new, sub)?;
+        // As kcp's admission does: a binding stored before the finalizer existed gets it
+        // with its next update; once deleting, the controller's removal of it must stick.
+        if sub.is_none() && !meta::is_deleting(old) {
+            add_deletion_finalizer(new);
+        }
+        Ok(())
     }
 
     fn validate(&self, rt: &ResourceType, old: Option<&Value>, object: &Value) -> Causes {
@@ -144,6 +152,16 @@ impl Strategy for Binding {
 
     fn after_delete(&self, _core: &Core, cluster: &str, removed: &Value, _rv: u64) {
         self.state.bound.forget(cluster, meta::name(removed).unwrap_or_default());
+    }
+}
+
+/// Adds [`super::deletion::FINALIZER`], so that deleting the binding first deletes the
+/// objects of the resources it binds.
+fn add_deletion_finalizer(binding: &mut Value) {
+    let mut finalizers = meta::finalizers(binding);
+    if !finalizers.iter().any(|f| f == super::deletion::FINALIZER) {
+        finalizers.push(super::deletion::FINALIZER.to_string());
+        meta::set_finalizers(binding, &finalizers);
     }
 }
 
