@@ -90,6 +90,13 @@ pub trait Strategy: Send + Sync + std::fmt::Debug {
         Ok(())
     }
 
+    /// Admission that needs the caller, for a DELETE of the stored `object` (kcp's
+    /// LogicalCluster rule: only `spec.directlyDeletable` ones go by a user's DELETE).
+    /// Controllers delete through [`crate::storage`] and are not asked.
+    fn admit_caller_delete(&self, _caller: &Identity, _cluster: &str, _object: &Value) -> ApiResult<()> {
+        Ok(())
+    }
+
     /// Why a request body cannot be read as this resource's kind (kube's typed decoding:
     /// a string where an integer belongs is a 400, not a stored object typed clients
     /// cannot read); `None` when it can. Runs before any defaulting. Pure.

@@ -26,6 +26,8 @@ struct DeleteRequest {
 pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Response> {
     let request = read_delete_options(ctx, body).await?;
     let at = ctx.object_ref()?;
+    let (object, _) = storage::get(&ctx.core, &ctx.rt, &at)?;
+    ctx.rt.strategy.admit_caller_delete(&ctx.identity, at.cluster, &object)?;
     let deleted =
         storage::delete_cascading(&ctx.core, &ctx.rt, &at, &request.preconditions, request.cascade, request.options)
             .await?;
@@ -48,6 +50,7 @@ pub async fn handle_collection(ctx: &Ctx, body: hyper::body::Incoming) -> ApiRes
     for object in listed.items {
         let name = meta::name(&object).unwrap_or_default().to_string();
         let at = ObjectRef { cluster, namespace: meta::namespace(&object), name: &name };
+        ctx.rt.strategy.admit_caller_delete(&ctx.identity, cluster, &object)?;
         let outcome = storage::delete_cascading(
             &ctx.core,
             &ctx.rt,

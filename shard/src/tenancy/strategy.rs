@@ -82,6 +82,10 @@ impl Strategy for LogicalCluster {
         vec![("metadata.name".into(), invalid(name, message))]
     }
 
+    fn admit_caller_delete(&self, caller: &Identity, _cluster: &str, object: &Value) -> ApiResult<()> {
+        refuse_direct_delete(caller, object)
+    }
+
     fn after_commit<'a>(&'a self, core: &'a Core, committed: Committed<'a>) -> Hook<'a> {
         self.paths.observe(committed.cluster, committed.object);
         Box::pin(async move {
@@ -97,6 +101,21 @@ impl Strategy for LogicalCluster {
             self.paths.forget(path, cluster);
         }
     }
+}
+
+/// kcp's LogicalCluster admission: a user's DELETE of a LogicalCluster is refused (403)
+/// unless its `spec.directlyDeletable` is true, because the cluster belongs to the
+/// Workspace that created it: deleting it behind the Workspace's back would leave a
+/// Workspace pointing at nothing. `system:masters` (shards' peer calls, which is how the
+/// workspace controller deletes a workspace's cluster) may always.
+fn refuse_direct_delete(caller: &Identity, object: &Value) -> ApiResult<()> {
+    let deletable = object.pointer("/spec/directlyDeletable").and_then(Value::as_bool) == Some(true);
+    if deletable || caller.is_master() {
+        return Ok(());
+    }
+    let resource = protocol::gvr::GroupResource::new("core.kcp.io", "logicalclusters");
+    let why = "LogicalCluster cannot be deleted: its spec.directlyDeletable is false, so it goes only with the Workspace that owns it; delete that Workspace in the parent workspace instead (or have an administrator set spec.directlyDeletable to true)";
+    Err(ApiError::forbidden_on(&resource, meta::name(object).unwrap_or_default(), why))
 }
 
 /// Every new logical cluster starts with a `default` namespace, as a kube cluster does.
@@ -227,6 +246,20 @@ mod tests {
         logical_cluster().prepare_update(&rt, &old, &mut new, Some("status")).unwrap();
         assert_eq!(meta::annotations(&new)[PATH_ANNOTATION], "root:a", "the canonical path is fixed at birth");
         assert_eq!(new["status"]["phase"], "Ready", "the last initializer gone makes it Ready");
+    }
+
+    #[test]
+    fn only_directly_deletable_logical_clusters_go_by_a_users_delete() {
+        let user = Identity::new("alice", "", Vec::new());
+        let master = Identity::new("admin", "", vec!["system:masters".to_string()]);
+        let held = json!({"metadata": {"name": "cluster"}, "spec": {"directlyDeletable": false}});
+        let error = refuse_direct_delete(&user, &held).unwrap_err();
+        assert_eq!(error.code, 403);
+        assert!(error.message.contains("spec.directlyDeletable is false"), "{}", error.message);
+        assert!(refuse_direct_delete(&user, &json!({"metadata": {"name": "cluster"}})).is_err(), "false by default");
+        assert!(refuse_direct_delete(&master, &held).is_ok(), "system:masters (the workspace controller) may");
+        let deletable = json!({"metadata": {"name": "cluster"}, "spec": {"directlyDeletable": true}});
+        assert!(refuse_direct_delete(&user, &deletable).is_ok());
     }
 
     #[test]
