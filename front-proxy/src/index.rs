@@ -41,6 +41,9 @@ pub struct Index {
     by_path: HashMap<String, String>,
     /// (parent cluster, workspace name) → child cluster, for scheduled workspaces.
     children: HashMap<(String, String), String>,
+    /// Child cluster → (parent cluster, workspace name): the reverse of `children`, to
+    /// find the Workspace of a cluster whose shard does not answer.
+    parents: HashMap<String, (String, String)>,
 }
 
 impl Index {
@@ -127,6 +130,15 @@ impl Index {
         Some((target, entry.owner.as_str()))
     }
 
+    /// The Workspace that leads to logical cluster `cluster`: its parent's logical
+    /// cluster and shard, and its name; `None` for clusters no Workspace leads to (root,
+    /// home workspaces) or whose parent is not indexed.
+    pub fn workspace_of(&self, cluster: &str) -> Option<(Target, &str)> {
+        let (parent, name) = self.parents.get(cluster)?;
+        let shard = self.by_name.get(parent)?;
+        Some((Target { cluster: parent.clone(), shard: shard.clone(), canonical: false }, name.as_str()))
+    }
+
     /// How many logical clusters are indexed.
     pub fn cluster_count(&self) -> usize {
         self.by_name.len()
@@ -137,8 +149,8 @@ impl Index {
         for name in old.clusters.keys() {
             self.remove_cluster_maps(shard, name, &old);
         }
-        for key in old.workspaces.keys() {
-            self.children.remove(key);
+        for (key, ws) in &old.workspaces {
+            self.unlink_workspace(key, ws);
         }
         self.shards.insert(shard.to_owned(), ShardEntries::default());
         for (_, lc) in snapshot.clusters {
@@ -189,20 +201,37 @@ impl Index {
 
     fn insert_workspace(&mut self, shard: &str, ws: WorkspaceEntry) {
         let key = (ws.parent.clone(), ws.name.clone());
+        let previous = self.shards.get(shard).and_then(|entries| entries.workspaces.get(&key)).cloned();
+        if let Some(previous) = previous {
+            self.unlink_workspace(&key, &previous);
+        }
         if ws.cluster.is_empty() {
             self.children.remove(&key);
         } else {
             self.children.insert(key.clone(), ws.cluster.clone());
+            self.parents.insert(ws.cluster.clone(), key.clone());
         }
         self.shards.entry(shard.to_owned()).or_default().workspaces.insert(key, ws);
     }
 
     fn remove_workspace(&mut self, shard: &str, parent: &str, name: &str) {
         let key = (parent.to_owned(), name.to_owned());
-        if let Some(entries) = self.shards.get_mut(shard) {
-            entries.workspaces.remove(&key);
+        let removed = self.shards.get_mut(shard).and_then(|entries| entries.workspaces.remove(&key));
+        match removed {
+            Some(ws) => self.unlink_workspace(&key, &ws),
+            None => {
+                self.children.remove(&key);
+            }
         }
-        self.children.remove(&key);
+    }
+
+    /// Removes the routing entries of workspace `key` as `ws` described it, where they
+    /// still say so.
+    fn unlink_workspace(&mut self, key: &(String, String), ws: &WorkspaceEntry) {
+        self.children.remove(key);
+        if self.parents.get(&ws.cluster) == Some(key) {
+            self.parents.remove(&ws.cluster);
+        }
     }
 }
 
@@ -308,6 +337,26 @@ mod tests {
         index.remove_shard("a");
         assert_eq!(index.resolve("root:org"), None);
         assert_eq!(index.resolve("root"), target("root", "r"));
+    }
+
+    #[test]
+    fn a_cluster_leads_back_to_its_workspace_while_it_is_indexed() {
+        let mut index = installation();
+        let parent = |index: &Index, cluster: &str| {
+            index.workspace_of(cluster).map(|(target, name)| (target.cluster, target.shard, name.to_owned()))
+        };
+        assert_eq!(parent(&index, "t1"), Some(("o1".into(), "a".into(), "team".into())));
+        assert_eq!(parent(&index, "o1"), Some(("root".into(), "r".into(), "org".into())));
+        assert_eq!(parent(&index, "root"), None, "no workspace leads to root");
+        assert_eq!(parent(&index, "h1"), None, "nor to a home workspace");
+        // Rescheduled elsewhere, then deleted; and a shard's new snapshot without it.
+        index.apply("a", event(Kind::Upsert, Some(workspace("o1", "team", "t2"))));
+        assert_eq!(parent(&index, "t1"), None);
+        assert_eq!(parent(&index, "t2").map(|p| p.2), Some("team".into()));
+        index.apply("a", event(Kind::Delete, Some(workspace("o1", "team", "t2"))));
+        assert_eq!(parent(&index, "t2"), None);
+        snapshot(&mut index, "r", vec![cluster("root", "root")]);
+        assert_eq!(parent(&index, "o1"), None);
     }
 
     #[test]

@@ -8,10 +8,13 @@
 //!   `/clusters/<path>` through the [`index`] (or [`home`] for `~`), and forwards to the
 //!   hosting shard over mutual TLS ([`upstream`]) with the caller's identity in
 //!   `X-Remote-*` headers, streaming both ways; refusals are [`status`] responses.
+//!   When the shard does not answer, [`dead_shard`] says so only to callers who may see
+//!   the workspace.
 //! - [`feed`] keeps the index current from every shard's gRPC index feed, and learns the
 //!   shard set from root.
 //! - [`metrics`] counts what happened.
 
+pub mod dead_shard;
 pub mod feed;
 pub mod feed_lag;
 pub mod home;

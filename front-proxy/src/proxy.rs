@@ -67,6 +67,11 @@ impl Caller {
         let headers = identity_headers::encode(&identity)?;
         Ok(Caller { identity, headers })
     }
+
+    /// The identity headers that carry this caller to shards.
+    pub fn headers(&self) -> &[(HeaderName, HeaderValue)] {
+        &self.headers
+    }
 }
 
 /// What the connection's client certificate says: decided once per connection.
@@ -176,7 +181,13 @@ impl Proxy {
         let cluster = if target.canonical { segment.as_str() } else { target.cluster.as_str() };
         let query = request.uri().query().map(|q| format!("?{q}")).unwrap_or_default();
         let url = format!("{base}/clusters/{cluster}{rest}{query}");
-        self.forward(request, &caller, url, &target.shard).await
+        match self.try_forward(request, &caller, url).await {
+            Ok(response) => response,
+            Err(error) => {
+                tracing::info!(%error, shard = %target.shard, "shard unreachable");
+                crate::dead_shard::answer(self, &caller, &target, &segment).await
+            }
+        }
     }
 
     /// The caller, or why it is refused (for a 401).
@@ -201,7 +212,8 @@ impl Proxy {
         Caller::new(identity).map(Arc::new).map_err(|error| format!("Unauthorized: {error}"))
     }
 
-    /// Sends `request` to `url` as `identity`, streaming both bodies.
+    /// Sends `request` to `url` as `identity`, streaming both bodies; 503 when the shard
+    /// does not answer.
     async fn forward(
         &self,
         request: Request<Incoming>,
@@ -209,10 +221,26 @@ impl Proxy {
         url: String,
         shard: &str,
     ) -> http::Response<Body> {
+        self.try_forward(request, caller, url).await.unwrap_or_else(|error| {
+            tracing::info!(%error, shard, "shard unreachable");
+            status::unavailable(&format!(
+                "shard {shard} hosting this workspace is unavailable; other workspaces are not affected"
+            ))
+        })
+    }
+
+    /// Sends `request` to `url` as `identity`, streaming both bodies; the error when the
+    /// shard did not answer.
+    async fn try_forward(
+        &self,
+        request: Request<Incoming>,
+        caller: &Caller,
+        url: String,
+    ) -> Result<http::Response<Body>, hyper_util::client::legacy::Error> {
         let (mut parts, body) = request.into_parts();
         let uri = match url.parse::<http::Uri>() {
             Ok(uri) => uri,
-            Err(_) => return status::bad_request(&format!("cannot forward to {url}")),
+            Err(_) => return Ok(status::bad_request(&format!("cannot forward to {url}"))),
         };
         let headers = &mut parts.headers;
         if headers.contains_key(header::CONNECTION) {
@@ -246,21 +274,12 @@ impl Proxy {
         parts.uri = uri;
         parts.version = http::Version::HTTP_11;
         let upstream_request = Request::from_parts(parts, body.map_err(Into::into).boxed());
-        match self.upstream.rest.request(upstream_request).await {
-            Ok(response) => {
-                let (mut parts, body) = response.into_parts();
-                for name in &HOP_BY_HOP {
-                    parts.headers.remove(name);
-                }
-                http::Response::from_parts(parts, body.map_err(Into::into).boxed())
-            }
-            Err(error) => {
-                tracing::info!(%error, shard, "shard unreachable");
-                status::unavailable(&format!(
-                    "shard {shard} hosting this workspace is unavailable; other workspaces are not affected"
-                ))
-            }
+        let response = self.upstream.rest.request(upstream_request).await?;
+        let (mut parts, body) = response.into_parts();
+        for name in &HOP_BY_HOP {
+            parts.headers.remove(name);
         }
+        Ok(http::Response::from_parts(parts, body.map_err(Into::into).boxed()))
     }
 
     fn local(&self, endpoint: &str) -> http::Response<Body> {

@@ -36,18 +36,21 @@ pub fn registry(shard: Weak<Shard>, paths: Arc<PathIndex>, base_url: String, roo
 }
 
 /// Starts every controller; `handles` are what the features' strategies feed them, `tmc`
-/// and `fleet` the placement controllers' timing.
+/// and `fleet` the placement controllers' timing, `health` when a silent shard's
+/// workspaces go Unavailable.
 pub fn start_controllers(
     shard: Arc<Shard>,
     handles: Handles,
     tmc: crate::tmc::Settings,
     fleet: crate::fleet::controller::Settings,
+    health: crate::controllers::shard_health::Settings,
 ) {
     tokio::spawn(crate::controllers::namespace::run(shard.clone()));
     tokio::spawn(crate::crd::cleanup::run(shard.clone()));
     tokio::spawn(crate::controllers::logical_cluster::run(shard.clone()));
     tokio::spawn(crate::controllers::gc::run(shard.clone()));
     tokio::spawn(crate::controllers::workspace::run(shard.clone()));
+    tokio::spawn(crate::controllers::shard_health::run(shard.clone(), health));
     tokio::spawn(crate::tmc::controller::run(shard.clone(), tmc));
     tokio::spawn(crate::ocm::controller::run(shard.clone()));
     tokio::spawn(crate::fleet::controller::run(shard.clone(), fleet));

@@ -169,6 +169,19 @@ impl Peers {
         answer
     }
 
+    /// Whether the shard at `base_url` answers at all: its `/livez`, within the client's
+    /// timeouts. Any HTTP answer counts; only no answer is [`PeerError::Unreachable`].
+    pub async fn probe(&self, base_url: &str) -> Result<(), PeerError> {
+        let client = self.client(base_url).await?;
+        let request = http::Request::get("/livez")
+            .body(Vec::new())
+            .map_err(|e| PeerError::Unreachable { url: base_url.into(), message: format!("bad request: {e}") })?;
+        match client.request_text(request).await {
+            Ok(_) | Err(kube::Error::Api(_)) => Ok(()),
+            Err(other) => Err(PeerError::Unreachable { url: base_url.into(), message: other.to_string() }),
+        }
+    }
+
     /// GET.
     pub async fn get(&self, base_url: &str, path: &str) -> Result<Value, PeerError> {
         self.call(base_url, http::Method::GET, path, None).await

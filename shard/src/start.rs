@@ -106,6 +106,10 @@ pub struct Config {
     /// placements; what it has stays (KubeFleet: 300).
     #[arg(long, default_value_t = 300.0)]
     pub fleet_heartbeat_timeout_seconds: f64,
+    /// Seconds another shard may fail every probe before the Workspaces here whose logical clusters it hosts go
+    /// `Unavailable` (condition WorkspaceShardAvailable); they are `Ready` again at its first answer.
+    #[arg(long, default_value_t = 30.0)]
+    pub shard_unavailable_grace_seconds: f64,
 }
 
 /// Starts replication to the cache servers and the cache informer, when caches are configured.
@@ -197,7 +201,10 @@ pub async fn start(args: Config) -> anyhow::Result<Running> {
         unhealthy_timeout: Duration::from_secs_f64(args.fleet_heartbeat_timeout_seconds.max(0.1)),
     };
     let fleet = crate::fleet::controller::Settings { eligibility };
-    assemble::start_controllers(shard.clone(), handles, tmc, fleet);
+    let health = crate::controllers::shard_health::Settings {
+        grace: Duration::from_secs_f64(args.shard_unavailable_grace_seconds.max(0.0)),
+    };
+    assemble::start_controllers(shard.clone(), handles, tmc, fleet, health);
     start_replication(&shard, &args, &material)?;
 
     let (shutdown, shutdown_rx) = watch::channel(false);

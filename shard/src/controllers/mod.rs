@@ -9,6 +9,7 @@ pub mod logical_cluster;
 pub mod membership;
 pub mod namespace;
 pub mod queue;
+pub mod shard_health;
 pub mod workspace;
 
 use crate::state::Shard;

@@ -127,7 +127,16 @@ fn needs_work(workspace: &Value) -> bool {
     if meta::is_deleting(workspace) {
         return meta::finalizers(workspace).iter().any(|f| f == WORKSPACE_FINALIZER);
     }
-    workspace.pointer("/status/phase").and_then(Value::as_str) != Some("Ready")
+    !is_placed(workspace)
+}
+
+/// Ready, or Ready on a shard that does not answer (`super::shard_health` moves it
+/// between the two): the scheduler is done with it, and must not draw it anew.
+fn is_placed(workspace: &Value) -> bool {
+    matches!(
+        workspace.pointer("/status/phase").and_then(Value::as_str),
+        Some("Ready" | super::shard_health::PHASE_UNAVAILABLE)
+    )
 }
 
 /// What a reconcile step asks for next.
@@ -159,7 +168,7 @@ async fn reconcile(shard: &Shard, suspects: &Suspects, cluster: &str, name: &str
             finalize(shard, &at, &workspace).await
         } else {
             match workspace.pointer("/status/phase").and_then(Value::as_str) {
-                Some("Ready") => Ok(Next::Done),
+                _ if is_placed(&workspace) => Ok(Next::Done),
                 Some("Initializing") => check_initialized(shard, &at, &workspace).await,
                 _ => schedule(shard, suspects, &at, &workspace).await,
             }
