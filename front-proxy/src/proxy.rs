@@ -148,6 +148,9 @@ impl Proxy {
         };
         let identity = &caller.identity;
         tracing::Span::current().record("enduser.id", identity.user.as_str());
+        if let Some(shard) = path.strip_prefix("/shards/") {
+            return self.to_shard(request, &caller, shard).await;
+        }
         let Some((segment, rest)) = split_cluster(&path) else {
             // Outside /clusters/: the root logical cluster, as kcp's front-proxy does.
             let url = format!("{}/clusters/root{path}", self.root_shard_url);
@@ -188,6 +191,30 @@ impl Proxy {
                 crate::dead_shard::answer(self, &caller, &target, &segment).await
             }
         }
+    }
+
+    /// `/shards/<shard>/services/…`: a virtual workspace served by one shard (an
+    /// APIExport view, as APIExportEndpointSlices list them), forwarded as it is to that
+    /// shard, which authorizes the caller for the view. Nothing else is routed by shard:
+    /// workspaces are addressed by path.
+    async fn to_shard(&self, request: Request<Incoming>, caller: &Caller, after: &str) -> http::Response<Body> {
+        let Some((shard, rest)) = after.split_once('/').filter(|(s, r)| !s.is_empty() && r.starts_with("services/"))
+        else {
+            return status::failure(
+                404,
+                "NotFound",
+                "under /shards/<shard>/ the front-proxy routes only virtual workspaces (/shards/<shard>/services/...); \
+                 address workspaces as /clusters/<path>/",
+            );
+        };
+        tracing::Span::current().record("atoll.shard", shard);
+        let Some(base) = self.routing.shard_url(shard) else {
+            return status::failure(404, "NotFound", &format!("no shard {shard:?} is known to the front-proxy"));
+        };
+        let query = request.uri().query().map(|q| format!("?{q}")).unwrap_or_default();
+        let url = format!("{base}/shards/{shard}/{rest}{query}");
+        let shard = shard.to_string();
+        self.forward(request, caller, url, &shard).await
     }
 
     /// The caller, or why it is refused (for a 401).

@@ -32,7 +32,7 @@ pub struct PeerInfo {
 pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Request<Incoming>) -> Response {
     let started = Instant::now();
     let method = request.method().clone();
-    let path = request.uri().path().to_string();
+    let path = own_prefix_stripped(&shard.name, request.uri().path()).to_string();
     let query = apiserver::rest::request_info::parse_query(request.uri().query());
     // A virtual workspace narrows the API path that follows its prefix and view.
     let (view, api_path) = match shard.registry.virtual_workspace(&path) {
@@ -121,6 +121,17 @@ fn request_span(
     span
 }
 
+/// A request path without this shard's own `/shards/<name>` prefix: virtual workspace
+/// URLs name their shard so that the front-proxy can route them, and work unchanged
+/// against the shard itself. Other shards' prefixes stay and find no route (404).
+fn own_prefix_stripped<'p>(name: &str, path: &'p str) -> &'p str {
+    let own = path.strip_prefix("/shards/").and_then(|rest| rest.strip_prefix(name));
+    match own {
+        Some(rest) if rest.starts_with("/services/") => rest,
+        _ => path,
+    }
+}
+
 /// Metric labels. The resource comes from the URL, so only resources some logical cluster
 /// serves are named: anyone could otherwise add a label series per request.
 fn labels_of(shard: &Shard, info: &RequestInfo) -> (String, String) {
@@ -146,7 +157,7 @@ async fn route(
     request: ::http::Request<Incoming>,
     view: Option<(Arc<dyn VirtualWorkspace>, String)>,
 ) -> ApiResult<Response> {
-    let (cluster, target) = match info {
+    let (cluster, mut target) = match info {
         RequestInfo::Cluster(cluster, target) => (cluster, target),
         _ if view.is_some() => {
             return Err(ApiError::not_found_message("a virtual workspace serves the Kubernetes API under /clusters/"))
@@ -156,10 +167,12 @@ async fn route(
     };
     let identity = authenticate(shard, peer, &request)?;
     let mut writes = None;
+    let mut served = None;
     let scope = match &view {
         Some((workspace, view)) => {
-            let admitted = workspace.admit(&identity, view, &cluster, &target, &mut query)?;
-            writes = Some(admitted.writes);
+            let admitted = workspace.admit(&identity, view, &cluster, &mut target, &mut query)?;
+            writes = admitted.writes;
+            served = admitted.served;
             match admitted.cluster {
                 Some(name) => Scope::Cluster(name),
                 None => Scope::Wildcard,
@@ -186,10 +199,10 @@ async fn route(
         Scope::Wildcard => None,
     };
     let Target::Resource(req) = target else {
-        let served = match cluster {
+        let served = served.unwrap_or_else(|| match cluster {
             Some(cluster) => shard.registry.served(cluster),
             None => shard.registry.all().to_vec(),
-        };
+        });
         return discovery::handle(&served, &target, accept.as_deref(), query.contains_key("hash"));
     };
     let rt = shard.registry.lookup(cluster, &req.group, &req.version, &req.resource).ok_or_else(|| {
@@ -368,6 +381,19 @@ fn process_endpoint(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn only_the_own_shard_prefix_is_stripped_and_only_for_virtual_workspaces() {
+        let strip = |path| super::own_prefix_stripped("shard-1", path);
+        assert_eq!(
+            strip("/shards/shard-1/services/apiexport/c/w/clusters/*/apis"),
+            "/services/apiexport/c/w/clusters/*/apis"
+        );
+        assert_eq!(strip("/shards/shard-2/services/apiexport/c/w"), "/shards/shard-2/services/apiexport/c/w");
+        assert_eq!(strip("/shards/shard-10/services/x"), "/shards/shard-10/services/x");
+        assert_eq!(strip("/shards/shard-1/clusters/root/api"), "/shards/shard-1/clusters/root/api");
+        assert_eq!(strip("/clusters/root/api"), "/clusters/root/api");
+    }
+
     #[test]
     fn queries_are_split_and_decoded() {
         let q =

@@ -13,6 +13,8 @@ use std::sync::{Arc, Weak};
 pub struct Handles {
     /// The binding feature's indexes and the queue its controller drains.
     pub bindings: Arc<BindingState>,
+    /// The permission claims each cluster's bindings apply.
+    pub claims: Arc<crate::binding::claims::ClaimIndex>,
 }
 
 /// The resource table with every feature's strategies. `shard` is the shard under
@@ -30,9 +32,12 @@ pub fn registry(shard: Weak<Shard>, paths: Arc<PathIndex>, base_url: String, roo
     crate::tenancy::strategy::register(&mut registry, shard.clone(), paths, base_url);
     crate::crd::strategy::register(&mut registry);
     crate::apis::register(&mut registry);
-    let bindings = crate::binding::strategy::register(&mut registry, shard);
+    let bindings = crate::binding::strategy::register(&mut registry, shard.clone());
+    let claims = Arc::new(crate::binding::claims::ClaimIndex::default());
+    let view = crate::export_view::ExportView { shard, bound: bindings.bound.clone(), claims: claims.clone() };
+    registry.add_virtual_workspace(Arc::new(view));
     crate::authz::review::register(&mut registry);
-    (registry, Handles { bindings })
+    (registry, Handles { bindings, claims })
 }
 
 /// Starts every controller; `handles` are what the features' strategies feed them, `tmc`
@@ -54,6 +59,8 @@ pub fn start_controllers(
     tokio::spawn(crate::tmc::controller::run(shard.clone(), tmc));
     tokio::spawn(crate::ocm::controller::run(shard.clone()));
     tokio::spawn(crate::fleet::controller::run(shard.clone(), fleet));
+    tokio::spawn(crate::export_view::endpoints::run(shard.clone(), handles.bindings.bound.clone()));
+    tokio::spawn(crate::binding::claims::run(shard.clone(), handles.claims));
     tokio::spawn(crate::binding::run(shard.clone(), handles.bindings));
     tokio::spawn(crate::controllers::membership::run(shard));
 }

@@ -30,6 +30,8 @@
 //! - [`apis`]: the `apis.kcp.io` group's admission (schemas, references, export identities).
 //! - [`binding`]: APIBindings — resolving exports through the fallback lister, the `bind`
 //!   check, and serving bound resources from bound CRDs.
+//! - [`export_view`]: the APIExport virtual workspace (a provider's view of every bound
+//!   instance of its API on this shard) and the endpoint-slice URLs that publish it.
 //! - [`replication`]: pushes the objects every shard must see to cache servers (with the
 //!   shared sender of crate `sender`);
 //!   [`cache`] reads other shards' back (cache informers, the fallback lister).
@@ -45,6 +47,7 @@ mod bootstrap;
 pub mod cache;
 mod controllers;
 mod crd;
+mod export_view;
 mod fleet;
 mod index_feed;
 mod membership;

@@ -1,10 +1,14 @@
 //! Virtual workspaces: filtered, authorized API roots spanning the logical clusters of one
-//! shard (the placement sync view; the APIExport view next). A feature registers one per
-//! path prefix; the serving binary's request entry point hands it every request under its
+//! shard (the placement sync view, the APIExport view). A feature registers one per path
+//! prefix; the serving binary's request entry point hands it every request under its
 //! prefix, where the path is `<prefix><view>/clusters/<name or *>/<Kubernetes API path>`.
 //! The virtual workspace authorizes the caller for the view (instead of the addressed
-//! cluster's RBAC) and narrows the request; the generic verbs then serve it.
+//! cluster's RBAC) and narrows the request: which clusters, which resources (it may
+//! rename the addressed resource, e.g. to the identity-qualified name its objects are
+//! stored under), which objects (selectors), what discovery shows and what writes may
+//! change; the generic verbs then serve it.
 
+use super::ResourceType;
 use crate::rest::request_info::Target;
 use crate::rest::status::ApiResult;
 use protocol::path::ClusterRef;
@@ -29,8 +33,12 @@ pub trait WriteAdmission: Send + Sync + std::fmt::Debug {
 pub struct Admitted {
     /// The logical cluster it may address, `None` for every cluster of the shard.
     pub cluster: Option<String>,
-    /// The admission of its writes, in place of the registry's.
-    pub writes: Arc<dyn WriteAdmission>,
+    /// The admission of its writes in place of the registry's; `None` keeps the
+    /// registry's (the view's writes are ordinary API writes).
+    pub writes: Option<Arc<dyn WriteAdmission>>,
+    /// What discovery lists in the view; `None` lists what the addressed cluster (or, for
+    /// `*`, the whole shard) serves.
+    pub served: Option<Vec<Arc<ResourceType>>>,
 }
 
 /// One kind of virtual workspace.
@@ -39,14 +47,14 @@ pub trait VirtualWorkspace: Send + Sync + std::fmt::Debug {
     fn prefix(&self) -> &'static str;
 
     /// Authorizes `identity` for `view` (the path between the prefix and `/clusters/`) and
-    /// narrows the request (`cluster`, `target`, `query`, which it may change): where it
-    /// may go, and what its writes may change.
+    /// narrows the request (`target` and `query`, which it may change): where it may go,
+    /// and what its writes may change.
     fn admit(
         &self,
         identity: &Identity,
         view: &str,
         cluster: &ClusterRef,
-        target: &Target,
+        target: &mut Target,
         query: &mut HashMap<String, String>,
     ) -> ApiResult<Admitted>;
 }

@@ -93,7 +93,8 @@ fn authorize_by_policy(
     span.record("verb", attributes.verb());
     span.record("decision", decision.label().1);
     match decision {
-        Decision::Allowed(_) => Ok(()),
+        // A bound resource's export may bound what its consumers' RBAC allows.
+        Decision::Allowed(_) => crate::binding::maximal::check(shard, identity, cluster, &attributes),
         Decision::Denied(denial) => Err(forbidden(identity, request.requested, &attributes, denial)),
     }
 }

@@ -71,6 +71,19 @@ impl BoundResources {
         entries.map(|(_, _, crd)| crd.clone()).collect()
     }
 
+    /// The bound CRDs of every binding on this shard to the export with `identity` (the
+    /// export's `status.identityHash`): empty when no workspace here binds it.
+    pub fn crds_with_identity(&self, identity: &str) -> Vec<String> {
+        let prefix = format!("{}-", identity.get(..16).unwrap_or(identity));
+        let by_cluster = self.by_cluster.read();
+        let entries = by_cluster.values().flat_map(|b| b.values()).flatten();
+        let mut crds: Vec<String> =
+            entries.filter(|(_, _, crd)| crd.starts_with(&prefix)).map(|(_, _, crd)| crd.clone()).collect();
+        crds.sort();
+        crds.dedup();
+        crds
+    }
+
     /// Forgets every binding of a logical cluster that is gone.
     pub fn forget_cluster(&self, cluster: &str) {
         self.by_cluster.write().remove(cluster);
@@ -105,7 +118,10 @@ mod tests {
         assert!(index.crd_of("other", "example.io", "widgets").is_none());
         assert!(index.bound_by_other("c", "a", "example.io", "widgets").is_none());
         assert!(index.bound_by_other("c", "b", "example.io", "widgets").is_some());
+        assert_eq!(index.crds_with_identity("x"), vec![schema::bound_crd_name("x", "u1")]);
+        assert!(index.crds_with_identity("y").is_empty());
         index.forget("c", "a");
         assert!(index.crds_of("c").is_empty());
+        assert!(index.crds_with_identity("x").is_empty());
     }
 }

@@ -13,6 +13,10 @@
 //! - [`schema`]: the pure conversions (schema → bound CRD, status entries).
 //! - [`bound`]: which resources each cluster's bindings bind.
 //! - [`admission`]: the `bind` permission check on the export, at create and update.
+//! - [`claims`]: permission claims — which objects an export's claims grant, marked by
+//!   label for the export's view.
+//! - [`maximal`]: the export's maximal permission policy, bounding every consumer request
+//!   to a bound resource.
 //! - [`deletion`]: unbinding — a deleted binding's objects go before the binding does.
 //! - [`source`]: bound resources as a source of the resource table.
 //! - [`strategy`]: the APIBinding strategy, whose after-commit hook wakes the controller.
@@ -20,7 +24,9 @@
 
 pub mod admission;
 pub mod bound;
+pub mod claims;
 pub mod deletion;
+pub mod maximal;
 pub mod schema;
 pub mod source;
 pub mod strategy;
@@ -253,6 +259,9 @@ async fn bind(
         ensure_bound_crd(shard, &crd).await?;
         bound_resources.push(entry);
     }
+    let export_claims =
+        export.object.pointer("/spec/permissionClaims").and_then(Value::as_array).cloned().unwrap_or_default();
+    let applied_claims = claims::accepted(binding, &export_claims);
     let status = json!({
         "phase": "Bound",
         "apiExportClusterName": export.cluster,
@@ -264,6 +273,13 @@ async fn bind(
             condition("Ready", "True", "", ""),
         ],
     });
+    let mut status = status;
+    if !export_claims.is_empty() {
+        status["exportPermissionClaims"] = Value::Array(export_claims);
+    }
+    if !applied_claims.is_empty() {
+        status["appliedPermissionClaims"] = Value::Array(applied_claims);
+    }
     Ok(Outcome { status, done: true })
 }
 

@@ -35,6 +35,8 @@ pub struct CacheIndex {
     objects: RwLock<HashMap<GroupResource, BTreeMap<ObjectKey, Arc<Value>>>>,
     /// Canonical path → logical cluster, from the replicas' `kcp.io/path` annotations.
     paths: RwLock<HashMap<String, String>>,
+    /// Logical cluster → the shard its replicas come from (the shard hosting it).
+    origins: RwLock<HashMap<String, String>>,
     /// Whether the first list has been applied.
     synced: tokio::sync::watch::Sender<bool>,
 }
@@ -70,6 +72,11 @@ impl CacheIndex {
         self.paths.read().get(path).cloned()
     }
 
+    /// The shard hosting logical cluster `cluster`, as its replicas tell it.
+    pub fn origin_of(&self, cluster: &str) -> Option<String> {
+        self.origins.read().get(cluster).cloned()
+    }
+
     /// How many replicas are held.
     pub fn len(&self) -> usize {
         self.objects.read().values().map(BTreeMap::len).sum()
@@ -95,14 +102,17 @@ impl CacheIndex {
     fn replace(&self, items: Vec<Replica>) {
         let mut objects: HashMap<GroupResource, BTreeMap<ObjectKey, Arc<Value>>> = HashMap::new();
         let mut paths = HashMap::new();
+        let mut origins = HashMap::new();
         for replica in items {
             if let Some((gr, key, object)) = decode(&replica) {
                 remember_path(&mut paths, &key.0, &object);
+                remember_origin(&mut origins, &replica);
                 objects.entry(gr).or_default().insert(key, object);
             }
         }
         *self.objects.write() = objects;
         *self.paths.write() = paths;
+        *self.origins.write() = origins;
         self.synced.send_replace(true);
     }
 
@@ -112,6 +122,7 @@ impl CacheIndex {
         match kind {
             Kind::Added | Kind::Modified => {
                 remember_path(&mut self.paths.write(), &key.0, &object);
+                remember_origin(&mut self.origins.write(), replica);
                 self.objects.write().entry(gr).or_default().insert(key, object);
             }
             Kind::Deleted => {
@@ -137,6 +148,14 @@ fn decode(replica: &Replica) -> Option<(GroupResource, ObjectKey, Arc<Value>)> {
 fn remember_path(paths: &mut HashMap<String, String>, cluster: &str, object: &Value) {
     if let Some(path) = meta::annotations(object).get(protocol::wellknown::PATH_ANNOTATION) {
         paths.insert(path.clone(), cluster.to_string());
+    }
+}
+
+fn remember_origin(origins: &mut HashMap<String, String>, replica: &Replica) {
+    if let Some(key) = &replica.key {
+        if origins.get(&key.cluster) != Some(&key.origin) {
+            origins.insert(key.cluster.clone(), key.origin.clone());
+        }
     }
 }
 
@@ -214,6 +233,7 @@ mod tests {
         assert!(index.is_synced());
         assert!(index.get("apis.kcp.io", "apiexports", "a", "", "x").is_some());
         assert_eq!(index.cluster_of_path("root:org").as_deref(), Some("a"));
+        assert_eq!(index.origin_of("a").as_deref(), Some("s"));
         assert_eq!(index.list("apis.kcp.io", "apiexports", "a").len(), 1);
         index.apply(Kind::Added, &replica("a", "z", "root:org"));
         assert_eq!(index.list("apis.kcp.io", "apiexports", "a").len(), 2);

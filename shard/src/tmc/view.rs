@@ -16,7 +16,7 @@ use crate::authz::attributes::{Attributes, ResourceAttributes};
 use crate::authz::workspace_rbac::{self, Answer};
 use crate::cache::lister;
 use crate::state::Shard;
-use apiserver::registry::virtual_workspace::{Admitted, VirtualWorkspace};
+use apiserver::registry::virtual_workspace::{Admitted, VirtualWorkspace, WriteAdmission};
 use apiserver::rest::request_info::{Target, Verb};
 use apiserver::rest::status::{ApiError, ApiResult};
 use apiserver::storage::{self, ObjectRef};
@@ -59,7 +59,7 @@ impl VirtualWorkspace for SyncView {
         identity: &Identity,
         view: &str,
         cluster: &ClusterRef,
-        target: &Target,
+        target: &mut Target,
         query: &mut HashMap<String, String>,
     ) -> ApiResult<Admitted> {
         let shard = self.shard.upgrade().ok_or_else(|| ApiError::unavailable("the shard is shutting down"))?;
@@ -97,7 +97,7 @@ impl VirtualWorkspace for SyncView {
         };
         let key = placement::sync_target_key(&found.cluster, name);
         let label = format!("{CLUSTER_RESOURCE_STATE_LABEL_PREFIX}{key}");
-        let writes = Arc::new(ViewWrites { key });
+        let writes: Arc<dyn WriteAdmission> = Arc::new(ViewWrites { key });
         let scope = match cluster {
             ClusterRef::Wildcard => None,
             ClusterRef::Name(name) if shard.cluster_exists(name) => Some(name.clone()),
@@ -111,7 +111,7 @@ impl VirtualWorkspace for SyncView {
                 return Err(ApiError::not_found_message(format!("logical cluster {name:?} is not on this shard")))
             }
         };
-        let admitted = Admitted { cluster: scope, writes };
+        let admitted = Admitted { cluster: scope, writes: Some(writes), served: None };
         let Target::Resource(request) = target else { return Ok(admitted) };
         match request.verb {
             Verb::List | Verb::Watch => {

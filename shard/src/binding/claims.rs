@@ -1,0 +1,356 @@
+//! Permission claims (kcp's `permissionClaims`): an APIExport asks for access to objects
+//! of other resources (ConfigMaps, Secrets, …) in the workspaces that bind it, and each
+//! binding accepts or rejects every claim. The binding controller records the claims in
+//! effect in `status.appliedPermissionClaims` (an accepted claim the export still makes).
+//!
+//! This controller marks what a claim grants, as kcp does, with a label on every object
+//! of a claimed resource in a workspace whose binding applies the claim:
+//! `claimed.internal.apis.kcp.io/<export key>: <claim value>` ([`label`]). The export's
+//! view ([`crate::export_view`]) lists and watches claimed resources with that label as a
+//! selector, so a claim that is rejected or dropped takes its objects out of the view at
+//! once: the label goes, and a watch sees DELETED.
+//!
+//! It follows the shard's APIBindings (their applied claims, per logical cluster) and, for
+//! every resource some binding claims, that resource's objects in every cluster, fixing
+//! each object whose claim labels differ from what its cluster's bindings apply: at start,
+//! when a binding's claims change, and when an object is written.
+
+use crate::controllers::REQUEUE_DELAY;
+use crate::state::Shard;
+use crate::store_watch::{StoreConsumer, StoreSource};
+use apiserver::objects;
+use apiserver::registry::ResourceType;
+use apiserver::storage::{self, ObjectRef, WriteOptions};
+use parking_lot::RwLock;
+use protocol::meta;
+use protocol::watcher::{drive, Backoff};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// The prefix of every claim label's key.
+pub const LABEL_PREFIX: &str = "claimed.internal.apis.kcp.io/";
+
+/// One claim in effect: which resource, and the label that marks what it grants.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Claim {
+    /// API group of the claimed resource ("" for core).
+    pub group: String,
+    /// Its plural resource.
+    pub resource: String,
+    /// The label key (per export).
+    pub key: String,
+    /// The label value (per claim).
+    pub value: String,
+}
+
+fn short_hash(text: &str) -> String {
+    Sha256::digest(text.as_bytes()).iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The label marking objects claimed by export `export` of logical cluster
+/// `export_cluster` under the claim of `group/resource` (of the export with
+/// `identity_hash`, empty for built-ins). Pure.
+pub fn label(export_cluster: &str, export: &str, group: &str, resource: &str, identity_hash: &str) -> (String, String) {
+    let key = format!("{LABEL_PREFIX}{}", short_hash(&format!("{export_cluster}:{export}")));
+    (key, short_hash(&format!("{group}/{resource}/{identity_hash}")))
+}
+
+/// The claims a binding applies, from its status and reference. Pure.
+pub fn applied(binding: &Value) -> Vec<Claim> {
+    if meta::is_deleting(binding) {
+        return Vec::new();
+    }
+    let text = |pointer: &str| binding.pointer(pointer).and_then(Value::as_str).unwrap_or_default();
+    let (export_cluster, export) = (text("/status/apiExportClusterName"), text("/spec/reference/export/name"));
+    if export_cluster.is_empty() || export.is_empty() {
+        return Vec::new();
+    }
+    let claims = binding.pointer("/status/appliedPermissionClaims").and_then(Value::as_array).into_iter().flatten();
+    claims
+        .filter_map(|claim| {
+            let field = |name: &str| claim.get(name).and_then(Value::as_str).unwrap_or_default().to_string();
+            let resource = field("resource");
+            (!resource.is_empty()).then(|| {
+                let (key, value) = label(export_cluster, export, &field("group"), &resource, &field("identityHash"));
+                Claim { group: field("group"), resource, key, value }
+            })
+        })
+        .collect()
+}
+
+/// The claims of `export_claims` (an export's `spec.permissionClaims`) that `binding`
+/// accepts, as `status.appliedPermissionClaims` lists them: a claim is matched by group,
+/// resource and identity hash, and applies only while the export still makes it. Pure.
+pub fn accepted(binding: &Value, export_claims: &[Value]) -> Vec<Value> {
+    let same = |a: &Value, b: &Value| {
+        let field = |v: &Value, name: &str| v.get(name).and_then(Value::as_str).unwrap_or_default().to_string();
+        ["group", "resource", "identityHash"].iter().all(|name| field(a, name) == field(b, name))
+    };
+    let answers = binding.pointer("/spec/permissionClaims").and_then(Value::as_array).into_iter().flatten();
+    let accepted: Vec<&Value> = answers.filter(|answer| answer["state"] == "Accepted").collect();
+    export_claims.iter().filter(|claim| accepted.iter().any(|answer| same(claim, answer))).cloned().collect()
+}
+
+/// The claims each binding of each cluster applies.
+#[derive(Debug, Default)]
+pub struct ClaimIndex {
+    by_cluster: RwLock<HashMap<String, BTreeMap<String, Vec<Claim>>>>,
+}
+
+impl ClaimIndex {
+    /// Records `binding` of `cluster` as stored now; returns the claims of the cluster that
+    /// changed (added or removed).
+    fn observe(&self, cluster: &str, name: &str, binding: Option<&Value>) -> BTreeSet<Claim> {
+        let claims = binding.map(applied).unwrap_or_default();
+        let mut by_cluster = self.by_cluster.write();
+        let bindings = by_cluster.entry(cluster.to_string()).or_default();
+        let old = match claims.is_empty() {
+            true => bindings.remove(name),
+            false => bindings.insert(name.to_string(), claims.clone()),
+        };
+        let old: BTreeSet<Claim> = old.unwrap_or_default().into_iter().collect();
+        let new: BTreeSet<Claim> = claims.into_iter().collect();
+        if bindings.is_empty() {
+            by_cluster.remove(cluster);
+        }
+        old.symmetric_difference(&new).cloned().collect()
+    }
+
+    /// The claims `cluster`'s bindings apply to `group/resource`.
+    pub fn of(&self, cluster: &str, group: &str, resource: &str) -> Vec<Claim> {
+        let by_cluster = self.by_cluster.read();
+        let claims = by_cluster.get(cluster).into_iter().flat_map(|b| b.values()).flatten();
+        claims.filter(|c| c.group == group && c.resource == resource).cloned().collect()
+    }
+
+    /// Every resource some binding of this shard claims.
+    fn resources(&self) -> HashSet<(String, String)> {
+        let by_cluster = self.by_cluster.read();
+        let claims = by_cluster.values().flat_map(|b| b.values()).flatten();
+        claims.map(|c| (c.group.clone(), c.resource.clone())).collect()
+    }
+}
+
+/// `object`'s labels as its cluster's `claims` want them: every claim label present,
+/// none other; `None` when they already are. Pure.
+pub fn relabelled(object: &Value, claims: &[Claim]) -> Option<BTreeMap<String, String>> {
+    let labels = meta::labels(object);
+    let mut wanted: BTreeMap<String, String> =
+        labels.iter().filter(|(k, _)| !k.starts_with(LABEL_PREFIX)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    for claim in claims {
+        wanted.insert(claim.key.clone(), claim.value.clone());
+    }
+    let current: BTreeMap<String, String> = labels.into_iter().collect();
+    (current != wanted).then_some(wanted)
+}
+
+/// One object to look at: cluster, row, namespace, name.
+type Fix = (String, Arc<ResourceType>, Option<String>, String);
+
+/// Runs the claim labeller until the process ends.
+pub async fn run(shard: Arc<Shard>, index: Arc<ClaimIndex>) {
+    let Some(bindings) = super::bindings_row(&shard) else { return };
+    let (fixes, mut pending) = mpsc::unbounded_channel::<Fix>();
+    let (resources, mut claimed) = mpsc::unbounded_channel::<(String, Arc<ResourceType>)>();
+    let feed = BindingFeed { shard: shard.clone(), index: index.clone(), fixes: fixes.clone(), resources };
+    let prefix = objects::collection_prefix(&bindings, None, None).into_bytes();
+    tokio::spawn(async move {
+        let mut source = StoreSource::new(feed.shard.store.clone(), prefix, feed);
+        drive::run("claim-bindings", &mut source, Backoff::new(REQUEUE_DELAY, REQUEUE_DELAY)).await;
+    });
+    // A watch per claimed resource, started the first time a binding claims it.
+    let (watch_shard, watch_index) = (shard.clone(), index.clone());
+    tokio::spawn(async move {
+        let mut watched = HashSet::new();
+        while let Some((name, rt)) = claimed.recv().await {
+            if !watched.insert(name.clone()) {
+                continue;
+            }
+            let feed = ObjectFeed { index: watch_index.clone(), rt: rt.clone(), fixes: fixes.clone() };
+            let prefix = objects::collection_prefix(&rt, None, None).into_bytes();
+            let mut source = StoreSource::new(watch_shard.store.clone(), prefix, feed).paged(500);
+            tokio::spawn(async move {
+                drive::run(&format!("claimed-{name}"), &mut source, Backoff::new(REQUEUE_DELAY, REQUEUE_DELAY)).await;
+            });
+        }
+    });
+    while let Some((cluster, rt, namespace, name)) = pending.recv().await {
+        let claims = index.of(&cluster, &rt.group, &rt.resource);
+        let at = ObjectRef { cluster: &cluster, namespace: namespace.as_deref(), name: &name };
+        let update = storage::guaranteed_update(&shard, &rt, &at, None, WriteOptions::default(), |old| {
+            let mut new = old.clone();
+            if let Some(labels) = relabelled(old, &claims) {
+                let metadata = meta::metadata_mut(&mut new);
+                match labels.is_empty() {
+                    true => metadata.remove("labels"),
+                    false => metadata.insert("labels".into(), serde_json::json!(labels)),
+                };
+            }
+            Ok(new)
+        });
+        if let Err(error) = update.await {
+            if !error.is_not_found() {
+                tracing::warn!(cluster, name, error = %error.message, "claim labels not written");
+            }
+        }
+    }
+}
+
+/// The row storing `group/resource` objects (a built-in; claims of other exports'
+/// resources are not labelled yet).
+fn row(shard: &Shard, group: &str, resource: &str) -> Option<Arc<ResourceType>> {
+    shard.registry.all().iter().find(|r| r.group == group && r.resource == resource && r.strategy.stored()).cloned()
+}
+
+/// APIBindings: keeps the index and, when a cluster's claims change, looks at every
+/// object of the resources concerned in that cluster.
+struct BindingFeed {
+    shard: Arc<Shard>,
+    index: Arc<ClaimIndex>,
+    fixes: mpsc::UnboundedSender<Fix>,
+    resources: mpsc::UnboundedSender<(String, Arc<ResourceType>)>,
+}
+
+impl BindingFeed {
+    fn observe(&mut self, cluster: &str, name: &str, binding: Option<&Value>) {
+        let changed = self.index.observe(cluster, name, binding);
+        let resources: HashSet<(String, String)> =
+            changed.iter().map(|c| (c.group.clone(), c.resource.clone())).collect();
+        for (group, resource) in resources {
+            let Some(rt) = row(&self.shard, &group, &resource) else { continue };
+            let _ = self.resources.send((format!("{}.{}", rt.resource, rt.group), rt.clone()));
+            let prefix = objects::collection_prefix(&rt, Some(cluster), None);
+            let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };
+            let Ok(page) = self.shard.store.list(&options, |_, _| true) else { continue };
+            for (key, _) in &page.items {
+                if let Some((cluster, namespace, name)) = objects::split_key(key) {
+                    let namespace = (!namespace.is_empty()).then(|| namespace.to_string());
+                    let _ = self.fixes.send((cluster.to_string(), rt.clone(), namespace, name.to_string()));
+                }
+            }
+        }
+    }
+}
+
+impl StoreConsumer for BindingFeed {
+    fn page(&mut self, items: &[(bytes::Bytes, store::Versioned)]) {
+        for (key, stored) in items {
+            let Some((cluster, _, name)) = objects::split_key(key) else { continue };
+            let binding = objects::decode(stored).ok();
+            self.observe(cluster, name, binding.as_ref());
+        }
+        let resources = self.index.resources();
+        for (group, resource) in resources {
+            if let Some(rt) = row(&self.shard, &group, &resource) {
+                let _ = self.resources.send((format!("{}.{}", rt.resource, rt.group), rt));
+            }
+        }
+    }
+
+    fn event(&mut self, event: &store::Event) {
+        let Some((cluster, _, name)) = objects::split_key(&event.key) else { return };
+        let binding = event.value.as_ref().and_then(|v| serde_json::from_slice::<Value>(v).ok());
+        self.observe(cluster, name, binding.as_ref());
+    }
+}
+
+/// The objects of one claimed resource: each written one whose claim labels are not what
+/// its cluster's bindings apply is queued.
+struct ObjectFeed {
+    index: Arc<ClaimIndex>,
+    rt: Arc<ResourceType>,
+    fixes: mpsc::UnboundedSender<Fix>,
+}
+
+impl ObjectFeed {
+    fn look(&self, key: &[u8], value: &[u8]) {
+        let Some((cluster, namespace, name)) = objects::split_key(key) else { return };
+        let Ok(object) = serde_json::from_slice::<Value>(value) else { return };
+        let claims = self.index.of(cluster, &self.rt.group, &self.rt.resource);
+        if relabelled(&object, &claims).is_some() {
+            let namespace = (!namespace.is_empty()).then(|| namespace.to_string());
+            let _ = self.fixes.send((cluster.to_string(), self.rt.clone(), namespace, name.to_string()));
+        }
+    }
+}
+
+impl StoreConsumer for ObjectFeed {
+    fn page(&mut self, items: &[(bytes::Bytes, store::Versioned)]) {
+        for (key, stored) in items {
+            self.look(key, &stored.value);
+        }
+    }
+
+    fn event(&mut self, event: &store::Event) {
+        if let Some(value) = &event.value {
+            self.look(&event.key, value);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn binding(claims: Value) -> Value {
+        json!({
+            "metadata": {"name": "b"},
+            "spec": {"reference": {"export": {"path": "root:p", "name": "widgets"}}},
+            "status": {"apiExportClusterName": "pc", "appliedPermissionClaims": claims},
+        })
+    }
+
+    #[test]
+    fn only_accepted_claims_the_export_makes_apply() {
+        let export =
+            [json!({"group": "", "resource": "configmaps", "all": true}), json!({"resource": "secrets", "all": true})];
+        let binding = json!({"spec": {"permissionClaims": [
+            {"resource": "configmaps", "all": true, "state": "Accepted"},
+            {"resource": "secrets", "all": true, "state": "Rejected"},
+            {"resource": "pods", "all": true, "state": "Accepted"},
+        ]}});
+        assert_eq!(accepted(&binding, &export), [export[0].clone()]);
+        assert!(accepted(&json!({}), &export).is_empty());
+    }
+
+    #[test]
+    fn labels_are_per_export_and_per_claim() {
+        let (key, value) = label("pc", "widgets", "", "configmaps", "");
+        assert!(key.starts_with(LABEL_PREFIX) && key.len() - LABEL_PREFIX.len() == 32, "{key}");
+        assert_eq!(value.len(), 32);
+        assert_ne!(label("pc", "gadgets", "", "configmaps", "").0, key, "another export, another key");
+        assert_ne!(label("pc", "widgets", "", "secrets", "").1, value, "another claim, another value");
+    }
+
+    #[test]
+    fn the_index_reports_what_changed() {
+        let index = ClaimIndex::default();
+        let claims = json!([{"group": "", "resource": "configmaps", "all": true}]);
+        let changed = index.observe("c", "b", Some(&binding(claims.clone())));
+        assert_eq!(changed.len(), 1);
+        assert_eq!(index.of("c", "", "configmaps").len(), 1);
+        assert!(index.observe("c", "b", Some(&binding(claims))).is_empty(), "nothing changed");
+        assert_eq!(index.observe("c", "b", Some(&binding(json!([])))).len(), 1, "the claim went");
+        assert!(index.of("c", "", "configmaps").is_empty());
+        assert!(index.resources().is_empty());
+    }
+
+    #[test]
+    fn objects_carry_exactly_their_clusters_claim_labels() {
+        let claim = applied(&binding(json!([{"resource": "configmaps"}]))).remove(0);
+        let plain = json!({"metadata": {"labels": {"app": "x"}}});
+        let wanted = relabelled(&plain, std::slice::from_ref(&claim)).unwrap();
+        assert_eq!(wanted.get(&claim.key), Some(&claim.value));
+        assert_eq!(wanted.get("app").map(String::as_str), Some("x"));
+        let labelled = json!({"metadata": {"labels": wanted}});
+        assert!(relabelled(&labelled, std::slice::from_ref(&claim)).is_none());
+        let stripped = relabelled(&labelled, &[]).unwrap();
+        assert_eq!(stripped.len(), 1, "only app stays: {stripped:?}");
+        let deleting = json!({"metadata": {"deletionTimestamp": "x"}, "status": {"apiExportClusterName": "pc"}});
+        assert!(applied(&deleting).is_empty());
+    }
+}

@@ -1,0 +1,257 @@
+//! The APIExport virtual workspace: how an API provider's controller sees, on one shard,
+//! every instance of its API in the workspaces that bind it (kcp's `apiexport` virtual
+//! workspace). Under `/services/apiexport/<workspace>/<export>` each shard serves:
+//! - discovery of the export's resources, nothing else;
+//! - list and watch of them across every logical cluster of the shard that binds the
+//!   export (`/clusters/*/...`): the objects stored under the export's identity
+//!   (`<resource>:<identityHash>`), so another export's `widgets` never shows, each with
+//!   its `kcp.io/cluster` annotation;
+//! - every verb on them in one consumer cluster (`/clusters/<name>/...`), status included,
+//!   when that cluster's binding is to this export;
+//! - the objects the export's permission claims grant: list and watch across clusters of
+//!   exactly the objects labelled for an applied claim ([`crate::binding::claims`]), and
+//!   every verb in one cluster whose binding applies the claim.
+//!
+//! Only callers the export's workspace allows the request's verb on the `content`
+//! subresource of the APIExport (`apiexports/content`, by name, as kcp asks) may use it;
+//! that RBAC is read from the store or, for an export on another shard, from the cache
+//! (ClusterRoles and bindings annotated `internal.kcp.io/replicate`). `system:masters`
+//! may too.
+//!
+//! [`endpoints`] publishes the view's URL on every shard that has a binding to the export
+//! in the export's APIExportEndpointSlices.
+
+pub mod endpoints;
+
+use crate::authz::attributes::{Attributes, ResourceAttributes};
+use crate::authz::workspace_rbac::{self, Answer};
+use crate::binding::bound::BoundResources;
+use crate::binding::claims::{self, ClaimIndex};
+use crate::binding::BOUND_CRDS_CLUSTER;
+use crate::cache::lister;
+use crate::state::Shard;
+use apiserver::registry::virtual_workspace::{Admitted, VirtualWorkspace};
+use apiserver::registry::ResourceType;
+use apiserver::rest::request_info::{Target, Verb};
+use apiserver::rest::status::{ApiError, ApiResult};
+use protocol::path::ClusterRef;
+use protocol::types::APIS_KCP_GROUP;
+use security::authn::Identity;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+
+/// The path prefix of every APIExport view.
+pub const PREFIX: &str = "/services/apiexport/";
+
+/// The path of the view of export `name` in logical cluster `cluster` on a shard.
+pub fn view_path(cluster: &str, name: &str) -> String {
+    format!("{PREFIX}{cluster}/{name}")
+}
+
+/// The APIExport views of one shard.
+#[derive(Debug)]
+pub struct ExportView {
+    /// The shard it serves (the registry is built before the shard exists).
+    pub shard: Weak<Shard>,
+    /// What each cluster's bindings bind.
+    pub bound: Arc<BoundResources>,
+    /// The permission claims each cluster's bindings apply.
+    pub claims: Arc<ClaimIndex>,
+}
+
+/// The export a view is for: `<workspace>/<name>`, the workspace a logical-cluster name
+/// or a canonical path. Pure.
+fn parse(view: &str) -> Option<(&str, &str)> {
+    let (workspace, name) = view.split_once('/')?;
+    (!workspace.is_empty() && !name.is_empty() && !name.contains('/')).then_some((workspace, name))
+}
+
+/// The verb a request asks of `apiexports/content`: the request's own, `get` for
+/// discovery.
+fn content_verb(target: &Target) -> &'static str {
+    match target {
+        Target::Resource(request) => request.verb.as_str(),
+        _ => "get",
+    }
+}
+
+/// The export's permission claims: `(group, resource, identityHash)` of each. Pure.
+fn claimed(export: &Value) -> Vec<(String, String, String)> {
+    let claims = export.pointer("/spec/permissionClaims").and_then(Value::as_array).into_iter().flatten();
+    claims
+        .map(|claim| {
+            let field = |name: &str| claim.get(name).and_then(Value::as_str).unwrap_or_default().to_string();
+            (field("group"), field("resource"), field("identityHash"))
+        })
+        .collect()
+}
+
+impl ExportView {
+    /// Every served row of the export with `identity` on this shard: one per version of
+    /// each bound resource some workspace here binds, and the built-in resources the
+    /// export claims.
+    fn rows(&self, shard: &Shard, identity: &str, export: &Value) -> Vec<Arc<ResourceType>> {
+        let custom = shard.registry.custom();
+        let crds = self.bound.crds_with_identity(identity);
+        let mut rows: Vec<Arc<ResourceType>> =
+            crds.iter().flat_map(|crd| custom.versions_of(BOUND_CRDS_CLUSTER, crd)).collect();
+        let claimed = claimed(export);
+        let built_in = shard.registry.all().iter().filter(|row| {
+            claimed.iter().any(|(group, resource, identity)| {
+                identity.is_empty() && row.group == *group && row.resource == *resource && row.strategy.stored()
+            })
+        });
+        rows.extend(built_in.cloned());
+        rows
+    }
+}
+
+impl VirtualWorkspace for ExportView {
+    fn prefix(&self) -> &'static str {
+        PREFIX
+    }
+
+    fn admit(
+        &self,
+        identity: &Identity,
+        view: &str,
+        cluster: &ClusterRef,
+        target: &mut Target,
+        query: &mut HashMap<String, String>,
+    ) -> ApiResult<Admitted> {
+        let shard = self.shard.upgrade().ok_or_else(|| ApiError::unavailable("the shard is shutting down"))?;
+        let Some((workspace, name)) = parse(view) else {
+            return Err(ApiError::not_found_message(format!(
+                "an APIExport view is addressed as {PREFIX}<workspace>/<export>/clusters/..., not {PREFIX}{view}/"
+            )));
+        };
+        let found = lister::get(&shard, APIS_KCP_GROUP, "apiexports", workspace, "", name);
+        let attributes = Attributes::Resource(ResourceAttributes {
+            verb: content_verb(target).into(),
+            group: APIS_KCP_GROUP.into(),
+            version: "v1alpha1".into(),
+            resource: "apiexports".into(),
+            subresource: "content".into(),
+            name: name.to_string(),
+            ..ResourceAttributes::default()
+        });
+        // The RBAC asked is that of the logical cluster the export was found in, so a path
+        // that indexes resolve differently cannot lend another workspace's grants.
+        let asked = found.as_ref().map_or(workspace, |f| f.cluster.as_str());
+        let known = found.as_ref().map(|f| f.cluster.clone());
+        if workspace_rbac::ask(&shard, identity, asked, known, &attributes)? != Answer::Allowed {
+            return Err(ApiError::forbidden(format!(
+                "User {:?} cannot use the view of APIExport {name:?} in workspace {workspace}: it needs verb {:?} on \
+                 apiexports/content {name:?} there (granted by a ClusterRole; annotate it and its binding \
+                 internal.kcp.io/replicate when the export's workspace is on another shard than the consumers)",
+                identity.user,
+                content_verb(target),
+            )));
+        }
+        let Some(found) = found else {
+            // Replication lags: the controller retries, and must not read this as "nothing here".
+            return Err(ApiError::unavailable(format!(
+                "APIExport {name:?} in workspace {workspace} is not known to this shard yet"
+            )));
+        };
+        let export_identity = found.object.pointer("/status/identityHash").and_then(Value::as_str).unwrap_or_default();
+        if export_identity.is_empty() {
+            return Err(ApiError::unavailable(format!("APIExport {name:?} has no identity yet; retry")));
+        }
+        let scope = match cluster {
+            ClusterRef::Wildcard => None,
+            ClusterRef::Name(name) if shard.cluster_exists(name) => Some(name.clone()),
+            ClusterRef::Path(path) => match shard.paths.resolve(path.as_str()) {
+                Some(name) => Some(name),
+                None => {
+                    return Err(ApiError::not_found_message(format!("logical cluster {path} is not on this shard")))
+                }
+            },
+            ClusterRef::Name(name) => {
+                return Err(ApiError::not_found_message(format!("logical cluster {name:?} is not on this shard")))
+            }
+        };
+        let served = Some(self.rows(&shard, export_identity, &found.object));
+        let admitted = Admitted { cluster: scope, writes: None, served };
+        let Target::Resource(request) = target else { return Ok(admitted) };
+        // A claimed resource: what the claim's label marks.
+        let claim = claimed(&found.object).into_iter().find(|(group, resource, identity)| {
+            *group == request.group && *resource == request.resource && identity.is_empty()
+        });
+        if let Some((group, resource, identity)) = claim {
+            let (key, value) = claims::label(&found.cluster, name, &group, &resource, &identity);
+            match &admitted.cluster {
+                None if matches!(request.verb, Verb::List | Verb::Watch) => {
+                    let selector = query.entry("labelSelector".into()).or_default();
+                    if !selector.trim().is_empty() {
+                        selector.push(',');
+                    }
+                    selector.push_str(&format!("{key}={value}"));
+                }
+                None => {
+                    return Err(ApiError::method_not_allowed(format!(
+                        "across workspaces (/clusters/*) a view serves list and watch; {} one object under \
+                         /clusters/<name>/",
+                        request.verb.as_str()
+                    )))
+                }
+                Some(cluster) => {
+                    let applies = self.claims.of(cluster, &group, &resource).iter().any(|c| c.key == key);
+                    if !applies {
+                        return Err(ApiError::forbidden(format!(
+                            "APIExport {name:?} claims {resource:?}, but the APIBinding in logical cluster {cluster} \
+                             does not accept that claim (spec.permissionClaims[].state: Accepted)"
+                        )));
+                    }
+                }
+            }
+            return Ok(admitted);
+        }
+        let not_exported = || {
+            ApiError::not_found_message(format!(
+                "the view of APIExport {name:?} serves only its own resources, bound in a workspace on this shard: \
+                 {:?} in group {:?} is not one of them",
+                request.resource, request.group
+            ))
+        };
+        match &admitted.cluster {
+            None => {
+                if !matches!(request.verb, Verb::List | Verb::Watch) {
+                    return Err(ApiError::method_not_allowed(format!(
+                        "across workspaces (/clusters/*) a view serves list and watch; {} one object under \
+                         /clusters/<name>/ (its kcp.io/cluster annotation)",
+                        request.verb.as_str()
+                    )));
+                }
+                let qualified = format!("{}:{export_identity}", request.resource);
+                let row = shard.registry.lookup(None, &request.group, &request.version, &qualified);
+                if row.is_none_or(|row| row.identity() != Some(export_identity)) {
+                    return Err(not_exported());
+                }
+                request.resource = qualified;
+            }
+            Some(cluster) => {
+                let row = shard.registry.lookup(Some(cluster), &request.group, &request.version, &request.resource);
+                if row.is_none_or(|row| row.identity() != Some(export_identity)) {
+                    return Err(not_exported());
+                }
+            }
+        }
+        Ok(admitted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn views_name_a_workspace_and_an_export() {
+        assert_eq!(parse("root:org/widgets"), Some(("root:org", "widgets")));
+        assert_eq!(parse("root"), None);
+        assert_eq!(parse("/w"), None);
+        assert_eq!(parse("root/a/b"), None);
+        assert_eq!(view_path("c1", "widgets"), "/services/apiexport/c1/widgets");
+    }
+}
