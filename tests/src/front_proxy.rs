@@ -74,6 +74,11 @@ impl FrontProxyProcess {
         Ok(proxy)
     }
 
+    /// The process id, if the proxy is running.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(OwnedChild::pid)
+    }
+
     /// `https://host:port`.
     pub fn base_url(&self) -> &str {
         &self.admin.base_url

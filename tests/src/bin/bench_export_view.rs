@@ -23,7 +23,9 @@
 //! Delivery latency runs from the moment the PATCH is sent to the moment the event is
 //! read from the view's watch. It prints setup time, the initial list times, latency
 //! p50/p90/p99/max, lost events, the achieved write rate and each shard's CPU per
-//! delivered event, against the goal: p99 < 100 ms at 1,000 writes/s.
+//! delivered event, against the goal: p99 < 100 ms at 1,000 writes/s. Unless
+//! `--skip-baseline`, the same writes then run again with no watch open, and the
+//! difference tells what delivering the events cost the shards beyond serving the writes.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -145,6 +147,10 @@ struct Args {
     /// or through a front-proxy (`/shards/<name>/…` routed by it). Writes go shard-direct.
     #[arg(long, value_enum, default_value_t = Via::Direct)]
     via: Via,
+    /// Skip the second write phase with no watch open, which tells the shards' CPU for
+    /// delivering events apart from their CPU for serving the writes.
+    #[arg(long)]
+    skip_baseline: bool,
     /// Seed of the pseudo-random choice of the Widget each write updates.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -177,6 +183,7 @@ struct Plan {
     setup_timeout: Duration,
     via: Via,
     seed: u64,
+    baseline: bool,
 }
 
 impl Plan {
@@ -196,6 +203,7 @@ impl Plan {
             setup_timeout: Duration::from_secs(args.setup_timeout_seconds),
             via: args.via,
             seed: args.seed,
+            baseline: !args.skip_baseline,
         })
     }
 
@@ -318,26 +326,82 @@ async fn measure(installation: &Installation, plan: &Plan) -> anyhow::Result<()>
     }
     eprintln!("watches open; writing {} updates at {} writes/s", plan.writes, plan.rate);
 
-    let cpu_before: Vec<u64> = pids.iter().map(|&pid| ::tests::process::usage(pid).0).collect();
-    let own_before = ::tests::process::usage(std::process::id()).0;
+    let mut others: Vec<(String, u32)> = Vec::new();
+    if let Some(proxy) = &installation.front_proxy {
+        others.push(("front-proxy".into(), proxy.pid().unwrap_or_default()));
+    }
+    others.extend(installation.caches.iter().map(|cache| (cache.name().to_string(), cache.pid().unwrap_or_default())));
+    others.push(("this benchmark (writers, watches)".into(), std::process::id()));
+    let meter = CpuMeter::start(&pids, &others);
     let load = write_load(&https, plan).await?;
     let unseen = wait_drained(&arrivals, &load.writes, plan.drain).await;
-    let cpu_after: Vec<u64> = pids.iter().map(|&pid| ::tests::process::usage(pid).0).collect();
-    let own_after = ::tests::process::usage(std::process::id()).0;
+    let (shard_ticks, other_ticks) = meter.stop();
     watches.abort_all();
 
     let figures = Figures::compute(&load, &arrivals);
     figures.print(&load, &arrivals, unseen);
+    let baseline = match plan.baseline {
+        true => Some(write_baseline(&https, &pids, plan).await?),
+        false => None,
+    };
     let cpu = CpuFigures {
         names,
-        ticks: cpu_before.iter().zip(&cpu_after).map(|(b, a)| a.saturating_sub(*b)).collect(),
+        ticks: shard_ticks,
         delivered: (0..SHARDS).map(|shard| arrivals.delivered(shard)).collect(),
-        own_ticks: own_after.saturating_sub(own_before),
+        served: served_by_shard(&load.writes),
+        others: others.into_iter().map(|(name, _)| name).zip(other_ticks).collect(),
+        baseline,
         ticks_per_second: clock_ticks_per_second(),
     };
     cpu.print();
     print_summary(plan, &figures, unseen, load.errors);
     Ok(())
+}
+
+/// The same writes with no watch open, for what the shards spend without delivering:
+/// each shard's CPU ticks and the writes it served.
+async fn write_baseline(https: &[TlsHttp], pids: &[u32], plan: &Plan) -> anyhow::Result<Vec<(u64, u64)>> {
+    eprintln!("baseline: the same {} writes with no watch open", plan.writes);
+    // Lets the shards notice the closed watches before the meter starts.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let meter = CpuMeter::start(pids, &[]);
+    let load = write_load(https, plan).await?;
+    tokio::time::sleep(plan.drain.min(Duration::from_secs(1))).await;
+    let (ticks, _) = meter.stop();
+    Ok(ticks.into_iter().zip(served_by_shard(&load.writes)).collect())
+}
+
+/// How many of `writes` each shard served.
+fn served_by_shard(writes: &[Write]) -> Vec<u64> {
+    let mut served = vec![0u64; SHARDS];
+    for write in writes {
+        served[shard_of_consumer(write.consumer)] += 1;
+    }
+    served
+}
+
+/// CPU ticks of processes between `start` and `stop`.
+struct CpuMeter {
+    pids: Vec<u32>,
+    other_pids: Vec<u32>,
+    before: Vec<u64>,
+    other_before: Vec<u64>,
+}
+
+impl CpuMeter {
+    fn start(pids: &[u32], others: &[(String, u32)]) -> CpuMeter {
+        let other_pids: Vec<u32> = others.iter().map(|(_, pid)| *pid).collect();
+        let ticks = |pids: &[u32]| pids.iter().map(|&pid| ::tests::process::usage(pid).0).collect::<Vec<_>>();
+        CpuMeter { before: ticks(pids), other_before: ticks(&other_pids), pids: pids.to_vec(), other_pids }
+    }
+
+    /// The ticks each process used since `start`: the shards', then the others'.
+    fn stop(&self) -> (Vec<u64>, Vec<u64>) {
+        let since = |pids: &[u32], before: &[u64]| {
+            pids.iter().zip(before).map(|(&pid, b)| ::tests::process::usage(pid).0.saturating_sub(*b)).collect()
+        };
+        (since(&self.pids, &self.before), since(&self.other_pids, &self.other_before))
+    }
 }
 
 /// The provider, the consumers with their Bound bindings and their Widgets; returns the
@@ -1116,25 +1180,64 @@ struct CpuFigures {
     names: Vec<String>,
     ticks: Vec<u64>,
     delivered: Vec<u64>,
-    own_ticks: u64,
+    /// Writes each shard served in the phase.
+    served: Vec<u64>,
+    /// Every other process's ticks in the same phase, by name.
+    others: Vec<(String, u64)>,
+    /// Per shard, the ticks and writes of the same load with no watch open.
+    baseline: Option<Vec<(u64, u64)>>,
     ticks_per_second: f64,
 }
 
 impl CpuFigures {
+    fn ms(&self, ticks: u64) -> f64 {
+        ticks as f64 * 1e3 / self.ticks_per_second
+    }
+
     fn print(&self) {
-        let ms = |ticks: u64| ticks as f64 * 1e3 / self.ticks_per_second;
-        let per_event = |ticks: u64, events: u64| (events > 0).then(|| ms(ticks) * 1e3 / events as f64);
+        let per_event = |ticks: u64, events: u64| (events > 0).then(|| self.ms(ticks) * 1e3 / events as f64);
         let show = |value: Option<f64>| value.map_or("n/a".to_string(), |v| format!("{v:.1}"));
         println!();
         println!("shard CPU during the write phase (it serves the PATCHes too):");
         println!("  {:<10} {:>10} {:>10} {:>14}", "shard", "CPU ms", "events", "CPU µs/event");
         for (shard, name) in self.names.iter().enumerate() {
             let (ticks, events) = (self.ticks[shard], self.delivered[shard]);
-            println!("  {name:<10} {:>10.0} {events:>10} {:>14}", ms(ticks), show(per_event(ticks, events)));
+            println!("  {name:<10} {:>10.0} {events:>10} {:>14}", self.ms(ticks), show(per_event(ticks, events)));
         }
         let (ticks, events) = (self.ticks.iter().sum::<u64>(), self.delivered.iter().sum::<u64>());
-        println!("  {:<10} {:>10.0} {events:>10} {:>14}", "total", ms(ticks), show(per_event(ticks, events)));
-        println!("  (this benchmark's own process, writers and watches: {:.0} ms CPU)", ms(self.own_ticks));
+        println!("  {:<10} {:>10.0} {events:>10} {:>14}", "total", self.ms(ticks), show(per_event(ticks, events)));
+        for (name, ticks) in &self.others {
+            println!("  ({name}: {:.0} ms CPU)", self.ms(*ticks));
+        }
+        if let Some(baseline) = &self.baseline {
+            self.print_baseline(baseline);
+        }
+    }
+
+    /// The same writes without watches, and what delivering cost on top: (CPU with
+    /// watches − CPU without, scaled to the same number of writes) / events delivered.
+    fn print_baseline(&self, baseline: &[(u64, u64)]) {
+        println!("the same writes with no watch open, and the delivery's share:");
+        println!(
+            "  {:<10} {:>10} {:>10} {:>14} {:>20}",
+            "shard", "CPU ms", "writes", "CPU µs/write", "delivery µs/event"
+        );
+        let mut extra_ms_total = 0.0;
+        for (shard, name) in self.names.iter().enumerate() {
+            let (ticks, writes) = baseline[shard];
+            let per_write_us = self.ms(ticks) * 1e3 / writes.max(1) as f64;
+            let events = self.delivered[shard];
+            let extra_ms = self.ms(self.ticks[shard]) - per_write_us * self.served[shard] as f64 / 1e3;
+            extra_ms_total += extra_ms;
+            println!(
+                "  {name:<10} {:>10.0} {writes:>10} {per_write_us:>14.1} {:>20.1}",
+                self.ms(ticks),
+                extra_ms * 1e3 / events.max(1) as f64
+            );
+        }
+        let events = self.delivered.iter().sum::<u64>().max(1);
+        println!("  {:<10} {:>10} {:>10} {:>14} {:>20.1}", "total", "", "", "", extra_ms_total * 1e3 / events as f64);
+        println!("  (delivery = (CPU with watches − writes served × CPU per write without) / events delivered)");
     }
 }
 
@@ -1227,6 +1330,7 @@ mod tests {
             setup_timeout: Duration::from_secs(10),
             via: Via::Direct,
             seed: 1,
+            baseline: true,
         }
     }
 
