@@ -56,7 +56,7 @@ pub fn check(shard: &Shard, identity: &Identity, cluster: &str, attributes: &Att
         return Ok(());
     }
     let bound = shard.registry.lookup(Some(cluster), &request.group, &request.version, &request.resource);
-    if !bound.is_some_and(|row| row.identity().is_some()) {
+    if bound.is_none_or(|row| row.identity().is_none()) {
         return Ok(());
     }
     let Some(binding) = binding_of(shard, cluster, &request.group, &request.resource) else { return Ok(()) };
