@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::commands::create::CreateOptions;
 use crate::commands::{self, ConfigFlags, Session};
+use crate::kubeconfig::overrides::Overrides;
 
 /// Manages kcp workspaces.
 ///
@@ -27,7 +28,9 @@ pub struct Cli {
     short: bool,
 }
 
-/// The kubectl flags the plugin honours.
+/// The kubectl flags the plugin honours: kubectl's kubeconfig flags, as kcp's plugin takes
+/// them (genericclioptions `ConfigFlags`). The connection flags change where this run's
+/// requests go and with which credentials; the kubeconfig it edits stays as written.
 #[derive(Debug, Args)]
 struct ConfigArgs {
     /// Path to the kubeconfig file to use (instead of KUBECONFIG or ~/.kube/config).
@@ -36,6 +39,49 @@ struct ConfigArgs {
     /// The kubeconfig context to use.
     #[arg(long, global = true, value_name = "NAME")]
     context: Option<String>,
+    /// The kubeconfig cluster to use.
+    #[arg(long, global = true, value_name = "NAME")]
+    cluster: Option<String>,
+    /// The kubeconfig user to use.
+    #[arg(long, global = true, value_name = "NAME")]
+    user: Option<String>,
+    /// The address and port of the server, with `/clusters/<path>` for a workspace.
+    #[arg(long, short = 's', global = true, value_name = "URL")]
+    server: Option<String>,
+    /// Bearer token for authentication to the server.
+    #[arg(long, global = true, value_name = "TOKEN")]
+    token: Option<String>,
+    /// Do not check the server's certificate (insecure).
+    #[arg(long, global = true, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    insecure_skip_tls_verify: Option<bool>,
+    /// Path to a CA certificate file to trust.
+    #[arg(long, global = true, value_name = "PATH")]
+    certificate_authority: Option<PathBuf>,
+    /// Path to a client certificate file for TLS.
+    #[arg(long, global = true, value_name = "PATH")]
+    client_certificate: Option<PathBuf>,
+    /// Path to a client key file for TLS.
+    #[arg(long, global = true, value_name = "PATH")]
+    client_key: Option<PathBuf>,
+    /// kubectl's log level; accepted so that kubectl habits do not fail, and ignored.
+    #[arg(short = 'v', long = "v", global = true, value_name = "LEVEL", hide = true)]
+    verbosity: Option<String>,
+}
+
+impl ConfigArgs {
+    fn into_flags(self) -> ConfigFlags {
+        let overrides = Overrides {
+            cluster: self.cluster,
+            user: self.user,
+            server: self.server,
+            token: self.token,
+            insecure_skip_tls_verify: self.insecure_skip_tls_verify,
+            certificate_authority: self.certificate_authority,
+            client_certificate: self.client_certificate,
+            client_key: self.client_key,
+        };
+        ConfigFlags { kubeconfig: self.kubeconfig, context: self.context, overrides }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -82,7 +128,7 @@ enum Command {
 impl Cli {
     /// Runs the command line.
     pub async fn run(self) -> anyhow::Result<()> {
-        let flags = ConfigFlags { kubeconfig: self.config.kubeconfig, context: self.config.context };
+        let flags = self.config.into_flags();
         let mut session = Session::load(&flags)?;
         match self.command {
             None => {
@@ -142,5 +188,45 @@ mod tests {
         assert!(shorthand_flags.command.is_none() && shorthand_flags.short);
         assert_eq!(shorthand_flags.workspace.as_deref(), Some(".."));
         assert!(parse(&[]).workspace.is_none());
+    }
+
+    #[test]
+    fn kubectl_connection_flags_parse_anywhere() {
+        let cli = parse(&[
+            "--server=https://h:6440/clusters/root",
+            "--token",
+            "t",
+            "tree",
+            "--cluster",
+            "c",
+            "--user=u",
+            "--insecure-skip-tls-verify",
+            "--certificate-authority",
+            "/ca.crt",
+            "--client-certificate=/u.crt",
+            "--client-key",
+            "/u.key",
+            "-v",
+            "6",
+        ]);
+        assert!(matches!(cli.command, Some(Command::Tree { .. })));
+        let flags = cli.config.into_flags();
+        let expected = Overrides {
+            cluster: Some("c".into()),
+            user: Some("u".into()),
+            server: Some("https://h:6440/clusters/root".into()),
+            token: Some("t".into()),
+            insecure_skip_tls_verify: Some(true),
+            certificate_authority: Some("/ca.crt".into()),
+            client_certificate: Some("/u.crt".into()),
+            client_key: Some("/u.key".into()),
+        };
+        assert_eq!(flags.overrides, expected);
+        // kubectl's spellings of a false flag and of the level, and `-s` for --server.
+        let cli = parse(&["--insecure-skip-tls-verify=false", "--v=4", "-s", "https://h", ".."]);
+        assert_eq!(cli.workspace.as_deref(), Some(".."));
+        let flags = cli.config.into_flags();
+        assert_eq!(flags.overrides.insecure_skip_tls_verify, Some(false));
+        assert_eq!(flags.overrides.server.as_deref(), Some("https://h"));
     }
 }

@@ -12,6 +12,7 @@ use protocol::types::{Workspace, WorkspaceList};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::kubeconfig::overrides::{self, Overrides, FLAGS_CONTEXT};
 use crate::kubeconfig::KubeconfigSet;
 
 /// How long connecting to the server may take.
@@ -92,26 +93,35 @@ pub struct Server {
 }
 
 impl Server {
-    /// A client with the credentials of kubeconfig context `context` that sends every
-    /// request to `base` (`https://host:port[/prefix]`).
-    pub async fn connect(set: &KubeconfigSet, context: &str, base: &str) -> anyhow::Result<Server> {
-        let mut merged: Option<kube::config::Kubeconfig> = None;
+    /// A client with the credentials of kubeconfig context `context` (none: only the
+    /// flags give credentials) as the command line's `flags` change them, that sends
+    /// every request to `base` (`https://host:port[/prefix]`).
+    pub async fn connect(
+        set: &KubeconfigSet,
+        context: Option<&str>,
+        flags: &Overrides,
+        base: &str,
+    ) -> anyhow::Result<Server> {
+        let mut merged = kube::config::Kubeconfig::default();
         for file in set.files.iter().filter(|file| file.exists) {
             let config = kube::config::Kubeconfig::read_from(&file.path)
                 .with_context(|| format!("load kubeconfig {}", file.path.display()))?;
-            merged = Some(match merged {
-                None => config,
-                Some(earlier) => earlier.merge(config).context("merge kubeconfig files")?,
-            });
+            merged = merged.merge(config).context("merge kubeconfig files")?;
         }
-        let kubeconfig = merged.context("no kubeconfig file exists")?;
-        let options = kube::config::KubeConfigOptions { context: Some(context.to_string()), ..Default::default() };
-        let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
-            .await
-            .with_context(|| format!("load the credentials of context {context:?}"))?;
+        let kubeconfig = overrides::apply(merged, context, flags)?;
+        let options =
+            kube::config::KubeConfigOptions { context: Some(FLAGS_CONTEXT.to_string()), ..Default::default() };
+        let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &options).await.with_context(|| {
+            format!("load the credentials of context {:?}", context.unwrap_or("(none, flags only)"))
+        })?;
         config.cluster_url = base.parse().with_context(|| format!("parse server URL {base:?}"))?;
         config.connect_timeout = Some(CONNECT_TIMEOUT);
         config.read_timeout = Some(READ_TIMEOUT);
+        // kube retries 429, 503 and 504 up to 15 times with backoff growing to minutes,
+        // which made `tree` take about five minutes to fail while one shard was down. A
+        // command-line tool answers at once instead, as kubectl does: the server's 503
+        // says which shard is down, and the user decides whether to try again.
+        config.default_retry = false;
         let client = kube::Client::try_from(config).context("build the HTTP client")?;
         Ok(Server { client, base: base.to_string() })
     }

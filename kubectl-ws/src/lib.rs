@@ -4,8 +4,8 @@
 //! kubectl runs `kubectl-ws` from `PATH` for `kubectl ws …`. A command meets the modules
 //! in this order:
 //!
-//! - [`cli`] parses the command line (`use`, `current`, `create`, `tree`, and the
-//!   shorthand `kubectl ws <workspace>`) and dispatches to one file per verb in
+//! - [`cli`] parses the command line (`use`, `current`, `create`, `tree`, the shorthand
+//!   `kubectl ws <workspace>`, and kubectl's kubeconfig flags) and dispatches to one file per verb in
 //!   [`commands`], which share a [`commands::Session`].
 //! - [`kubeconfig`] loads the kubeconfig files kubectl would (`--kubeconfig`,
 //!   `KUBECONFIG`, `~/.kube/config`), merges them, computes kcp's context edits

@@ -6,6 +6,7 @@
 //! cannot go through [`tests::Kubectl`], which puts `--cache-dir` first; plain kubectl
 //! commands in between still do.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -37,9 +38,15 @@ struct Ws {
 impl Ws {
     /// A plugin user whose kubeconfig starts as a copy of `source`.
     fn new(source: &Path) -> Ws {
+        let ws = Ws::without_kubeconfig();
+        std::fs::copy(source, &ws.kubeconfig).unwrap_or_else(|e| panic!("copy {}: {e}", source.display()));
+        ws
+    }
+
+    /// A plugin user whose `KUBECONFIG` names a file that does not exist (yet).
+    fn without_kubeconfig() -> Ws {
         let dir = tempfile::Builder::new().prefix("kubectl-ws-").tempdir().expect("create a temporary dir");
         let kubeconfig = dir.path().join("config");
-        std::fs::copy(source, &kubeconfig).unwrap_or_else(|e| panic!("copy {}: {e}", source.display()));
         let plugin = tests::binary("kubectl-ws");
         let plugin_dir = plugin.parent().expect("the plugin binary has a directory").to_path_buf();
         let inherited = std::env::var_os("PATH").unwrap_or_default();
@@ -68,6 +75,11 @@ impl Ws {
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         }
+    }
+
+    /// [`Ws::run`] with owned arguments.
+    async fn run_owned(&self, args: &[String]) -> WsOutput {
+        self.run(&args.iter().map(String::as_str).collect::<Vec<_>>()).await
     }
 
     /// Runs `kubectl ws <args>`, panics unless it succeeded, and returns stdout.
@@ -213,4 +225,154 @@ async fn walking_workspaces_on_a_single_shard() {
     let context_flag = format!("--context={}", first_context.name);
     assert_eq!(ws.ok(&[&context_flag, "current"]).await, "Current workspace is \"root\".\n");
     assert_ne!(std::fs::read_to_string(&ws.kubeconfig).unwrap(), original);
+}
+
+/// The `message` of the Status the front-proxy answers admin's GET of `path` with, which
+/// must be a 503.
+async fn unavailable_message(proxy: &tests::front_proxy::FrontProxyProcess, path: &str) -> String {
+    let response = proxy.http().get(path).await.unwrap();
+    assert_eq!(response.status, StatusCode::SERVICE_UNAVAILABLE, "GET {path}: {}", response.text());
+    let status = response.json().unwrap();
+    let message = status["message"].as_str().unwrap_or_else(|| panic!("GET {path}: no message in {status}"));
+    message.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_shard_fails_fast_and_the_tree_shows_the_rest() {
+    let options = InstallationOptions { extra_shards: 1, front_proxy: true, ..InstallationOptions::default() };
+    let mut installation = Installation::start_with(options).await.unwrap();
+    let both =
+        |placement: &BTreeMap<String, Vec<String>>| placement.contains_key("root") && placement.contains_key("shard-1");
+    let placement = installation.place_workspaces("org", 30, both).await.unwrap();
+    let live = placement["root"][0].clone();
+    let dead = placement["shard-1"][0].clone();
+    let proxy = installation.proxy();
+    let base = proxy.base_url().to_string();
+    for name in placement.values().flatten() {
+        proxy.wait_resolves(&format!("root:{name}")).await.unwrap();
+    }
+    let ws = Ws::new(&proxy.kubeconfig_path());
+    ws.ok(&[&format!(":root:{live}")]).await;
+    ws.ok(&["create", "team"]).await;
+    ws.ok(&[&format!(":root:{dead}")]).await;
+    ws.ok(&["create", "inner"]).await;
+    ws.ok(&[":root"]).await;
+
+    installation.shard_mut("shard-1").unwrap().kill9();
+    let proxy = installation.proxy();
+
+    // The tree shows everything root's shard can list and marks what lives on shard-1;
+    // `inner` is behind the dead shard, so it is not shown. The exit status says the tree
+    // is incomplete, and stderr names each unavailable workspace with the server's message.
+    let tree = ws.run(&["tree"]).await;
+    assert!(!tree.success, "an incomplete tree is not a success\n{}", ws.describe(&tree));
+    let mut names: Vec<&String> = placement.values().flatten().collect();
+    names.sort();
+    let mut expected = String::from(".\n└── root\n");
+    for (position, name) in names.iter().enumerate() {
+        let last = position + 1 == names.len();
+        let on_dead_shard = placement["shard-1"].contains(*name);
+        let suffix = if on_dead_shard { " (unavailable)" } else { "" };
+        expected.push_str(&format!("    {}{name}{suffix}\n", if last { "└── " } else { "├── " }));
+        if **name == live {
+            expected.push_str(&format!("    {}└── team\n", if last { "    " } else { "│   " }));
+        }
+    }
+    expected.push('\n');
+    assert_eq!(tree.stdout, expected, "{}", ws.describe(&tree));
+    let listing =
+        unavailable_message(proxy, &format!("/clusters/root:{dead}/apis/tenancy.kcp.io/v1alpha1/workspaces")).await;
+    assert!(
+        tree.stderr.contains(&format!("workspace \"root:{dead}\" is unavailable: {listing}")),
+        "{}",
+        ws.describe(&tree)
+    );
+
+    // Entering a workspace on the dead shard fails with the server's message, and the
+    // kubeconfig stays where it was.
+    let discovery = unavailable_message(proxy, &format!("/clusters/root:{dead}/apis")).await;
+    let entered = ws.fails(&[&format!(":root:{dead}")]).await;
+    assert!(entered.contains(&discovery), "{entered}");
+    assert_eq!(ws.current_server(), format!("{base}/clusters/root"));
+    let below = ws.fails(&[&format!(":root:{dead}:inner")]).await;
+    assert!(below.contains(&listing) || below.contains(&discovery), "{below}");
+
+    // Workspaces on the live shard are not affected.
+    ws.ok(&[&format!(":root:{live}")]).await;
+    assert_eq!(ws.ok(&["tree"]).await, format!(".\n└── {live}\n    └── team\n\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubeconfig_flags_choose_server_and_credentials() {
+    let dir = tempfile::Builder::new().prefix("kubectl-ws-flags-").tempdir().unwrap();
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(&tokens, "alice-token,alice,alice\nbob-token,bob,bob\n").unwrap();
+    let options =
+        InstallationOptions { front_proxy: true, proxy_token_file: Some(tokens), ..InstallationOptions::default() };
+    let installation = Installation::start_with(options).await.unwrap();
+    let proxy = installation.proxy();
+    let base = proxy.base_url().to_string();
+    let ca = dir.path().join("ca.crt");
+    std::fs::write(&ca, &proxy.admin().ca_pem).unwrap();
+    let ca = ca.to_str().unwrap();
+    // Two token users on one cluster; bob's context is the current one.
+    let users = dir.path().join("users.kubeconfig");
+    let text = format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: bob\nclusters:\n- name: atoll\n  cluster:\n    server: {base}/clusters/root\n    certificate-authority: {ca}\nusers:\n- name: alice\n  user:\n    token: alice-token\n- name: bob\n  user:\n    token: bob-token\ncontexts:\n- name: alice\n  context: {{cluster: atoll, user: alice}}\n- name: bob\n  context: {{cluster: atoll, user: bob}}\n"
+    );
+    std::fs::write(&users, text).unwrap();
+    let users = users.to_str().unwrap();
+
+    // --context: alice's credentials, so `~` is her home.
+    let alice = Ws::new(Path::new(users));
+    assert!(alice.ok(&["--context", "alice", "~"]).await.starts_with("Current workspace is \"home:alice\""));
+    alice.ok(&["create", "project"]).await;
+    let alice_tree = ".\n└── alice\n    └── project\n\n";
+    assert_eq!(alice.ok(&["tree"]).await, alice_tree);
+    let home = format!("{base}/clusters/home:alice");
+
+    // No kubeconfig at all: --server, --token and --certificate-authority are enough; the
+    // token decides who asks (bob may not look into alice's home, so it shows as a leaf).
+    let nobody = Ws::without_kubeconfig();
+    let at_home = |token: &str, rest: &[&str]| -> Vec<String> {
+        let flags = ["--server", home.as_str(), "--token", token];
+        flags.iter().chain(rest).map(|arg| arg.to_string()).collect()
+    };
+    let output = nobody.run_owned(&at_home("alice-token", &["--certificate-authority", ca, "tree"])).await;
+    assert!(output.success, "{output:?}");
+    assert_eq!(output.stdout, alice_tree);
+    let output = nobody.run_owned(&at_home("bob-token", &["--certificate-authority", ca, "-v", "6", "tree"])).await;
+    assert_eq!(output.stdout, ".\n└── alice\n\n", "{output:?}");
+    let output = nobody.run_owned(&at_home("wrong-token", &["--certificate-authority", ca, "tree"])).await;
+    assert!(!output.success, "a wrong token is refused: {output:?}");
+    // Without the CA the server's certificate is not trusted, unless told to skip the check.
+    let output = nobody.run_owned(&at_home("alice-token", &["tree"])).await;
+    assert!(!output.success, "the server's certificate is checked: {output:?}");
+    let output = nobody.run_owned(&at_home("alice-token", &["--insecure-skip-tls-verify", "tree"])).await;
+    assert_eq!(output.stdout, alice_tree, "{output:?}");
+
+    // --kubeconfig with --context, and --server over the kubeconfig's server.
+    let flagged = nobody.ok(&["--kubeconfig", users, "--context", "alice", "--server", &home, "tree"]).await;
+    assert_eq!(flagged, alice_tree);
+    // --user picks another user of the kubeconfig; --cluster must name one that exists.
+    let bob = Ws::new(Path::new(users));
+    assert_eq!(bob.ok(&["--user", "alice", "--server", &home, "tree"]).await, alice_tree);
+    let missing = bob.fails(&["--cluster", "nope", "tree"]).await;
+    assert!(missing.contains("cluster \"nope\""), "{missing}");
+    // --client-certificate and --client-key: alice by certificate this time.
+    let identity = installation.user_identity("alice", &[]).unwrap();
+    let (cert, key) = (dir.path().join("alice.crt"), dir.path().join("alice.key"));
+    std::fs::write(&cert, &identity.cert_pem).unwrap();
+    std::fs::write(&key, &identity.key_pem).unwrap();
+    let certificate_flags = ["--client-certificate", cert.to_str().unwrap(), "--client-key", key.to_str().unwrap()];
+    let mut args = vec!["--server", home.as_str(), "--certificate-authority", ca];
+    args.extend(certificate_flags);
+    args.push("tree");
+    assert_eq!(nobody.ok(&args).await, alice_tree);
+
+    // Moving with --server and --token writes the new workspace into the kubeconfig's
+    // current context, as kcp's plugin does: the server comes from the flag.
+    let moved = bob.ok(&["--server", &format!("{base}/clusters/root"), "--token", "alice-token", "~"]).await;
+    assert!(moved.starts_with("Current workspace is \"home:alice\""), "{moved}");
+    assert_eq!(bob.current_server(), home);
 }

@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use crate::client::Server;
-use crate::kubeconfig::edit::{self, Edit};
+use crate::kubeconfig::edit::{self, Edit, EditError};
+use crate::kubeconfig::overrides::Overrides;
 use crate::kubeconfig::{files, KubeconfigSet, Merged, Sources};
 use crate::server_url::ServerUrl;
 
@@ -22,16 +23,20 @@ pub struct ConfigFlags {
     pub kubeconfig: Option<PathBuf>,
     /// `--context`.
     pub context: Option<String>,
+    /// `--server`, `--token`, `--cluster`, `--user` and the TLS flags.
+    pub overrides: Overrides,
 }
 
 /// The kubeconfig and the server of the active context.
 pub struct Session {
     set: KubeconfigSet,
     merged: Merged,
-    /// The active context's name.
-    context: String,
-    /// The active context's server URL, as written.
+    /// The active context's name: `--context`, else current-context; none in a
+    /// kubeconfig without contexts (where only `--server` says where to go).
+    context: Option<String>,
+    /// The server URL: `--server`, else that of `--cluster` or the active context's cluster.
     server_url: String,
+    overrides: Overrides,
     server: Option<Server>,
 }
 
@@ -44,9 +49,19 @@ impl Session {
             .context("find the kubeconfig: set KUBECONFIG, pass --kubeconfig, or set HOME")?;
         let set = files::load(&sources)?;
         let merged = set.merged()?;
-        let context = edit::active_context(&merged, flags.context.as_deref())?.to_string();
-        let server_url = edit::server_of(&merged, &context)?.to_string();
-        Ok(Session { set, merged, context, server_url, server: None })
+        let context = flags.context.clone().or_else(|| merged.current_context.clone());
+        let overrides = flags.overrides.clone();
+        let server_url = match (&overrides.server, &overrides.cluster) {
+            (Some(server), _) => server.clone(),
+            (None, Some(cluster)) => edit::server_of_cluster(&merged, cluster)?.to_string(),
+            (None, None) => edit::server_of(&merged, edit::active_context(&merged, context.as_deref())?)?.to_string(),
+        };
+        Ok(Session { set, merged, context, server_url, overrides, server: None })
+    }
+
+    /// The active context, which every kubeconfig edit starts from.
+    pub fn context(&self) -> Result<&str, EditError> {
+        self.context.as_deref().ok_or(EditError::NoCurrentContext)
     }
 
     /// The active context's server URL, as written in the kubeconfig.
@@ -63,7 +78,8 @@ impl Session {
     pub async fn server(&mut self) -> anyhow::Result<&Server> {
         if self.server.is_none() {
             let url = self.url()?;
-            self.server = Some(Server::connect(&self.set, &self.context, url.base()).await?);
+            let context = self.context.as_deref();
+            self.server = Some(Server::connect(&self.set, context, &self.overrides, url.base()).await?);
         }
         Ok(self.server.as_ref().expect("just connected"))
     }
@@ -75,7 +91,7 @@ impl Session {
         let changed = self.set.apply(&self.merged, edit);
         files::save(&self.set, &changed)?;
         self.merged = self.set.merged()?;
-        self.context = edit.current_context.clone();
+        self.context = Some(edit.current_context.clone());
         self.server_url = server.clone();
         Ok(server)
     }

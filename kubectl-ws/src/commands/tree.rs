@@ -4,6 +4,11 @@
 //! Each level is listed through the same server by path (`<parent>:<name>`), so behind a
 //! front-proxy the walk crosses shards without knowing about them. Workspaces that are not
 //! Ready are shown but not descended into: they have no logical cluster to list yet.
+//!
+//! A workspace whose shard is down (the front-proxy answers 503) is drawn with an
+//! `(unavailable)` marker and the walk goes on with the rest; the command then names each
+//! unavailable workspace with the server's message and exits non-zero, since the tree it
+//! printed is incomplete.
 
 use protocol::path::ClusterPath;
 use protocol::types::PHASE_READY;
@@ -22,8 +27,13 @@ const NODES_MAX: usize = 10_000;
 pub struct Node {
     /// What is printed: the name, or the full path with `--full`.
     pub label: String,
+    /// The workspace's full path.
+    pub path: String,
     /// The children, in the order printed.
     pub children: Vec<usize>,
+    /// Why its children could not be listed, when its shard is unavailable: the server's
+    /// message. Its subtree is unknown.
+    pub unavailable: Option<String>,
 }
 
 /// A tree of workspaces; node 0 is the workspace the walk started at.
@@ -48,19 +58,44 @@ pub async fn run(session: &mut Session, full: bool) -> anyhow::Result<()> {
     if tree.truncated {
         eprintln!("Warning: the tree has more than {NODES_MAX} workspaces; the rest are not shown.");
     }
+    let unavailable = unavailable_lines(&tree);
+    anyhow::ensure!(
+        unavailable.is_empty(),
+        "the subtrees of {} workspace(s) could not be listed: {}",
+        unavailable.len(),
+        unavailable.join("; ")
+    );
     Ok(())
 }
 
+/// Whether an answer means that the shard behind the server is down or unreachable (the
+/// front-proxy's 503), rather than something about the workspace itself.
+fn is_unavailable(code: Option<u16>) -> bool {
+    matches!(code, Some(502..=504))
+}
+
+/// `workspace "root:org" is unavailable: <server's message>`, one per unavailable node.
+fn unavailable_lines(tree: &Tree) -> Vec<String> {
+    let with_reason = tree.nodes.iter().filter_map(|node| Some((&node.path, node.unavailable.as_ref()?)));
+    with_reason.map(|(path, reason)| format!("workspace \"{path}\" is unavailable: {reason}")).collect()
+}
+
 /// Lists workspaces depth-first from `start`. A workspace whose children cannot be listed
-/// (gone, or the caller may not look inside) shows as a leaf; other errors fail the walk.
+/// (gone, or the caller may not look inside) shows as a leaf, one on an unavailable shard
+/// as an unavailable leaf; other errors, and any error listing `start` itself, fail the walk.
 async fn walk(server: &Server, start: &ClusterPath, full: bool) -> anyhow::Result<Tree> {
     let label = if full { start.to_string() } else { start.base().to_string() };
-    let mut tree = Tree { nodes: vec![Node { label, children: Vec::new() }], truncated: false };
+    let root = Node { label, path: start.to_string(), children: Vec::new(), unavailable: None };
+    let mut tree = Tree { nodes: vec![root], truncated: false };
     let mut pending = vec![(0usize, start.clone(), 0usize)];
     while let Some((index, path, depth)) = pending.pop() {
         let mut workspaces = match server.workspaces(&path).await {
             Ok(workspaces) => workspaces,
             Err(error) if matches!(error.code(), Some(403 | 404)) => continue,
+            Err(error) if index != 0 && is_unavailable(error.code()) => {
+                tree.nodes[index].unavailable = Some(error.to_string());
+                continue;
+            }
             Err(error) => return Err(anyhow::Error::new(error).context(format!("list the workspaces in \"{path}\""))),
         };
         workspaces.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
@@ -73,7 +108,7 @@ async fn walk(server: &Server, start: &ClusterPath, full: bool) -> anyhow::Resul
             let Ok(child) = path.join(name) else { continue };
             let label = if full { format!("{}:{name}", tree.nodes[index].label) } else { name.to_string() };
             let child_index = tree.nodes.len();
-            tree.nodes.push(Node { label, children: Vec::new() });
+            tree.nodes.push(Node { label, path: child.to_string(), children: Vec::new(), unavailable: None });
             tree.nodes[index].children.push(child_index);
             if workspace.status.phase == PHASE_READY && depth + 1 < DEPTH_MAX {
                 pending.push((child_index, child, depth + 1));
@@ -100,6 +135,9 @@ fn render_children(tree: &Tree, children: &[usize], prefix: &str, out: &mut Stri
         out.push_str(prefix);
         out.push_str(if last { "└── " } else { "├── " });
         out.push_str(&node.label);
+        if node.unavailable.is_some() {
+            out.push_str(" (unavailable)");
+        }
         out.push('\n');
         let deeper = format!("{prefix}{}", if last { "    " } else { "│   " });
         render_children(tree, &node.children, &deeper, out);
@@ -111,7 +149,7 @@ mod tests {
     use super::*;
 
     fn node(label: &str, children: &[usize]) -> Node {
-        Node { label: label.into(), children: children.to_vec() }
+        Node { label: label.into(), path: format!("root:{label}"), children: children.to_vec(), unavailable: None }
     }
 
     #[test]
@@ -140,5 +178,23 @@ mod tests {
     └── other
 ";
         assert_eq!(render(&tree), expected);
+    }
+
+    #[test]
+    fn unavailable_subtrees_are_marked_and_named() {
+        let mut tree =
+            Tree { nodes: vec![node("root", &[1, 2]), node("org", &[]), node("other", &[])], truncated: false };
+        tree.nodes[1].unavailable = Some("shard shard-2 hosting this workspace is unavailable".into());
+        assert_eq!(render(&tree), ".\n└── root\n    ├── org (unavailable)\n    └── other\n");
+        assert_eq!(
+            unavailable_lines(&tree),
+            ["workspace \"root:org\" is unavailable: shard shard-2 hosting this workspace is unavailable"]
+        );
+        // (code, unavailable)
+        for (code, expected) in
+            [(Some(503), true), (Some(502), true), (Some(504), true), (Some(500), false), (None, false)]
+        {
+            assert_eq!(is_unavailable(code), expected, "{code:?}");
+        }
     }
 }

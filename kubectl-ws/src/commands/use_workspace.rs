@@ -53,7 +53,7 @@ pub async fn enter(session: &mut Session, target: &Target, short: bool) -> anyho
     };
     let path = target::resolve(target, url.cluster(), home.as_ref(), &server_url)?;
     let workspace_type = check(&server, &path).await?;
-    let edit = edit::enter(&session.merged, &session.context, &url.with_cluster(&path))?;
+    let edit = edit::enter(&session.merged, session.context()?, &url.with_cluster(&path))?;
     let new_server = session.commit(&edit)?;
     if let Some(line) = output::current_workspace(&new_server, workspace_type.as_ref(), short) {
         println!("{line}");
@@ -63,7 +63,7 @@ pub async fn enter(session: &mut Session, target: &Target, short: bool) -> anyho
 
 /// `kubectl ws -`: swaps the current and the previous workspace.
 fn previous(session: &mut Session, short: bool) -> anyhow::Result<()> {
-    let edit = edit::swap_previous(&session.merged, &session.context)?;
+    let edit = edit::swap_previous(&session.merged, session.context()?)?;
     let new_server = session.commit(&edit)?;
     if let Some(line) = output::current_workspace(&new_server, None, short) {
         println!("{line}");

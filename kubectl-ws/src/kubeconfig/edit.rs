@@ -55,6 +55,12 @@ pub fn server_of<'a>(merged: &'a Merged, context: &str) -> Result<&'a str, EditE
     cluster.get("server").and_then(Value::as_str).ok_or_else(|| EditError::NoServer(cluster_name.to_string()))
 }
 
+/// The server URL of cluster `name` (named with `--cluster`).
+pub fn server_of_cluster<'a>(merged: &'a Merged, name: &str) -> Result<&'a str, EditError> {
+    let cluster = merged.clusters.get(name).ok_or_else(|| EditError::ClusterNotFound(name.to_string()))?;
+    cluster.body.get("server").and_then(Value::as_str).ok_or_else(|| EditError::NoServer(name.to_string()))
+}
+
 /// Points the plugin's `current` context at `server`, keeping `context` as the previous one.
 pub fn enter(merged: &Merged, context: &str, server: &str) -> Result<Edit, EditError> {
     let body = context_body(merged, context)?;

@@ -10,10 +10,13 @@
 //! - [`edit`] computes kcp's context changes (enter a workspace, swap with the previous
 //!   one) as an [`edit::Edit`]; [`KubeconfigSet::apply`] writes it into the documents: an
 //!   entry back into the file it came from, a new one into kubectl's default file.
+//! - [`overrides`] applies kubectl's connection flags (`--server`, `--token`, …) to the
+//!   credentials of one run, without writing them anywhere.
 //! - [`files`] reads and writes the documents; nothing else here does I/O.
 
 pub mod edit;
 pub mod files;
+pub mod overrides;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
