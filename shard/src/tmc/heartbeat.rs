@@ -31,12 +31,14 @@ pub async fn reconcile(
         return Ok(());
     }
     let name = meta::name(target).unwrap_or_default();
-    // The shards' own URLs: an installation may give every shard the front-proxy as its
-    // external URL, and a view is served by one shard.
+    // Each shard's external URL with its `/shards/<name>` prefix: a view is served by one
+    // shard, and the front-proxy (an installation's usual external URL) routes the prefix
+    // to it, as a shard addressed directly accepts its own.
+    let base = |external: &str, name: &str| format!("{}/shards/{name}", external.trim_end_matches('/'));
     let mut shards: Vec<String> =
-        shard.membership.current().iter().map(|info| info.base_url.trim_end_matches('/').to_string()).collect();
+        shard.membership.current().iter().map(|info| base(&info.external_url, &info.name)).collect();
     if shards.is_empty() {
-        shards.push(shard.base_url.trim_end_matches('/').to_string());
+        shards.push(base(&shard.external_url, &shard.name));
     }
     let views: Vec<String> = shards.iter().map(|url| format!("{url}{}", view_path(cluster, name))).collect();
     let wanted = status(target, &views, settings, jiff::Timestamp::now());
