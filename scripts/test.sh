@@ -5,7 +5,8 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 
 # One target directory outside the clone, reused across runs and clones: RocksDB's C++
-# build alone takes ~12 minutes on this machine kind, so it should happen once.
+# build alone took 16 minutes on this 2-core machine (a whole first build about 30), so
+# it should happen once. Another clone still recompiles the workspace's own crates.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/atoll-target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
