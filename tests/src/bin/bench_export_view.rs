@@ -1253,7 +1253,8 @@ fn print_summary(plan: &Plan, figures: &Figures, unseen: usize, errors: u64) {
     println!("  lost events {unseen}, failed writes {errors}, misattributed {}", figures.misattributed);
     let met = figures.p99_ms().is_some_and(|p99| p99 < GOAL_P99_MS) && unseen == 0 && errors == 0;
     let verdict = match (met, rate_ok, at_goal_rate) {
-        (true, true, true) => "met".to_string(),
+        (true, true, true) if plan.rate == GOAL_RATE => "met".to_string(),
+        (true, true, true) => format!("met (at {} writes/s)", plan.rate),
         (false, _, _) => "MISSED".to_string(),
         (true, false, _) => format!(
             "not judged: achieved {:.0} of {} writes/s asked (< {:.0}%)",
