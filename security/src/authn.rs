@@ -257,6 +257,9 @@ pub struct Authenticator {
     /// The front-proxy CA bundle (DER, every certificate, so that a rotated CA keeps
     /// working); empty trusts no front-proxy.
     front_proxy_cas: Vec<Vec<u8>>,
+    /// The CNs a front-proxy certificate may carry (kube's `--requestheader-allowed-names`);
+    /// empty accepts any certificate of the bundle, as kube does.
+    front_proxy_names: Vec<String>,
 }
 
 impl Authenticator {
@@ -273,7 +276,17 @@ impl Authenticator {
             }
             anyhow::ensure!(!front_proxy_cas.is_empty(), "the front-proxy CA bundle holds no certificate");
         }
-        Ok(Self { tokens, front_proxy_cas })
+        Ok(Self { tokens, front_proxy_cas, front_proxy_names: Vec::new() })
+    }
+
+    /// Accepts front-proxy certificates only with one of these common names (kube's
+    /// `--requestheader-allowed-names`); blank names are dropped, and no names at all keep
+    /// accepting every certificate of the front-proxy CA. Another certificate of that CA
+    /// is refused outright (401), not taken for a user: the client CA did not sign it.
+    pub fn with_front_proxy_names(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        self.front_proxy_names =
+            names.into_iter().map(|name| name.trim().to_owned()).filter(|n| !n.is_empty()).collect();
+        self
     }
 
     /// Classifies a client certificate rustls has already verified against the client CA
@@ -289,6 +302,12 @@ impl Authenticator {
                     && cert.verify_signature(Some(ca.public_key())).is_ok()
                 {
                     let user = identity_from_certificate(der).map_err(|err| invalid(format!("{err:#}")))?.user;
+                    if !self.front_proxy_names.is_empty() && !self.front_proxy_names.contains(&user) {
+                        return Err(invalid(format!(
+                            "front-proxy certificate {user:?} is not one of the names this server accepts identity \
+                             headers from (--requestheader-allowed-names)"
+                        )));
+                    }
                     return Ok(CertificateCaller::FrontProxy { user });
                 }
             }
@@ -512,6 +531,22 @@ mod tests {
         let caller = authenticator.certificate_caller(&pem_der(&proxy.peer_client_cert_pem)).expect("caller");
         assert_eq!(caller, CertificateCaller::FrontProxy { user: pki::front_proxy_user("fp") });
         let user = authenticator.certificate_caller(&pem_der(&shard.admin_cert_pem)).expect("caller");
+        assert!(matches!(user, CertificateCaller::User(identity) if identity.user == "admin"));
+        // With allowed names, only a certificate carrying one of them is a front-proxy.
+        let named = Authenticator::new(None, Some(&bundle))
+            .expect("authenticator")
+            .with_front_proxy_names([" ".to_owned(), pki::front_proxy_user("fp")]);
+        let caller = named.certificate_caller(&pem_der(&proxy.peer_client_cert_pem)).expect("allowed name");
+        assert_eq!(caller, CertificateCaller::FrontProxy { user: pki::front_proxy_user("fp") });
+        let other = Authenticator::new(None, Some(&bundle))
+            .expect("authenticator")
+            .with_front_proxy_names(["system:atoll:front-proxy:other".to_owned()]);
+        let refused = other.certificate_caller(&pem_der(&proxy.peer_client_cert_pem)).expect_err("name not allowed");
+        assert!(
+            matches!(&refused, AuthnError::InvalidClientCertificate { reason } if reason.contains("--requestheader-allowed-names")),
+            "{refused:?}"
+        );
+        let user = other.certificate_caller(&pem_der(&shard.admin_cert_pem)).expect("user certificates are unaffected");
         assert!(matches!(user, CertificateCaller::User(identity) if identity.user == "admin"));
         // Without the bundle, the proxy's certificate is nobody special.
         let plain = Authenticator::new(None, None).expect("authenticator");

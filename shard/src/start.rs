@@ -63,6 +63,11 @@ pub struct Config {
     /// CA of the front-proxy's client certificate (PEM).
     #[arg(long)]
     pub front_proxy_ca_file: Option<PathBuf>,
+    /// Common names of the front-proxy client certificates whose identity headers (`X-Remote-*`) this shard
+    /// believes, comma separated (kube's flag); another certificate of the front-proxy CA is refused (401)
+    /// [default: empty, any certificate of the front-proxy CA, as in kube].
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_allowed_names: Vec<String>,
     /// HTTPS address to listen on (port 0 picks a free port; admin.kubeconfig names the real one).
     #[arg(long, default_value = "127.0.0.1:6443")]
     pub listen: SocketAddr,
@@ -292,8 +297,9 @@ fn assemble_shard(
         client_cert_pem: material.peer_client_cert_pem.clone(),
         client_key_pem: material.peer_client_key_pem.clone(),
     });
-    let authn =
-        Authenticator::new(tokens, material.front_proxy_ca_cert_pem.as_deref()).context("read the front-proxy CA")?;
+    let authn = Authenticator::new(tokens, material.front_proxy_ca_cert_pem.as_deref())
+        .context("read the front-proxy CA")?
+        .with_front_proxy_names(args.requestheader_allowed_names.iter().cloned());
     let paths = Arc::new(PathIndex::default());
     let mut handles = None;
     let shard = Arc::new_cyclic(|weak| {
