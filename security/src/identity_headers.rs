@@ -3,8 +3,14 @@
 //! `X-Remote-Group` (repeated) and `X-Remote-Extra-<key>` (key percent-encoded).
 //!
 //! A shard reads them only on connections whose client certificate the front-proxy CA
-//! signed ([`crate::authn::CertificateCaller::FrontProxy`]); the front-proxy removes every
-//! such header a client sent ([`is_identity_header`]) before adding its own.
+//! signed ([`crate::authn::CertificateCaller::FrontProxy`]) and whose name is allowed
+//! (`--requestheader-allowed-names`); the front-proxy removes every such header a client
+//! sent ([`is_identity_header`]) before adding its own.
+//!
+//! kube's impersonation headers (`Impersonate-User`, …) are not identity headers: they
+//! ask to act as someone else and are not believed, but authorized. The front-proxy
+//! passes them through unchanged, and the shard checks them against the real caller these
+//! headers name (`shard::authz::impersonation`).
 
 use std::collections::BTreeMap;
 
@@ -20,14 +26,13 @@ pub const REMOTE_UID: &str = "x-remote-uid";
 pub const REMOTE_GROUP: &str = "x-remote-group";
 /// Prefix of the extra attributes; the rest of the name is the percent-encoded key.
 pub const REMOTE_EXTRA_PREFIX: &str = "x-remote-extra-";
-/// Prefix of kube's impersonation headers (`Impersonate-User`, `Impersonate-Group`, …).
-pub const IMPERSONATE_PREFIX: &str = "impersonate-";
 
-/// Whether a client-sent header claims an identity: the `X-Remote-*` family and kube's
-/// impersonation headers. The front-proxy never forwards these from a client.
+/// Whether a client-sent header claims an identity: the `X-Remote-*` family, which a
+/// shard believes from the front-proxy. The front-proxy never forwards these from a
+/// client. Impersonation headers are not among them: they are a request the shard
+/// authorizes (as kube-apiserver's front-proxy passes them on to it).
 pub fn is_identity_header(name: &HeaderName) -> bool {
-    let name = name.as_str();
-    name.starts_with("x-remote-") || name.starts_with(IMPERSONATE_PREFIX)
+    name.as_str().starts_with("x-remote-")
 }
 
 /// The headers that carry `identity` to a shard. `system:authenticated` is left out: the
@@ -154,10 +159,11 @@ mod tests {
 
     #[test]
     fn identity_headers_are_recognised_in_any_case() {
-        for name in ["X-Remote-User", "x-remote-group", "X-Remote-Extra-Foo", "Impersonate-User", "impersonate-uid"] {
+        for name in ["X-Remote-User", "x-remote-group", "X-Remote-Extra-Foo"] {
             assert!(is_identity_header(&HeaderName::from_bytes(name.as_bytes()).expect("name")), "{name}");
         }
-        for name in ["authorization", "x-remote", "remote-user", "accept"] {
+        // Impersonation is authorized by the shard, so the proxy passes it on.
+        for name in ["authorization", "x-remote", "remote-user", "accept", "Impersonate-User", "impersonate-extra-a"] {
             assert!(!is_identity_header(&HeaderName::from_bytes(name.as_bytes()).expect("name")), "{name}");
         }
     }

@@ -166,6 +166,7 @@ async fn route(
         RequestInfo::Unknown => return Err(unknown_path(shard, peer, &request)),
     };
     let identity = authenticate(shard, peer, &request)?;
+    let identity = authz::impersonation::effective(shard, identity, &cluster, view.is_some(), request.headers())?;
     let mut writes = None;
     let mut served = None;
     let scope = match &view {

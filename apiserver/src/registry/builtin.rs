@@ -239,5 +239,15 @@ pub fn builtin_resources() -> Vec<ResourceType> {
         review("selfsubjectaccessreviews", "SelfSubjectAccessReview", false),
         review("selfsubjectrulesreviews", "SelfSubjectRulesReview", false),
         review("subjectaccessreviews", "SubjectAccessReview", false),
+        // `kubectl auth whoami`: also a create-only question, answered by authorization.
+        builtin(
+            "authentication.k8s.io",
+            "v1",
+            "selfsubjectreviews",
+            "selfsubjectreview",
+            "SelfSubjectReview",
+            false,
+            "io.k8s.api.authentication.v1.SelfSubjectReview",
+        ),
     ]
 }

@@ -1,5 +1,6 @@
 //! The `authorization.k8s.io/v1` reviews: `kubectl auth can-i` posts its
-//! SelfSubjectAccessReview and SelfSubjectRulesReview as protobuf only.
+//! SelfSubjectAccessReview and SelfSubjectRulesReview as protobuf only; and
+//! `authentication.k8s.io/v1` SelfSubjectReview, which `kubectl auth whoami` posts.
 //!
 //! Transcribed from `k8s.io/api/authorization/v1/generated.proto`. Left out, as unknown
 //! field numbers are: `metadata` (reviews are never stored; kubectl sends it empty),
@@ -64,8 +65,13 @@ static SUBJECT_ACCESS_REVIEW: Message =
 static LOCAL_SUBJECT_ACCESS_REVIEW: Message =
     Message { name: "LocalSubjectAccessReview", fields: &[message(2, "spec", &SUBJECT_ACCESS_REVIEW_SPEC)] };
 
+/// `kubectl auth whoami`'s SelfSubjectReview carries nothing the server reads: who asks
+/// is the answer.
+static SELF_SUBJECT_REVIEW: Message = Message { name: "SelfSubjectReview", fields: &[] };
+
 /// The review kinds, for [`super::message_for`].
 pub(super) static KINDS: &[(&str, &str, &Message)] = &[
+    ("authentication.k8s.io/v1", "SelfSubjectReview", &SELF_SUBJECT_REVIEW),
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview", &SELF_SUBJECT_ACCESS_REVIEW),
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview", &SELF_SUBJECT_RULES_REVIEW),
     ("authorization.k8s.io/v1", "SubjectAccessReview", &SUBJECT_ACCESS_REVIEW),

@@ -110,11 +110,10 @@ fn cluster_roles_table() -> Vec<Arc<Role>> {
         role(
             "system:basic-user",
             &[],
-            vec![rule(
-                &["create"],
-                &["authorization.k8s.io"],
-                &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
-            )],
+            vec![
+                rule(&["create"], &["authorization.k8s.io"], &["selfsubjectaccessreviews", "selfsubjectrulesreviews"]),
+                rule(&["create"], &["authentication.k8s.io"], &["selfsubjectreviews"]),
+            ],
             None,
         ),
         role(WORKSPACE_ACCESS_ROLE, &[], vec![urls(&["access"], &["/"])], None),

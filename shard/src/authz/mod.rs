@@ -13,9 +13,12 @@
 //!   [`subjects`] and [`rules`] are the matching, [`policy`] the objects.
 //! - [`store_policy`]: reads those objects and the owner from the store, per request.
 //! - [`workspace_rbac`]: one question asked of another (maybe remote) workspace's RBAC.
+//! - [`impersonation`]: `Impersonate-*` headers (`kubectl --as`), each part allowed by the
+//!   addressed cluster's RBAC before the request runs as the impersonated user.
 //! - [`review`]: `authorization.k8s.io/v1` access and rules reviews, which ask the same
 //!   questions through the API (`kubectl auth can-i`, whose protobuf bodies
-//!   `protocol::protobuf` decodes like any other).
+//!   `protocol::protobuf` decodes like any other), and `authentication.k8s.io/v1`
+//!   SelfSubjectReview (`kubectl auth whoami`).
 //!
 //! Denials are 403 `Status`es worded as kube words them. A non-master asking for a
 //! logical cluster that does not exist here gets the same 403 as for one it may not
@@ -24,6 +27,7 @@
 pub mod attributes;
 pub mod bootstrap;
 pub mod decision;
+pub mod impersonation;
 pub mod policy;
 pub mod resolver;
 pub mod review;

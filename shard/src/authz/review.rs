@@ -2,7 +2,9 @@
 //! SelfSubjectAccessReview and SelfSubjectRulesReview (what `kubectl auth can-i` and
 //! `kubectl auth can-i --list` ask), SubjectAccessReview and LocalSubjectAccessReview
 //! (asking about someone else: whoever may create them, by RBAC, which bootstrap policy
-//! gives only cluster-admins and, for the local one, namespace admins).
+//! gives only cluster-admins and, for the local one, namespace admins); and
+//! `authentication.k8s.io/v1` SelfSubjectReview (`kubectl auth whoami`): who the server
+//! takes the caller for, the impersonated user when impersonating.
 //!
 //! Each is a create whose response echoes the body with a `status`, as in kube.
 
@@ -22,6 +24,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 const GROUP: &str = "authorization.k8s.io";
+const AUTHENTICATION_GROUP: &str = "authentication.k8s.io";
 
 /// Gives the review rows their strategy: create-only, never stored (the verbs answer them
 /// through [`handle`]).
@@ -31,6 +34,7 @@ pub fn register(registry: &mut apiserver::registry::Registry) {
     {
         registry.set_strategy(GROUP, resource, std::sync::Arc::new(Review));
     }
+    registry.set_strategy(AUTHENTICATION_GROUP, "selfsubjectreviews", std::sync::Arc::new(Review));
 }
 
 /// The reviews' strategy.
@@ -93,6 +97,10 @@ pub async fn handle(shard: &Shard, ctx: &Ctx, body: hyper::body::Incoming) -> Ap
         )));
     }
     let (mut review, warnings) = read_object(ctx, body).await?;
+    if ctx.rt.kind == "SelfSubjectReview" {
+        review["status"] = json!({"userInfo": user_info(&ctx.identity)});
+        return ctx.respond_object(201, &review, &warnings);
+    }
     let spec: Spec = match review.get("spec") {
         Some(spec) => serde_json::from_value(spec.clone())
             .map_err(|e| ApiError::bad_request(format!("{} in body: spec: {e}", ctx.rt.kind)))?,
@@ -168,6 +176,18 @@ fn subject_of(kind: &str, spec: &Spec) -> ApiResult<Identity> {
         groups: spec.groups.clone(),
         extra: spec.extra.clone(),
     })
+}
+
+/// kube's `UserInfo`: empty UID and extra left out, as kube's JSON leaves them out.
+fn user_info(identity: &Identity) -> Value {
+    let mut info = json!({"username": identity.user, "groups": identity.groups});
+    if !identity.uid.is_empty() {
+        info["uid"] = Value::from(identity.uid.as_str());
+    }
+    if !identity.extra.is_empty() {
+        info["extra"] = json!(identity.extra);
+    }
+    info
 }
 
 /// `status` of an access review: the decision the authorizer would take.
@@ -264,6 +284,16 @@ mod tests {
         let subject = subject_of("SubjectAccessReview", &spec(json!({"user": "alice", "groups": null}))).unwrap();
         assert_eq!(subject.groups, Vec::<String>::new(), "no system:authenticated added");
         assert_eq!(subject_of("SubjectAccessReview", &spec(json!({}))).unwrap_err().code, 422);
+    }
+
+    #[test]
+    fn user_info_leaves_out_what_is_empty() {
+        let mut alice = Identity::new("alice", "", ["dev".to_string()]);
+        assert_eq!(user_info(&alice), json!({"username": "alice", "groups": ["dev", "system:authenticated"]}));
+        alice.uid = "u-1".into();
+        alice.extra.insert("team".into(), vec!["a".into()]);
+        assert_eq!(user_info(&alice)["uid"], "u-1");
+        assert_eq!(user_info(&alice)["extra"], json!({"team": ["a"]}));
     }
 
     #[test]

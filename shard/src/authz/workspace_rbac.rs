@@ -6,12 +6,14 @@
 //! When the workspace is on this shard its RBAC is read from the store (its owner counts
 //! as admin); otherwise from the replicated ClusterRoles and ClusterRoleBindings in the
 //! cache (only those annotated `internal.kcp.io/replicate` leave their shard), so the
-//! answer stands while the owning shard is down.
+//! answer stands while the owning shard is down. A user impersonated in one workspace by
+//! a non-master is denied in every other ([`impersonation::in_scope`]): rights to act as
+//! someone there lend nothing here.
 
 use super::attributes::Attributes;
 use super::policy::{Binding, Role};
 use super::resolver::{any_cluster_rule, PolicyError, PolicySource};
-use super::{rules, store_policy::StorePolicy};
+use super::{impersonation, rules, store_policy::StorePolicy};
 use crate::cache::lister;
 use crate::state::Shard;
 use apiserver::rest::status::ApiResult;
@@ -45,6 +47,9 @@ pub fn ask(
     }
     let verdict = |allowed: bool| if allowed { Answer::Allowed } else { Answer::Denied };
     if let Some(cluster) = lister::local_cluster(shard, cluster_or_path) {
+        if !impersonation::in_scope(identity, &cluster) {
+            return Ok(Answer::Denied);
+        }
         let policy = StorePolicy::new(shard, &cluster);
         if policy.owner().is_some_and(|owner| owner.is_user(&identity.user, &identity.uid)) {
             return Ok(Answer::Allowed);
@@ -54,6 +59,9 @@ pub fn ask(
     let Some(cluster) = shard.cache.cluster_of_path(cluster_or_path).or(known_cluster) else {
         return Ok(Answer::UnknownWorkspace);
     };
+    if !impersonation::in_scope(identity, &cluster) {
+        return Ok(Answer::Denied);
+    }
     Ok(verdict(allows(&CachedPolicy { shard, cluster: &cluster }, identity, attributes)?))
 }
 
