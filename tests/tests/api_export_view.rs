@@ -577,4 +577,51 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "apis.kcp.io:
     let refused =
         http.get(&format!("{view}/clusters/{cluster}/api/v1/namespaces/default/configmaps/claimed")).await.unwrap();
     assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text());
+
+    // A claim on another export's resource names it by that export's identity: the
+    // consumer also binds `widgets`, the gadgets export claims widgets of that identity.
+    proxy.kubectl().cluster(&provider).args(["apply", "-f", "-"]).stdin(WIDGETS_EXPORT).ok();
+    let widgets_export = format!("/clusters/{provider}/apis/apis.kcp.io/v1alpha1/apiexports/widgets");
+    let widgets_export =
+        wait_object(&http, &widgets_export, "the widgets identity", |e| e["status"]["identityHash"].is_string()).await;
+    let widgets_identity = widgets_export["status"]["identityHash"].as_str().unwrap().to_string();
+    proxy.kubectl().cluster(&consumer).args(["apply", "-f", "-"]).stdin(binding_manifest(&provider)).ok();
+    let widgets_binding = format!("/clusters/{consumer}/apis/apis.kcp.io/v1alpha1/apibindings/{EXPORT}");
+    wait_object(&http, &widgets_binding, "the widgets binding Bound", |b| b["status"]["phase"] == "Bound").await;
+    let widget_claim =
+        json!({"group": "example.io", "resource": "widgets", "identityHash": widgets_identity, "all": true});
+    let claims =
+        json!({"spec": {"permissionClaims": [{"group": "", "resource": "configmaps", "all": true}, widget_claim]}});
+    let patch = ["patch", "apiexport", "gadgets", "--type=merge", "-p"];
+    proxy.kubectl().cluster(&provider).args(patch).args([claims.to_string()]).ok();
+    proxy.kubectl().cluster(&consumer).args(["create", "-f", "-"]).stdin(widget_manifest("claimed-widget", 3)).ok();
+    let mut accepted = widget_claim.clone();
+    accepted["state"] = json!("Accepted");
+    let accept_widgets = json!({"spec": {"permissionClaims": [accepted]}});
+    let patch = ["patch", "apibinding", "gadgets", "--type=merge", "-p"];
+    proxy.kubectl().cluster(&consumer).args(patch).args([accept_widgets.to_string()]).ok();
+    let claimed_widgets = format!("{view}/clusters/*/apis/example.io/v1/widgets");
+    let seen = wait_object(&http, &claimed_widgets, "the claimed Widget in the gadgets view", |list| {
+        names(list).contains("claimed-widget")
+    })
+    .await;
+    assert_eq!(names(&seen).len(), 1, "{seen}");
 }
+
+const WIDGETS_EXPORT: &str = r#"
+apiVersion: apis.kcp.io/v1alpha1
+kind: APIResourceSchema
+metadata: {name: v1.widgets.example.io}
+spec:
+  group: example.io
+  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:
+  - {name: v1, served: true, storage: true, schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+---
+apiVersion: apis.kcp.io/v1alpha1
+kind: APIExport
+metadata: {name: widgets}
+spec:
+  latestResourceSchemas: [v1.widgets.example.io]
+"#;

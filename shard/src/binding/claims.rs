@@ -40,6 +40,8 @@ pub struct Claim {
     pub group: String,
     /// Its plural resource.
     pub resource: String,
+    /// The identity hash of the export serving it; empty for built-ins.
+    pub identity: String,
     /// The label key (per export).
     pub key: String,
     /// The label value (per claim).
@@ -74,8 +76,9 @@ pub fn applied(binding: &Value) -> Vec<Claim> {
             let field = |name: &str| claim.get(name).and_then(Value::as_str).unwrap_or_default().to_string();
             let resource = field("resource");
             (!resource.is_empty()).then(|| {
-                let (key, value) = label(export_cluster, export, &field("group"), &resource, &field("identityHash"));
-                Claim { group: field("group"), resource, key, value }
+                let identity = field("identityHash");
+                let (key, value) = label(export_cluster, export, &field("group"), &resource, &identity);
+                Claim { group: field("group"), resource, identity, key, value }
             })
         })
         .collect()
@@ -119,18 +122,19 @@ impl ClaimIndex {
         old.symmetric_difference(&new).cloned().collect()
     }
 
-    /// The claims `cluster`'s bindings apply to `group/resource`.
-    pub fn of(&self, cluster: &str, group: &str, resource: &str) -> Vec<Claim> {
+    /// The claims `cluster`'s bindings apply to `group/resource` of the export with
+    /// `identity` (empty: a built-in).
+    pub fn of(&self, cluster: &str, group: &str, resource: &str, identity: &str) -> Vec<Claim> {
         let by_cluster = self.by_cluster.read();
         let claims = by_cluster.get(cluster).into_iter().flat_map(|b| b.values()).flatten();
-        claims.filter(|c| c.group == group && c.resource == resource).cloned().collect()
+        claims.filter(|c| c.group == group && c.resource == resource && c.identity == identity).cloned().collect()
     }
 
-    /// Every resource some binding of this shard claims.
-    fn resources(&self) -> HashSet<(String, String)> {
+    /// Every resource (group, resource, identity) some binding of this shard claims.
+    fn resources(&self) -> HashSet<Claimed> {
         let by_cluster = self.by_cluster.read();
         let claims = by_cluster.values().flat_map(|b| b.values()).flatten();
-        claims.map(|c| (c.group.clone(), c.resource.clone())).collect()
+        claims.map(|c| (c.group.clone(), c.resource.clone(), c.identity.clone())).collect()
     }
 }
 
@@ -146,6 +150,9 @@ pub fn relabelled(object: &Value, claims: &[Claim]) -> Option<BTreeMap<String, S
     let current: BTreeMap<String, String> = labels.into_iter().collect();
     (current != wanted).then_some(wanted)
 }
+
+/// A claimed resource: group, resource, identity hash of its export (empty: built-in).
+type Claimed = (String, String, String);
 
 /// One object to look at: cluster, row, namespace, name.
 type Fix = (String, Arc<ResourceType>, Option<String>, String);
@@ -178,7 +185,7 @@ pub async fn run(shard: Arc<Shard>, index: Arc<ClaimIndex>) {
         }
     });
     while let Some((cluster, rt, namespace, name)) = pending.recv().await {
-        let claims = index.of(&cluster, &rt.group, &rt.resource);
+        let claims = index.of(&cluster, &rt.group, &rt.resource, rt.identity().unwrap_or_default());
         let at = ObjectRef { cluster: &cluster, namespace: namespace.as_deref(), name: &name };
         let update = storage::guaranteed_update(&shard, &rt, &at, None, WriteOptions::default(), |old| {
             let mut new = old.clone();
@@ -199,10 +206,21 @@ pub async fn run(shard: Arc<Shard>, index: Arc<ClaimIndex>) {
     }
 }
 
-/// The row storing `group/resource` objects (a built-in; claims of other exports'
-/// resources are not labelled yet).
-fn row(shard: &Shard, group: &str, resource: &str) -> Option<Arc<ResourceType>> {
-    shard.registry.all().iter().find(|r| r.group == group && r.resource == resource && r.strategy.stored()).cloned()
+/// The row storing `group/resource` objects: a built-in's, or for a resource of another
+/// export (`identity`), its bound CRD's on this shard (none when no workspace here binds
+/// that export, so nothing of it can be claimed here).
+pub fn row(shard: &Shard, group: &str, resource: &str, identity: &str) -> Option<Arc<ResourceType>> {
+    if identity.is_empty() {
+        let rows = shard.registry.all().iter();
+        return rows.filter(|r| r.group == group && r.resource == resource && r.strategy.stored()).next().cloned();
+    }
+    let rows = shard.registry.custom().of_cluster(super::BOUND_CRDS_CLUSTER);
+    rows.into_iter().find(|r| r.group == group && r.resource == resource && r.identity() == Some(identity))
+}
+
+/// What the watch of a claimed resource's objects is called (its storage key prefix).
+fn watch_name(rt: &ResourceType) -> String {
+    rt.key_prefix(None)
 }
 
 /// APIBindings: keeps the index and, when a cluster's claims change, looks at every
@@ -217,11 +235,11 @@ struct BindingFeed {
 impl BindingFeed {
     fn observe(&mut self, cluster: &str, name: &str, binding: Option<&Value>) {
         let changed = self.index.observe(cluster, name, binding);
-        let resources: HashSet<(String, String)> =
-            changed.iter().map(|c| (c.group.clone(), c.resource.clone())).collect();
-        for (group, resource) in resources {
-            let Some(rt) = row(&self.shard, &group, &resource) else { continue };
-            let _ = self.resources.send((format!("{}.{}", rt.resource, rt.group), rt.clone()));
+        let resources: HashSet<Claimed> =
+            changed.iter().map(|c| (c.group.clone(), c.resource.clone(), c.identity.clone())).collect();
+        for (group, resource, identity) in resources {
+            let Some(rt) = row(&self.shard, &group, &resource, &identity) else { continue };
+            let _ = self.resources.send((watch_name(&rt), rt.clone()));
             let prefix = objects::collection_prefix(&rt, Some(cluster), None);
             let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };
             let Ok(page) = self.shard.store.list(&options, |_, _| true) else { continue };
@@ -243,9 +261,9 @@ impl StoreConsumer for BindingFeed {
             self.observe(cluster, name, binding.as_ref());
         }
         let resources = self.index.resources();
-        for (group, resource) in resources {
-            if let Some(rt) = row(&self.shard, &group, &resource) {
-                let _ = self.resources.send((format!("{}.{}", rt.resource, rt.group), rt));
+        for (group, resource, identity) in resources {
+            if let Some(rt) = row(&self.shard, &group, &resource, &identity) {
+                let _ = self.resources.send((watch_name(&rt), rt));
             }
         }
     }
@@ -269,7 +287,7 @@ impl ObjectFeed {
     fn look(&self, key: &[u8], value: &[u8]) {
         let Some((cluster, namespace, name)) = objects::split_key(key) else { return };
         let Ok(object) = serde_json::from_slice::<Value>(value) else { return };
-        let claims = self.index.of(cluster, &self.rt.group, &self.rt.resource);
+        let claims = self.index.of(cluster, &self.rt.group, &self.rt.resource, self.rt.identity().unwrap_or_default());
         if relabelled(&object, &claims).is_some() {
             let namespace = (!namespace.is_empty()).then(|| namespace.to_string());
             let _ = self.fixes.send((cluster.to_string(), self.rt.clone(), namespace, name.to_string()));
@@ -332,10 +350,11 @@ mod tests {
         let claims = json!([{"group": "", "resource": "configmaps", "all": true}]);
         let changed = index.observe("c", "b", Some(&binding(claims.clone())));
         assert_eq!(changed.len(), 1);
-        assert_eq!(index.of("c", "", "configmaps").len(), 1);
+        assert_eq!(index.of("c", "", "configmaps", "").len(), 1);
+        assert!(index.of("c", "", "configmaps", "other-export").is_empty());
         assert!(index.observe("c", "b", Some(&binding(claims))).is_empty(), "nothing changed");
         assert_eq!(index.observe("c", "b", Some(&binding(json!([])))).len(), 1, "the claim went");
-        assert!(index.of("c", "", "configmaps").is_empty());
+        assert!(index.of("c", "", "configmaps", "").is_empty());
         assert!(index.resources().is_empty());
     }
 

@@ -89,20 +89,15 @@ fn claimed(export: &Value) -> Vec<(String, String, String)> {
 
 impl ExportView {
     /// Every served row of the export with `identity` on this shard: one per version of
-    /// each bound resource some workspace here binds, and the built-in resources the
-    /// export claims.
+    /// each bound resource some workspace here binds, and the resources the export claims
+    /// (built-ins, or other exports' bound here).
     fn rows(&self, shard: &Shard, identity: &str, export: &Value) -> Vec<Arc<ResourceType>> {
         let custom = shard.registry.custom();
         let crds = self.bound.crds_with_identity(identity);
         let mut rows: Vec<Arc<ResourceType>> =
             crds.iter().flat_map(|crd| custom.versions_of(BOUND_CRDS_CLUSTER, crd)).collect();
-        let claimed = claimed(export);
-        let built_in = shard.registry.all().iter().filter(|row| {
-            claimed.iter().any(|(group, resource, identity)| {
-                identity.is_empty() && row.group == *group && row.resource == *resource && row.strategy.stored()
-            })
-        });
-        rows.extend(built_in.cloned());
+        let claimed = claimed(export).into_iter();
+        rows.extend(claimed.filter_map(|(group, resource, identity)| claims::row(shard, &group, &resource, &identity)));
         rows
     }
 }
@@ -175,14 +170,26 @@ impl VirtualWorkspace for ExportView {
         let served = Some(self.rows(&shard, export_identity, &found.object));
         let admitted = Admitted { cluster: scope, writes: None, served };
         let Target::Resource(request) = target else { return Ok(admitted) };
-        // A claimed resource: what the claim's label marks.
+        // A claimed resource: what the claim's label marks. A claim names another export's
+        // resource by that export's identity: across clusters the objects stored under it,
+        // in one cluster only if that cluster's resource is that export's.
+        let here = |identity: &str| match &admitted.cluster {
+            None => claims::row(&shard, &request.group, &request.resource, identity).is_some(),
+            Some(cluster) => shard
+                .registry
+                .lookup(Some(cluster), &request.group, &request.version, &request.resource)
+                .is_some_and(|row| row.identity().unwrap_or_default() == identity),
+        };
         let claim = claimed(&found.object).into_iter().find(|(group, resource, identity)| {
-            *group == request.group && *resource == request.resource && identity.is_empty()
+            *group == request.group && *resource == request.resource && here(identity)
         });
         if let Some((group, resource, identity)) = claim {
             let (key, value) = claims::label(&found.cluster, name, &group, &resource, &identity);
             match &admitted.cluster {
                 None if matches!(request.verb, Verb::List | Verb::Watch) => {
+                    if !identity.is_empty() {
+                        request.resource = format!("{resource}:{identity}");
+                    }
                     let selector = query.entry("labelSelector".into()).or_default();
                     if !selector.trim().is_empty() {
                         selector.push(',');
@@ -197,7 +204,7 @@ impl VirtualWorkspace for ExportView {
                     )))
                 }
                 Some(cluster) => {
-                    let applies = self.claims.of(cluster, &group, &resource).iter().any(|c| c.key == key);
+                    let applies = self.claims.of(cluster, &group, &resource, &identity).iter().any(|c| c.key == key);
                     if !applies {
                         return Err(ApiError::forbidden(format!(
                             "APIExport {name:?} claims {resource:?}, but the APIBinding in logical cluster {cluster} \
