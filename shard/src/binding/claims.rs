@@ -211,8 +211,8 @@ pub async fn run(shard: Arc<Shard>, index: Arc<ClaimIndex>) {
 /// that export, so nothing of it can be claimed here).
 pub fn row(shard: &Shard, group: &str, resource: &str, identity: &str) -> Option<Arc<ResourceType>> {
     if identity.is_empty() {
-        let rows = shard.registry.all().iter();
-        return rows.filter(|r| r.group == group && r.resource == resource && r.strategy.stored()).next().cloned();
+        let mut rows = shard.registry.all().iter();
+        return rows.find(|r| r.group == group && r.resource == resource && r.strategy.stored()).cloned();
     }
     let rows = shard.registry.custom().of_cluster(super::BOUND_CRDS_CLUSTER);
     rows.into_iter().find(|r| r.group == group && r.resource == resource && r.identity() == Some(identity))
