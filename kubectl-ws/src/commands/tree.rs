@@ -3,7 +3,8 @@
 //!
 //! Each level is listed through the same server by path (`<parent>:<name>`), so behind a
 //! front-proxy the walk crosses shards without knowing about them. Workspaces that are not
-//! Ready are shown but not descended into: they have no logical cluster to list yet.
+//! Ready (or Unavailable) are shown but not descended into: they have no logical cluster
+//! to list yet.
 //!
 //! A workspace whose shard is down (the front-proxy answers 503) is drawn with an
 //! `(unavailable)` marker and the walk goes on with the rest; the command then names each
@@ -11,7 +12,7 @@
 //! printed is incomplete.
 
 use protocol::path::ClusterPath;
-use protocol::types::PHASE_READY;
+use protocol::types::{PHASE_READY, PHASE_UNAVAILABLE};
 
 use super::Session;
 use crate::client::Server;
@@ -110,7 +111,10 @@ async fn walk(server: &Server, start: &ClusterPath, full: bool) -> anyhow::Resul
             let child_index = tree.nodes.len();
             tree.nodes.push(Node { label, path: child.to_string(), children: Vec::new(), unavailable: None });
             tree.nodes[index].children.push(child_index);
-            if workspace.status.phase == PHASE_READY && depth + 1 < DEPTH_MAX {
+            // An Unavailable workspace is listed too: its shard answers again (the phase
+            // follows later), or the 503 marks it with the server's message.
+            let phase = workspace.status.phase.as_str();
+            if (phase == PHASE_READY || phase == PHASE_UNAVAILABLE) && depth + 1 < DEPTH_MAX {
                 pending.push((child_index, child, depth + 1));
             }
         }

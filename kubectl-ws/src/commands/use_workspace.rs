@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use protocol::path::ClusterPath;
-use protocol::types::{WorkspaceTypeReference, PHASE_READY};
+use protocol::types::{WorkspaceTypeReference, PHASE_READY, PHASE_UNAVAILABLE};
 
 use super::Session;
 use crate::client::{Access, Server};
@@ -85,8 +85,10 @@ async fn check(server: &Server, path: &ClusterPath) -> anyhow::Result<Option<Wor
         match server.workspace(&parent, path.base()).await {
             Ok(Some(workspace)) => {
                 let phase = workspace.status.phase.as_str();
+                // An Unavailable workspace goes on to discovery: it answers if its shard is
+                // back, and otherwise the server's 503 says which shard is down.
                 anyhow::ensure!(
-                    phase == PHASE_READY,
+                    phase == PHASE_READY || phase == PHASE_UNAVAILABLE,
                     "workspace \"{path}\" is not ready yet (phase {})",
                     if phase.is_empty() { "unknown" } else { phase }
                 );
