@@ -117,7 +117,13 @@ async fn delete_bound_objects(
         if bound.bound_by_other(cluster, name, &group, &resource).is_some_and(|(_, other)| other == crd) {
             continue;
         }
-        let Some(rt) = shard.registry.custom().storage_row(BOUND_CRDS_CLUSTER, &crd) else { continue };
+        // Bound CRDs are never removed, so an unindexed one is not loaded yet: its objects
+        // may exist, and the binding must not go before they are found.
+        let Some(rt) = shard.registry.custom().storage_row(BOUND_CRDS_CLUSTER, &crd) else {
+            let message = format!("the bound CRD {crd} serving {resource}.{group} is not loaded on this shard yet");
+            remaining.failure.get_or_insert(message);
+            continue;
+        };
         delete_all_of(shard, &rt, cluster, &mut remaining).await;
     }
     remaining
