@@ -394,3 +394,23 @@ mod tests {
         }
     }
 }
+
+/// The first `count` events of a watch response (one JSON object per line), each within
+/// 15 s; fewer if the stream ends.
+pub async fn watch_events(response: http::Response<hyper::body::Incoming>, count: usize) -> Vec<serde_json::Value> {
+    let mut body = response.into_body();
+    let mut buffer = Vec::new();
+    let mut events = Vec::new();
+    while events.len() < count {
+        let frame = tokio::time::timeout(Duration::from_secs(15), body.frame()).await.expect("event within 15 s");
+        let Some(Ok(frame)) = frame else { break };
+        if let Some(data) = frame.data_ref() {
+            buffer.extend_from_slice(data);
+        }
+        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buffer.drain(..=end).collect();
+            events.push(serde_json::from_slice(&line).expect("each line is one JSON event"));
+        }
+    }
+    events
+}

@@ -625,3 +625,55 @@ metadata: {name: widgets}
 spec:
   latestResourceSchemas: [v1.widgets.example.io]
 "#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn views_stream_lists_with_bookmarks_and_answer_a_compacted_version_with_410() {
+    // Short change-log retention, so a version falls out of it quickly.
+    let options = tests::ShardOptions {
+        extra_args: vec!["--retention-events".into(), "5".into(), "--compaction-interval-seconds".into(), "1".into()],
+        ..tests::ShardOptions::default()
+    };
+    let shard = tests::ShardProcess::start(options).await.unwrap();
+    for cluster in ["provider", "consumer"] {
+        shard.create_logical_cluster(cluster).await.unwrap();
+    }
+    let kubectl = |cluster: &str| shard.kubectl().cluster(cluster);
+    let provider_only = PROVIDER_MANIFEST.split("---").take(2).collect::<Vec<_>>().join("---");
+    kubectl("provider").args(["apply", "-f", "-"]).stdin(provider_only).ok();
+    let http = shard.http();
+    let export = "/clusters/provider/apis/apis.kcp.io/v1alpha1/apiexports/widgets";
+    wait_object(&http, export, "the export's identity", |e| e["status"]["identityHash"].is_string()).await;
+    kubectl("consumer").args(["apply", "-f", "-"]).stdin(binding_manifest("provider")).ok();
+    let binding = "/clusters/consumer/apis/apis.kcp.io/v1alpha1/apibindings/widgets";
+    wait_object(&http, binding, "the binding Bound", |b| b["status"]["phase"] == "Bound").await;
+    for name in ["a", "b"] {
+        kubectl("consumer").args(["create", "-f", "-"]).stdin(widget_manifest(name, 1)).ok();
+    }
+    let widgets =
+        format!("/shards/{}/services/apiexport/provider/widgets/clusters/*/apis/example.io/v1/widgets", shard.name());
+
+    // A streaming list: the instances, then the initial-events-end bookmark.
+    let streaming = format!(
+        "{widgets}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+    );
+    let response = http.send_streaming(http::Method::GET, &streaming, &[], Vec::new()).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let events = tests::tls_http::watch_events(response, 3).await;
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap_or_default()).collect();
+    assert_eq!(kinds, ["ADDED", "ADDED", "BOOKMARK"], "{events:?}");
+    assert_eq!(events[2]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true", "{events:?}");
+    assert!(events[0]["object"]["metadata"]["annotations"]["kcp.io/cluster"].is_string(), "{events:?}");
+
+    // A watch from a version the change log no longer holds is an in-band 410.
+    let listed = http.get_json(&widgets).await.unwrap();
+    let old = listed["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    for index in 0..20 {
+        kubectl("consumer").args(["create", "configmap", &format!("churn-{index}"), "-n", "default"]).ok();
+    }
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let from_old = format!("{widgets}?watch=true&resourceVersion={old}");
+    let response = http.send_streaming(http::Method::GET, &from_old, &[], Vec::new()).await.unwrap();
+    let events = tests::tls_http::watch_events(response, 1).await;
+    assert_eq!(events[0]["type"], "ERROR", "{events:?}");
+    assert_eq!(events[0]["object"]["code"], 410, "{events:?}");
+}

@@ -25,25 +25,6 @@ fn small_retention() -> ShardOptions {
     }
 }
 
-async fn read_lines(response: http::Response<hyper::body::Incoming>, count: usize) -> Vec<Value> {
-    use http_body_util::BodyExt;
-    let mut body = response.into_body();
-    let mut buffer = Vec::new();
-    let mut events = Vec::new();
-    while events.len() < count {
-        let frame = tokio::time::timeout(Duration::from_secs(15), body.frame()).await.expect("event within 15 s");
-        let Some(Ok(frame)) = frame else { break };
-        if let Some(data) = frame.data_ref() {
-            buffer.extend_from_slice(data);
-        }
-        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = buffer.drain(..=end).collect();
-            events.push(serde_json::from_slice(&line).expect("each line is one JSON event"));
-        }
-    }
-    events
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_from_a_compacted_rv_is_an_in_band_410() {
     let shard = ShardProcess::start(small_retention()).await.unwrap();
@@ -59,7 +40,7 @@ async fn watch_from_a_compacted_rv_is_an_in_band_410() {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let events = read_lines(response, 1).await;
+    let events = tests::tls_http::watch_events(response, 1).await;
     assert_eq!(events[0]["type"], "ERROR", "{events:?}");
     assert_eq!(events[0]["object"]["code"], 410);
     assert_eq!(events[0]["object"]["reason"], "Expired");
@@ -114,7 +95,7 @@ async fn streaming_list_ends_with_an_initial_events_end_bookmark() {
         tokio::time::sleep(Duration::from_millis(300)).await;
         writer.post_json(CMS, &configmap("d")).await.unwrap();
     });
-    let events = read_lines(response, 6).await;
+    let events = tests::tls_http::watch_events(response, 6).await;
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     // a, b, c and the namespace's kube-root-ca.crt, then the bookmark, then d.
     assert_eq!(kinds, ["ADDED", "ADDED", "ADDED", "ADDED", "BOOKMARK", "ADDED"], "{events:?}");
