@@ -377,24 +377,6 @@ pub fn list_items(list: &serde_json::Value) -> Vec<serde_json::Value> {
     list.get("items").and_then(serde_json::Value::as_array).cloned().unwrap_or_default()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::host_of;
-
-    #[test]
-    fn host_of_strips_port_and_brackets() {
-        let cases = [
-            ("127.0.0.1:6443", "127.0.0.1"),
-            ("localhost:1", "localhost"),
-            ("[::1]:443", "::1"),
-            ("example.com", "example.com"),
-        ];
-        for (authority, host) in cases {
-            assert_eq!(host_of(authority), host, "{authority}");
-        }
-    }
-}
-
 /// The first `count` events of a watch response (one JSON object per line), each within
 /// 15 s; fewer if the stream ends.
 pub async fn watch_events(response: http::Response<hyper::body::Incoming>, count: usize) -> Vec<serde_json::Value> {
@@ -413,4 +395,22 @@ pub async fn watch_events(response: http::Response<hyper::body::Incoming>, count
         }
     }
     events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_of;
+
+    #[test]
+    fn host_of_strips_port_and_brackets() {
+        let cases = [
+            ("127.0.0.1:6443", "127.0.0.1"),
+            ("localhost:1", "localhost"),
+            ("[::1]:443", "::1"),
+            ("example.com", "example.com"),
+        ];
+        for (authority, host) in cases {
+            assert_eq!(host_of(authority), host, "{authority}");
+        }
+    }
 }
