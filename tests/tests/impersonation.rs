@@ -352,3 +352,80 @@ async fn identity_headers_are_believed_only_from_allowed_front_proxy_names() {
     admin.clone().args(["get", "namespaces"]).ok();
     assert_eq!(whoami(&admin, &["--as", "alice"])["username"], "alice");
 }
+
+/// An export `widgets` in `root:provider`, which user pat may bind (granted there).
+const PROVIDER: &str = r#"
+apiVersion: apis.kcp.io/v1alpha1
+kind: APIResourceSchema
+metadata: {name: v1.widgets.example.io}
+spec:
+  group: example.io
+  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:
+  - {name: v1, served: true, storage: true, schema: {type: object}}
+---
+apiVersion: apis.kcp.io/v1alpha1
+kind: APIExport
+metadata: {name: widgets}
+spec:
+  latestResourceSchemas: [v1.widgets.example.io]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: bind-widgets}
+rules: [{apiGroups: [apis.kcp.io], resources: [apiexports], resourceNames: [widgets], verbs: [bind]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: pat-binds-widgets}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: bind-widgets}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: pat}]
+"#;
+
+/// In `root:team`: pat may enter and manage APIBindings; bob may impersonate users.
+const CONSUMER: &str = r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: binding-editor}
+rules:
+- {apiGroups: [apis.kcp.io], resources: [apibindings], verbs: ["*"]}
+- {nonResourceURLs: ["/"], verbs: [access]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: pat-binding-editor}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: binding-editor}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: pat}]
+"#;
+
+const BINDING: &str = r#"{"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": "widgets"},
+  "spec": {"reference": {"export": {"path": "root:provider", "name": "widgets"}}}}"#;
+
+/// Rights to act as pat in one workspace lend nothing in another: bob, allowed to
+/// impersonate users in `root:team`, cannot bind an export of `root:provider` as pat,
+/// although pat may (kcp scopes the impersonated user to the workspace).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_impersonated_user_is_confined_to_the_workspace_that_allowed_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let installation = installation(&[]).await;
+    create_workspace(&installation.root, "root", "provider").await.unwrap();
+    wait_workspace_ready(&installation.root, "root", "provider", tests::installation::WORKSPACE_READY_TIMEOUT)
+        .await
+        .unwrap();
+    installation.proxy().wait_resolves("root:provider").await.unwrap();
+    installation.proxy().kubectl().cluster("root:provider").args(["apply", "-f", "-"]).stdin(PROVIDER).ok();
+    apply(&installation, BASE_POLICY);
+    apply(&installation, IMPERSONATE_USERS);
+    apply(&installation, CONSUMER);
+
+    let bob = user(&installation, dir.path(), "bob");
+    let as_pat = bob.proxy.clone().args(["create", "-f", "-", "--as", "pat"]).stdin(BINDING).fails();
+    assert!(
+        as_pat.stderr.contains("Forbidden") && as_pat.stderr.contains(r#"user "pat" is not allowed to bind it"#),
+        "{as_pat:?}"
+    );
+    // pat himself may.
+    let pat = user(&installation, dir.path(), "pat");
+    pat.proxy.clone().args(["create", "-f", "-"]).stdin(BINDING).ok();
+}
