@@ -110,9 +110,11 @@ launch() {
       local port role
       port="$(shard_port "$name")" || { echo "no process named $name" >&2; return 1; }
       if [ "$name" = root ]; then role=(--root); else role=(--root-shard "$root_url"); fi
-      # Users reach every shard through the front-proxy, so Workspace URLs name the proxy.
+      # Users reach every shard through the front-proxy, so Workspace URLs name the proxy;
+      # identity headers count only from its certificate (its --name is front-proxy).
       command=("$bin/atoll-shard" "${role[@]}" --name "$name" --pki-dir "$state/pki" --data-dir "$state/$name"
-        --listen "$host:$port" --external-url "$proxy_url" --cache-server "$cache_url")
+        --listen "$host:$port" --external-url "$proxy_url" --cache-server "$cache_url"
+        --requestheader-allowed-names system:atoll:front-proxy:front-proxy)
       ;;
   esac
   mkdir -p "$state/$name"
