@@ -27,6 +27,7 @@
 //! - [`process`] owns child processes so that nothing outlives the test that started it.
 
 pub mod agent;
+pub mod apis;
 pub mod binary;
 pub mod cache;
 pub mod certs;

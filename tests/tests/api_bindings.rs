@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use http::StatusCode;
 use kube::api::{Api, ListParams};
-use kube::core::{ApiResource, DynamicObject};
-use serde_json::{json, Value};
+use kube::core::DynamicObject;
+use serde_json::Value;
+use tests::apis::{binding_manifest, wait_object, widget_manifest, widget_resource, WIDGETS_SCHEMA_AND_EXPORT};
 use tests::cache::CacheTopology;
 use tests::installation::{Installation, InstallationOptions};
 use tests::TlsHttp;
@@ -25,63 +26,6 @@ const POLL: Duration = Duration::from_millis(200);
 const PLACEMENT_MAX: usize = 40;
 const SCHEMA: &str = "v1.widgets.example.io";
 const EXPORT: &str = "widgets";
-
-const SCHEMA_MANIFEST: &str = r#"
-apiVersion: apis.kcp.io/v1alpha1
-kind: APIResourceSchema
-metadata: {name: v1.widgets.example.io}
-spec:
-  group: example.io
-  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      type: object
-      properties:
-        spec:
-          type: object
-          properties:
-            size: {type: integer}
----
-apiVersion: apis.kcp.io/v1alpha1
-kind: APIExport
-metadata: {name: widgets}
-spec:
-  latestResourceSchemas: [v1.widgets.example.io]
-"#;
-
-fn binding_manifest(name: &str, provider_path: &str) -> String {
-    json!({
-        "apiVersion": "apis.kcp.io/v1alpha1",
-        "kind": "APIBinding",
-        "metadata": {"name": name},
-        "spec": {"reference": {"export": {"path": provider_path, "name": EXPORT}}},
-    })
-    .to_string()
-}
-
-fn widget_manifest(name: &str, size: u32) -> String {
-    json!({
-        "apiVersion": "example.io/v1",
-        "kind": "Widget",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"size": size},
-    })
-    .to_string()
-}
-
-fn widget_resource() -> ApiResource {
-    ApiResource {
-        group: "example.io".into(),
-        version: "v1".into(),
-        api_version: "example.io/v1".into(),
-        kind: "Widget".into(),
-        plural: "widgets".into(),
-    }
-}
 
 /// Root + 2 shards, regional caches, and a front-proxy.
 async fn installation() -> Installation {
@@ -127,30 +71,10 @@ async fn place(installation: &Installation, prefix: &str, consumers: usize) -> P
     }
 }
 
-/// Polls `GET path` through `http` until `check` accepts the object; returns it.
-async fn wait_object(http: &TlsHttp, path: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + READY;
-    loop {
-        let last = match http.get(path).await {
-            Ok(response) if response.status == StatusCode::OK => {
-                let object = response.json().unwrap();
-                if check(&object) {
-                    return object;
-                }
-                object.to_string()
-            }
-            Ok(response) => format!("HTTP {}: {}", response.status, response.text()),
-            Err(error) => format!("{error:#}"),
-        };
-        assert!(Instant::now() < deadline, "{what} not within {READY:?}; last GET {path}: {last}");
-        tokio::time::sleep(POLL).await;
-    }
-}
-
 /// The export's identity hash, once its status has one.
 async fn identity_hash(http: &TlsHttp, provider: &str) -> String {
     let path = format!("/clusters/{provider}/apis/apis.kcp.io/v1alpha1/apiexports/{EXPORT}");
-    let export = wait_object(http, &path, "the export's identity", |export| {
+    let export = wait_object(http, &path, "the export's identity", READY, |export| {
         export.pointer("/status/identityHash").and_then(Value::as_str).is_some_and(|hash| !hash.is_empty())
     })
     .await;
@@ -162,7 +86,7 @@ async fn identity_hash(http: &TlsHttp, provider: &str) -> String {
 /// Waits until binding `name` in `consumer` is Bound and its resource is served there.
 async fn wait_bound(http: &TlsHttp, consumer: &str, name: &str) -> Value {
     let path = format!("/clusters/{consumer}/apis/apis.kcp.io/v1alpha1/apibindings/{name}");
-    let bound = wait_object(http, &path, &format!("binding {name} in {consumer} Bound"), |binding| {
+    let bound = wait_object(http, &path, &format!("binding {name} in {consumer} Bound"), READY, |binding| {
         binding.pointer("/status/phase").and_then(Value::as_str) == Some("Bound")
     })
     .await;
@@ -174,7 +98,7 @@ async fn wait_bound(http: &TlsHttp, consumer: &str, name: &str) -> Value {
         "boundResources names widgets.example.io: {bound}"
     );
     let widgets = format!("/clusters/{consumer}/apis/example.io/v1/namespaces/default/widgets");
-    wait_object(http, &widgets, "widgets served", |list| list.get("items").is_some()).await;
+    wait_object(http, &widgets, "widgets served", READY, |list| list.get("items").is_some()).await;
     bound
 }
 
@@ -187,9 +111,9 @@ async fn bindings_serve_on_the_consumers_shard_and_survive_the_providers_loss() 
     let provider = || proxy.kubectl().cluster(&placement.provider);
     let consumer = |index: usize| proxy.kubectl().cluster(&placement.consumers[index]);
 
-    provider().args(["apply", "-f", "-"]).stdin(SCHEMA_MANIFEST).ok();
+    provider().args(["apply", "-f", "-"]).stdin(WIDGETS_SCHEMA_AND_EXPORT).ok();
     let hash = identity_hash(&http, &placement.provider).await;
-    consumer(0).args(["apply", "-f", "-"]).stdin(binding_manifest(EXPORT, &placement.provider)).ok();
+    consumer(0).args(["apply", "-f", "-"]).stdin(binding_manifest(EXPORT, &placement.provider, EXPORT)).ok();
     wait_bound(&http, &placement.consumers[0], EXPORT).await;
 
     // The bound resource is served in the consumer's workspace, to kubectl and kube-rs.
@@ -220,7 +144,7 @@ async fn bindings_serve_on_the_consumers_shard_and_survive_the_providers_loss() 
     consumer(0).args(["create", "-f", "-"]).stdin(widget_manifest("second", 2)).ok();
     let listed = consumer(0).args(["get", "widgets", "-n", "default", "-o", "name"]).ok().stdout;
     assert!(listed.contains("widget.example.io/second"), "{listed}");
-    consumer(1).args(["apply", "-f", "-"]).stdin(binding_manifest(EXPORT, &placement.provider)).ok();
+    consumer(1).args(["apply", "-f", "-"]).stdin(binding_manifest(EXPORT, &placement.provider, EXPORT)).ok();
     wait_bound(&proxy.http(), &placement.consumers[1], EXPORT).await;
     consumer(1).args(["create", "-f", "-"]).stdin(widget_manifest("third", 3)).ok();
     let object = consumer(1).args(["get", "widget", "third", "-n", "default", "-o", "json"]).ok().json().unwrap();
@@ -233,7 +157,7 @@ async fn binding_an_export_needs_the_bind_permission_in_its_workspace() {
     let placement = place(&installation, "perm", 1).await;
     let proxy = installation.proxy();
     let consumer_path = placement.consumers[0].clone();
-    proxy.kubectl().cluster(&placement.provider).args(["apply", "-f", "-"]).stdin(SCHEMA_MANIFEST).ok();
+    proxy.kubectl().cluster(&placement.provider).args(["apply", "-f", "-"]).stdin(WIDGETS_SCHEMA_AND_EXPORT).ok();
     identity_hash(&proxy.http(), &placement.provider).await;
 
     // Carol may use the consumer workspace and manage bindings in it, but holds no `bind`
@@ -263,7 +187,7 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: carol}]
     let carol = installation.user_identity("carol", &[]).unwrap();
     let as_carol = proxy.http_as(Some(&carol)).unwrap();
     let bindings = format!("/clusters/{consumer_path}/apis/apis.kcp.io/v1alpha1/apibindings");
-    let binding: Value = serde_json::from_str(&binding_manifest(EXPORT, &placement.provider)).unwrap();
+    let binding: Value = serde_json::from_str(&binding_manifest(EXPORT, &placement.provider, EXPORT)).unwrap();
     let refused = as_carol.post_json(&bindings, &binding).await.unwrap();
     assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text());
     let status = refused.json().unwrap();
@@ -328,7 +252,7 @@ subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: carol}}]
 /// The identity of root's system export `name`, as root serves it.
 async fn system_identity(root: &tests::shard::ShardProcess, name: &str) -> String {
     let path = format!("/clusters/root/apis/apis.kcp.io/v1alpha1/apiexports/{name}");
-    let export = wait_object(&root.http(), &path, "a system export's identity", |export| {
+    let export = wait_object(&root.http(), &path, "a system export's identity", READY, |export| {
         export.pointer("/status/identityHash").and_then(Value::as_str).is_some_and(|hash| !hash.is_empty())
     })
     .await;
@@ -347,7 +271,7 @@ async fn shards_keep_the_system_export_identities_and_serve_with_root_down() {
     // `<resource>:<identityHash>` names of the system resources.
     let wildcard = format!("/clusters/*/apis/tenancy.kcp.io/v1alpha1/workspaces:{tenancy}");
     let shard = installation.by_name("shard-1").unwrap();
-    wait_object(&shard.http(), &wildcard, "the wildcard endpoint under the system identity", |list| {
+    wait_object(&shard.http(), &wildcard, "the wildcard endpoint under the system identity", READY, |list| {
         list["kind"] == "WorkspaceList"
     })
     .await;

@@ -11,14 +11,14 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use http::StatusCode;
 use kube::api::{Api, Patch, PatchParams};
-use kube::core::{ApiResource, DynamicObject};
+use kube::core::DynamicObject;
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
+use tests::apis::{binding_manifest, wait_object, widget_manifest, widget_resource, WIDGETS_SCHEMA_AND_EXPORT};
 use tests::cache::CacheTopology;
 use tests::installation::{Installation, InstallationOptions};
-use tests::TlsHttp;
 
 /// How long a URL, a binding or a reconciliation may take: it bounds a bug, the work
 /// takes seconds at most.
@@ -89,56 +89,6 @@ metadata:
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: widgets-provider}
 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: provider-bot}]
 "#;
-
-fn widget_resource() -> ApiResource {
-    ApiResource {
-        group: "example.io".into(),
-        version: "v1".into(),
-        api_version: "example.io/v1".into(),
-        kind: "Widget".into(),
-        plural: "widgets".into(),
-    }
-}
-
-fn binding_manifest(provider: &str) -> String {
-    json!({
-        "apiVersion": "apis.kcp.io/v1alpha1",
-        "kind": "APIBinding",
-        "metadata": {"name": EXPORT},
-        "spec": {"reference": {"export": {"path": provider, "name": EXPORT}}},
-    })
-    .to_string()
-}
-
-fn widget_manifest(name: &str, size: u64) -> String {
-    json!({
-        "apiVersion": "example.io/v1",
-        "kind": "Widget",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"size": size},
-    })
-    .to_string()
-}
-
-/// Polls `GET path` until `check` accepts the answer; returns it.
-async fn wait_object(http: &TlsHttp, path: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + READY;
-    loop {
-        let last = match http.get(path).await {
-            Ok(response) if response.status == StatusCode::OK => {
-                let object = response.json().unwrap();
-                if check(&object) {
-                    return object;
-                }
-                object.to_string()
-            }
-            Ok(response) => format!("HTTP {}: {}", response.status, response.text()),
-            Err(error) => format!("{error:#}"),
-        };
-        assert!(Instant::now() < deadline, "{what} not within {READY:?}; last GET {path}: {last}");
-        tokio::time::sleep(POLL).await;
-    }
-}
 
 /// The URLs an endpoint slice lists.
 fn endpoint_urls(slice: &Value) -> BTreeSet<String> {
@@ -254,19 +204,25 @@ async fn a_kube_rs_provider_reconciles_every_bound_instance_through_the_views_ac
     proxy.kubectl().cluster(&provider).args(["apply", "-f", "-"]).stdin(PROVIDER_MANIFEST).ok();
     let export_path = format!("/clusters/{provider}/apis/apis.kcp.io/v1alpha1/apiexports/{EXPORT}");
     let export =
-        wait_object(&http, &export_path, "the export's identity", |e| e["status"]["identityHash"].is_string()).await;
+        wait_object(&http, &export_path, "the export's identity", READY, |e| e["status"]["identityHash"].is_string())
+            .await;
     let export_cluster = export["metadata"]["annotations"]["kcp.io/cluster"].as_str().unwrap().to_string();
     for consumer in consumers.values() {
-        proxy.kubectl().cluster(consumer).args(["apply", "-f", "-"]).stdin(binding_manifest(&provider)).ok();
+        proxy
+            .kubectl()
+            .cluster(consumer)
+            .args(["apply", "-f", "-"])
+            .stdin(binding_manifest(EXPORT, &provider, EXPORT))
+            .ok();
     }
     for consumer in consumers.values() {
         let binding = format!("/clusters/{consumer}/apis/apis.kcp.io/v1alpha1/apibindings/{EXPORT}");
-        wait_object(&http, &binding, "the binding Bound", |b| b["status"]["phase"] == "Bound").await;
+        wait_object(&http, &binding, "the binding Bound", READY, |b| b["status"]["phase"] == "Bound").await;
     }
 
     // The slice lists one view per shard with a binding, each naming its shard.
     let slice_path = format!("/clusters/{provider}/apis/apis.kcp.io/v1alpha1/apiexportendpointslices/{EXPORT}");
-    let slice = wait_object(&http, &slice_path, "one endpoint per shard", |s| endpoint_urls(s).len() == 3).await;
+    let slice = wait_object(&http, &slice_path, "one endpoint per shard", READY, |s| endpoint_urls(s).len() == 3).await;
     let urls = endpoint_urls(&slice);
     for shard in consumers.keys() {
         let wanted = format!("/shards/{shard}/services/apiexport/{export_cluster}/{EXPORT}");
@@ -356,7 +312,7 @@ async fn a_kube_rs_provider_reconciles_every_bound_instance_through_the_views_ac
     let proxy = installation.proxy();
     proxy.wait_resolves(&consumers[&victim]).await.unwrap();
     let victims_widgets = format!("/clusters/{}/apis/example.io/v1/namespaces/default/widgets", consumers[&victim]);
-    wait_object(&proxy.http(), &victims_widgets, "widgets served again", |list| list["items"].is_array()).await;
+    wait_object(&proxy.http(), &victims_widgets, "widgets served again", READY, |list| list["items"].is_array()).await;
     let consumer = proxy.kubectl().cluster(&consumers[&victim]);
     consumer.args(["create", "-f", "-"]).stdin(widget_manifest("after", 9)).ok();
     let consumer = proxy.kubectl().cluster(&consumers[&victim]);
@@ -443,14 +399,14 @@ async fn the_maximal_permission_policy_bounds_consumers_and_claims_grant_exactly
     let http = proxy.http();
     proxy.kubectl().cluster(&provider).args(["apply", "-f", "-"]).stdin(POLICY_EXPORT).ok();
     let export_path = format!("/clusters/{provider}/apis/apis.kcp.io/v1alpha1/apiexports/gadgets");
-    wait_object(&http, &export_path, "the export's identity", |e| e["status"]["identityHash"].is_string()).await;
+    wait_object(&http, &export_path, "the export's identity", READY, |e| e["status"]["identityHash"].is_string()).await;
     let binding = json!({
         "apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": "gadgets"},
         "spec": {"reference": {"export": {"path": provider, "name": "gadgets"}}},
     });
     proxy.kubectl().cluster(&consumer).args(["apply", "-f", "-"]).stdin(binding.to_string()).ok();
     let binding_path = format!("/clusters/{consumer}/apis/apis.kcp.io/v1alpha1/apibindings/gadgets");
-    wait_object(&http, &binding_path, "the binding Bound", |b| b["status"]["phase"] == "Bound").await;
+    wait_object(&http, &binding_path, "the binding Bound", READY, |b| b["status"]["phase"] == "Bound").await;
 
     // Dora is cluster-admin of the consumer workspace.
     let dora_admin = r#"
@@ -526,9 +482,10 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "apis.kcp.io:
         .cluster(&consumer)
         .args(["patch", "apibinding", "gadgets", "--type=merge", "-p", &accept("Accepted").to_string()])
         .ok();
-    let granted =
-        wait_object(&http, &configmaps, "the claimed ConfigMap in the view", |list| names(list).contains("claimed"))
-            .await;
+    let granted = wait_object(&http, &configmaps, "the claimed ConfigMap in the view", READY, |list| {
+        names(list).contains("claimed")
+    })
+    .await;
     let clusters: BTreeSet<&str> = granted["items"]
         .as_array()
         .unwrap()
@@ -580,14 +537,20 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "apis.kcp.io:
 
     // A claim on another export's resource names it by that export's identity: the
     // consumer also binds `widgets`, the gadgets export claims widgets of that identity.
-    proxy.kubectl().cluster(&provider).args(["apply", "-f", "-"]).stdin(WIDGETS_EXPORT).ok();
+    proxy.kubectl().cluster(&provider).args(["apply", "-f", "-"]).stdin(WIDGETS_SCHEMA_AND_EXPORT).ok();
     let widgets_export = format!("/clusters/{provider}/apis/apis.kcp.io/v1alpha1/apiexports/widgets");
     let widgets_export =
-        wait_object(&http, &widgets_export, "the widgets identity", |e| e["status"]["identityHash"].is_string()).await;
+        wait_object(&http, &widgets_export, "the widgets identity", READY, |e| e["status"]["identityHash"].is_string())
+            .await;
     let widgets_identity = widgets_export["status"]["identityHash"].as_str().unwrap().to_string();
-    proxy.kubectl().cluster(&consumer).args(["apply", "-f", "-"]).stdin(binding_manifest(&provider)).ok();
+    proxy
+        .kubectl()
+        .cluster(&consumer)
+        .args(["apply", "-f", "-"])
+        .stdin(binding_manifest(EXPORT, &provider, EXPORT))
+        .ok();
     let widgets_binding = format!("/clusters/{consumer}/apis/apis.kcp.io/v1alpha1/apibindings/{EXPORT}");
-    wait_object(&http, &widgets_binding, "the widgets binding Bound", |b| b["status"]["phase"] == "Bound").await;
+    wait_object(&http, &widgets_binding, "the widgets binding Bound", READY, |b| b["status"]["phase"] == "Bound").await;
     let widget_claim =
         json!({"group": "example.io", "resource": "widgets", "identityHash": widgets_identity, "all": true});
     let claims =
@@ -601,30 +564,12 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "apis.kcp.io:
     let patch = ["patch", "apibinding", "gadgets", "--type=merge", "-p"];
     proxy.kubectl().cluster(&consumer).args(patch).args([accept_widgets.to_string()]).ok();
     let claimed_widgets = format!("{view}/clusters/*/apis/example.io/v1/widgets");
-    let seen = wait_object(&http, &claimed_widgets, "the claimed Widget in the gadgets view", |list| {
+    let seen = wait_object(&http, &claimed_widgets, "the claimed Widget in the gadgets view", READY, |list| {
         names(list).contains("claimed-widget")
     })
     .await;
     assert_eq!(names(&seen).len(), 1, "{seen}");
 }
-
-const WIDGETS_EXPORT: &str = r#"
-apiVersion: apis.kcp.io/v1alpha1
-kind: APIResourceSchema
-metadata: {name: v1.widgets.example.io}
-spec:
-  group: example.io
-  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
-  scope: Namespaced
-  versions:
-  - {name: v1, served: true, storage: true, schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
----
-apiVersion: apis.kcp.io/v1alpha1
-kind: APIExport
-metadata: {name: widgets}
-spec:
-  latestResourceSchemas: [v1.widgets.example.io]
-"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn views_stream_lists_with_bookmarks_and_answer_a_compacted_version_with_410() {
@@ -642,10 +587,10 @@ async fn views_stream_lists_with_bookmarks_and_answer_a_compacted_version_with_4
     kubectl("provider").args(["apply", "-f", "-"]).stdin(provider_only).ok();
     let http = shard.http();
     let export = "/clusters/provider/apis/apis.kcp.io/v1alpha1/apiexports/widgets";
-    wait_object(&http, export, "the export's identity", |e| e["status"]["identityHash"].is_string()).await;
-    kubectl("consumer").args(["apply", "-f", "-"]).stdin(binding_manifest("provider")).ok();
+    wait_object(&http, export, "the export's identity", READY, |e| e["status"]["identityHash"].is_string()).await;
+    kubectl("consumer").args(["apply", "-f", "-"]).stdin(binding_manifest(EXPORT, "provider", EXPORT)).ok();
     let binding = "/clusters/consumer/apis/apis.kcp.io/v1alpha1/apibindings/widgets";
-    wait_object(&http, binding, "the binding Bound", |b| b["status"]["phase"] == "Bound").await;
+    wait_object(&http, binding, "the binding Bound", READY, |b| b["status"]["phase"] == "Bound").await;
     for name in ["a", "b"] {
         kubectl("consumer").args(["create", "-f", "-"]).stdin(widget_manifest(name, 1)).ok();
     }

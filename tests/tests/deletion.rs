@@ -18,33 +18,6 @@ use tests::shard::ShardProcess;
 const SETTLE: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_millis(200);
 
-const SCHEMA_AND_EXPORT: &str = r#"
-apiVersion: apis.kcp.io/v1alpha1
-kind: APIResourceSchema
-metadata: {name: v1.widgets.example.io}
-spec:
-  group: example.io
-  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      type: object
-      properties:
-        spec:
-          type: object
-          properties:
-            size: {type: integer}
----
-apiVersion: apis.kcp.io/v1alpha1
-kind: APIExport
-metadata: {name: widgets}
-spec:
-  latestResourceSchemas: [v1.widgets.example.io]
-"#;
-
 const BINDING: &str = r#"
 apiVersion: apis.kcp.io/v1alpha1
 kind: APIBinding
@@ -93,7 +66,7 @@ async fn unbinding_deletes_the_bound_objects_then_the_resource() {
     let shard = ShardProcess::with_clusters(&["provider", "consumer"]).await;
     let provider = shard.kubectl().cluster("provider");
     let consumer = shard.kubectl().cluster("consumer");
-    provider.clone().args(["apply", "-f", "-"]).stdin(SCHEMA_AND_EXPORT).ok();
+    provider.clone().args(["apply", "-f", "-"]).stdin(tests::apis::WIDGETS_SCHEMA_AND_EXPORT).ok();
     consumer.clone().args(["apply", "-f", "-"]).stdin(BINDING).ok();
     wait_for(&consumer, &["apibinding", "widgets"], "Bound", |b| {
         b.is_some_and(|b| b.pointer("/status/phase") == Some(&json!("Bound")))
