@@ -30,6 +30,8 @@
 //! - [`apis`]: the `apis.kcp.io` group's admission (schemas, references, export identities).
 //! - [`binding`]: APIBindings — resolving exports through the fallback lister, the `bind`
 //!   check, and serving bound resources from bound CRDs.
+//! - [`views`]: what the virtual workspaces share (view names, the clusters a view request
+//!   addresses).
 //! - [`export_view`]: the APIExport virtual workspace (a provider's view of every bound
 //!   instance of its API on this shard) and the endpoint-slice URLs that publish it.
 //! - [`replication`]: pushes the objects every shard must see to cache servers (with the
@@ -62,4 +64,5 @@ mod state;
 mod store_watch;
 mod tenancy;
 mod tmc;
+mod views;
 mod workloads;

@@ -60,13 +60,6 @@ pub struct ExportView {
     pub claims: Arc<ClaimIndex>,
 }
 
-/// The export a view is for: `<workspace>/<name>`, the workspace a logical-cluster name
-/// or a canonical path. Pure.
-fn parse(view: &str) -> Option<(&str, &str)> {
-    let (workspace, name) = view.split_once('/')?;
-    (!workspace.is_empty() && !name.is_empty() && !name.contains('/')).then_some((workspace, name))
-}
-
 /// The verb a request asks of `apiexports/content`: the request's own, `get` for
 /// discovery.
 fn content_verb(target: &Target) -> &'static str {
@@ -116,7 +109,7 @@ impl VirtualWorkspace for ExportView {
         query: &mut HashMap<String, String>,
     ) -> ApiResult<Admitted> {
         let shard = self.shard.upgrade().ok_or_else(|| ApiError::unavailable("the shard is shutting down"))?;
-        let Some((workspace, name)) = parse(view) else {
+        let Some((workspace, name)) = crate::views::workspace_and_name(view) else {
             return Err(ApiError::not_found_message(format!(
                 "an APIExport view is addressed as {PREFIX}<workspace>/<export>/clusters/..., not {PREFIX}{view}/"
             )));
@@ -154,19 +147,7 @@ impl VirtualWorkspace for ExportView {
         if export_identity.is_empty() {
             return Err(ApiError::unavailable(format!("APIExport {name:?} has no identity yet; retry")));
         }
-        let scope = match cluster {
-            ClusterRef::Wildcard => None,
-            ClusterRef::Name(name) if shard.cluster_exists(name) => Some(name.clone()),
-            ClusterRef::Path(path) => match shard.paths.resolve(path.as_str()) {
-                Some(name) => Some(name),
-                None => {
-                    return Err(ApiError::not_found_message(format!("logical cluster {path} is not on this shard")))
-                }
-            },
-            ClusterRef::Name(name) => {
-                return Err(ApiError::not_found_message(format!("logical cluster {name:?} is not on this shard")))
-            }
-        };
+        let scope = crate::views::scope(&shard, cluster)?;
         let served = Some(self.rows(&shard, export_identity, &found.object));
         let admitted = Admitted { cluster: scope, writes: None, served };
         let Target::Resource(request) = target else { return Ok(admitted) };
@@ -254,11 +235,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn views_name_a_workspace_and_an_export() {
-        assert_eq!(parse("root:org/widgets"), Some(("root:org", "widgets")));
-        assert_eq!(parse("root"), None);
-        assert_eq!(parse("/w"), None);
-        assert_eq!(parse("root/a/b"), None);
+    fn view_paths_name_the_export() {
         assert_eq!(view_path("c1", "widgets"), "/services/apiexport/c1/widgets");
     }
 }

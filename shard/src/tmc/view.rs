@@ -39,13 +39,6 @@ pub struct SyncView {
     pub shard: Weak<Shard>,
 }
 
-/// The SyncTarget a view is for: `<workspace>/<name>`, the workspace a logical-cluster
-/// name or a canonical path. Pure.
-fn parse(view: &str) -> Option<(&str, &str)> {
-    let (workspace, name) = view.split_once('/')?;
-    (!workspace.is_empty() && !name.is_empty() && !name.contains('/')).then_some((workspace, name))
-}
-
 impl VirtualWorkspace for SyncView {
     fn prefix(&self) -> &'static str {
         PREFIX
@@ -63,7 +56,7 @@ impl VirtualWorkspace for SyncView {
         query: &mut HashMap<String, String>,
     ) -> ApiResult<Admitted> {
         let shard = self.shard.upgrade().ok_or_else(|| ApiError::unavailable("the shard is shutting down"))?;
-        let Some((workspace, name)) = parse(view) else {
+        let Some((workspace, name)) = crate::views::workspace_and_name(view) else {
             return Err(ApiError::not_found_message(format!(
                 "a sync view is addressed as {PREFIX}<workspace>/<synctarget>/clusters/..., not {PREFIX}{view}/"
             )));
@@ -98,19 +91,7 @@ impl VirtualWorkspace for SyncView {
         let key = placement::sync_target_key(&found.cluster, name);
         let label = format!("{CLUSTER_RESOURCE_STATE_LABEL_PREFIX}{key}");
         let writes: Arc<dyn WriteAdmission> = Arc::new(ViewWrites { key });
-        let scope = match cluster {
-            ClusterRef::Wildcard => None,
-            ClusterRef::Name(name) if shard.cluster_exists(name) => Some(name.clone()),
-            ClusterRef::Path(path) => match shard.paths.resolve(path.as_str()) {
-                Some(name) => Some(name),
-                None => {
-                    return Err(ApiError::not_found_message(format!("logical cluster {path} is not on this shard")))
-                }
-            },
-            ClusterRef::Name(name) => {
-                return Err(ApiError::not_found_message(format!("logical cluster {name:?} is not on this shard")))
-            }
-        };
+        let scope = crate::views::scope(&shard, cluster)?;
         let admitted = Admitted { cluster: scope, writes: Some(writes), served: None };
         let Target::Resource(request) = target else { return Ok(admitted) };
         match request.verb {
@@ -147,18 +128,5 @@ impl VirtualWorkspace for SyncView {
             }
         }
         Ok(admitted)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn views_name_a_workspace_and_a_synctarget() {
-        assert_eq!(parse("root:inv/aws-1"), Some(("root:inv", "aws-1")));
-        assert_eq!(parse("root"), None);
-        assert_eq!(parse("/t"), None);
-        assert_eq!(parse("root/a/b"), None);
     }
 }
