@@ -18,18 +18,25 @@ use std::time::Duration;
 
 use http::{Method, Request, StatusCode};
 
+use crate::caller::Caller;
+use crate::feed::Routing;
 use crate::index::Target;
-use crate::proxy::{Caller, Proxy};
 use crate::status;
-use crate::upstream::Body;
+use crate::upstream::{Body, Upstream};
 
 /// How long the parent's shard may take to say whether the caller may see the workspace.
 const PARENT_CHECK_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// 503 to a caller who may see the workspace at `target` (asked for as `requested`), the
 /// no-access 403 to anyone else.
-pub async fn answer(proxy: &Proxy, caller: &Caller, target: &Target, requested: &str) -> http::Response<Body> {
-    if may_see(proxy, caller, target).await {
+pub async fn answer(
+    routing: &Routing,
+    upstream: &Upstream,
+    caller: &Caller,
+    target: &Target,
+    requested: &str,
+) -> http::Response<Body> {
+    if may_see(routing, upstream, caller, target).await {
         return status::unavailable(&format!(
             "shard {} hosting this workspace is unavailable; other workspaces are not affected",
             target.shard
@@ -38,12 +45,12 @@ pub async fn answer(proxy: &Proxy, caller: &Caller, target: &Target, requested: 
     status::no_access(&caller.identity.user, requested)
 }
 
-async fn may_see(proxy: &Proxy, caller: &Caller, target: &Target) -> bool {
+async fn may_see(routing: &Routing, upstream: &Upstream, caller: &Caller, target: &Target) -> bool {
     if caller.identity.is_master() {
         return true;
     }
     let (owner, parent) = {
-        let index = proxy.routing.index.read();
+        let index = routing.index.read();
         let owner = index.cluster(&target.cluster).map(|(_, owner)| owner.to_owned());
         let parent = index.workspace_of(&target.cluster).map(|(parent, name)| (parent, name.to_owned()));
         (owner, parent)
@@ -52,12 +59,18 @@ async fn may_see(proxy: &Proxy, caller: &Caller, target: &Target) -> bool {
         return true;
     }
     let Some((parent, name)) = parent else { return false };
-    may_get_workspace(proxy, caller, &parent, &name).await
+    may_get_workspace(routing, upstream, caller, &parent, &name).await
 }
 
 /// Whether the parent's shard lets the caller GET the Workspace `name` (200).
-async fn may_get_workspace(proxy: &Proxy, caller: &Caller, parent: &Target, name: &str) -> bool {
-    let Some(base) = proxy.routing.shard_url(&parent.shard) else { return false };
+async fn may_get_workspace(
+    routing: &Routing,
+    upstream: &Upstream,
+    caller: &Caller,
+    parent: &Target,
+    name: &str,
+) -> bool {
+    let Some(base) = routing.shard_url(&parent.shard) else { return false };
     let url = format!("{base}/clusters/{}/apis/tenancy.kcp.io/v1alpha1/workspaces/{name}", parent.cluster);
     let mut request = match Request::builder().method(Method::GET).uri(url).body(crate::upstream::full(Vec::new())) {
         Ok(request) => request,
@@ -67,6 +80,6 @@ async fn may_get_workspace(proxy: &Proxy, caller: &Caller, parent: &Target, name
         request.headers_mut().append(header.clone(), value.clone());
     }
     telemetry::propagation::inject_http(&tracing::Span::current(), request.headers_mut());
-    let answered = tokio::time::timeout(PARENT_CHECK_TIMEOUT, proxy.upstream.rest.request(request)).await;
+    let answered = tokio::time::timeout(PARENT_CHECK_TIMEOUT, upstream.rest.request(request)).await;
     matches!(answered, Ok(Ok(response)) if response.status() == StatusCode::OK)
 }

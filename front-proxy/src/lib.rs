@@ -4,7 +4,7 @@
 //! - [`workers`] runs one single-threaded runtime per core, each accepting TLS
 //!   connections (`security::https`, HTTP/1.1 and HTTP/2) on its own `SO_REUSEPORT`
 //!   listener;
-//! - [`proxy`] authenticates the caller (client certificate or bearer token), resolves
+//! - [`proxy`] authenticates the caller ([`caller`]: client certificate or bearer token), resolves
 //!   `/clusters/<path>` through the [`index`] (or [`home`] for `~`), and forwards to the
 //!   hosting shard over mutual TLS ([`upstream`]) with the caller's identity in
 //!   `X-Remote-*` headers, streaming both ways; refusals are [`status`] responses.
@@ -14,6 +14,7 @@
 //!   shard set from root.
 //! - [`metrics`] counts what happened.
 
+pub mod caller;
 pub mod dead_shard;
 pub mod feed;
 pub mod feed_lag;

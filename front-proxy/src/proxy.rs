@@ -14,6 +14,7 @@ use security::authn::{Authenticator, AuthnError, CertificateCaller, Identity};
 use security::identity_headers;
 use tracing::Instrument;
 
+use crate::caller::Caller;
 use crate::feed::Routing;
 use crate::home;
 use crate::index::Target;
@@ -52,27 +53,6 @@ const HOP_BY_HOP: [HeaderName; 8] = [
     header::UPGRADE,
     header::HOST,
 ];
-
-/// An authenticated caller with the identity headers that carry it to shards, encoded
-/// once (per connection, for certificates).
-#[derive(Debug)]
-pub struct Caller {
-    /// Who is calling.
-    pub identity: Identity,
-    headers: Vec<(HeaderName, HeaderValue)>,
-}
-
-impl Caller {
-    fn new(identity: Identity) -> Result<Caller, AuthnError> {
-        let headers = identity_headers::encode(&identity)?;
-        Ok(Caller { identity, headers })
-    }
-
-    /// The identity headers that carry this caller to shards.
-    pub fn headers(&self) -> &[(HeaderName, HeaderValue)] {
-        &self.headers
-    }
-}
 
 /// What the connection's client certificate says: decided once per connection.
 pub type ConnectionIdentity = Option<Result<Arc<Caller>, AuthnError>>;
@@ -188,7 +168,7 @@ impl Proxy {
             Ok(response) => response,
             Err(error) => {
                 tracing::info!(%error, shard = %target.shard, "shard unreachable");
-                crate::dead_shard::answer(self, &caller, &target, &segment).await
+                crate::dead_shard::answer(&self.routing, &self.upstream, &caller, &target, &segment).await
             }
         }
     }
@@ -293,7 +273,7 @@ impl Proxy {
                 headers.remove(name);
             }
         }
-        for (name, value) in &caller.headers {
+        for (name, value) in caller.headers() {
             headers.append(name.clone(), value.clone());
         }
         // The shard's span becomes a child of this request's.
