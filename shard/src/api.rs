@@ -169,11 +169,13 @@ async fn route(
     let identity = authz::impersonation::effective(shard, identity, &cluster, view.is_some(), request.headers())?;
     let mut writes = None;
     let mut served = None;
+    let mut clusters = None;
     let scope = match &view {
         Some((workspace, view)) => {
             let admitted = workspace.admit(&identity, view, &cluster, &mut target, &mut query)?;
             writes = admitted.writes;
             served = admitted.served;
+            clusters = admitted.clusters.map(Arc::new);
             match admitted.cluster {
                 Some(name) => Scope::Cluster(name),
                 None => Scope::Wildcard,
@@ -215,7 +217,8 @@ async fn route(
     })?;
     check_scope_of_path(&rt, &req)?;
     let (parts, body) = request.into_parts();
-    let ctx = Ctx { core: shard.core.clone(), identity, scope, req, rt, query, headers: parts.headers, writes };
+    let ctx =
+        Ctx { core: shard.core.clone(), identity, scope, req, rt, query, headers: parts.headers, writes, clusters };
     // Resources that are never stored (access reviews) are questions answered at once.
     if !ctx.rt.strategy.stored() {
         verbs::check_request(&ctx)?;

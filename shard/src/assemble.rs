@@ -34,6 +34,7 @@ pub fn registry(shard: Weak<Shard>, paths: Arc<PathIndex>, base_url: String, roo
     crate::apis::register(&mut registry);
     let bindings = crate::binding::strategy::register(&mut registry, shard.clone());
     let claims = Arc::new(crate::binding::claims::ClaimIndex::default());
+    registry.add_write_admission(Arc::new(crate::binding::claims::ClaimLabels));
     let view = crate::export_view::ExportView { shard, bound: bindings.bound.clone(), claims: claims.clone() };
     registry.add_virtual_workspace(Arc::new(view));
     crate::authz::review::register(&mut registry);

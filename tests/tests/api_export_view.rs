@@ -531,6 +531,28 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "apis.kcp.io:
     watch.abort();
     let after = http.get_json(&configmaps).await.unwrap();
     assert!(names(&after).is_empty(), "a rejected claim grants nothing: {after}");
+    // Nobody forges the claim's label into the view: a user is refused it, and an
+    // object labelled anyway (by system:masters) does not count in a cluster whose
+    // binding does not apply the claim.
+    let claimed_item =
+        granted["items"].as_array().unwrap().iter().find(|i| i["metadata"]["name"] == "claimed").unwrap();
+    let (label_key, label_value) = claimed_item["metadata"]["labels"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(key, _)| key.starts_with("claimed.internal.apis.kcp.io/"))
+        .map(|(key, value)| (key.clone(), value.as_str().unwrap().to_string()))
+        .expect("the claimed ConfigMap carries the claim's label");
+    let forged = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "default", "labels": {label_key.clone(): label_value.clone()}}})
+        .to_string()
+    };
+    let refused = as_dora().args(["create", "-f", "-"]).stdin(forged("forged-by-dora")).fails();
+    assert!(refused.stderr.contains("claimed.internal.apis.kcp.io"), "{refused:?}");
+    proxy.kubectl().cluster(&consumer).args(["create", "-f", "-"]).stdin(forged("forged")).ok();
+    let after = http.get_json(&configmaps).await.unwrap();
+    assert!(names(&after).is_empty(), "a forged label grants nothing: {after}");
     let refused =
         http.get(&format!("{view}/clusters/{cluster}/api/v1/namespaces/default/configmaps/claimed")).await.unwrap();
     assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text());

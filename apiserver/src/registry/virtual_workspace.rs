@@ -28,6 +28,27 @@ pub trait WriteAdmission: Send + Sync + std::fmt::Debug {
     fn admit(&self, old: Option<&Value>, new: &mut Value, subresource: Option<&str>) -> ApiResult<()>;
 }
 
+/// Keeps the entries of `metadata.<field>` (`labels`, `annotations`) whose keys are
+/// `reserved` as `old` has them, for a write admission guarding a system's own metadata:
+/// a write may not add or change one (`Err` names it), and one the write leaves out is
+/// put back. Pure.
+pub fn keep_reserved(
+    old: Option<&Value>,
+    new: &mut Value,
+    field: &str,
+    reserved: impl Fn(&str) -> bool,
+) -> Result<(), String> {
+    let before = old.map(|o| protocol::meta::string_map(o, field)).unwrap_or_default();
+    let after = protocol::meta::string_map(new, field);
+    if let Some((key, _)) = after.iter().find(|(key, value)| reserved(key) && before.get(*key) != Some(*value)) {
+        return Err(format!("metadata.{field}[{key}]"));
+    }
+    for (key, value) in before.iter().filter(|(key, _)| reserved(key) && !after.contains_key(*key)) {
+        protocol::meta::set_map_entry(new, field, key, Some(value));
+    }
+    Ok(())
+}
+
 /// What a virtual workspace admits a request to.
 #[derive(Debug, Clone)]
 pub struct Admitted {
@@ -39,6 +60,9 @@ pub struct Admitted {
     /// What discovery lists in the view; `None` lists what the addressed cluster (or, for
     /// `*`, the whole shard) serves.
     pub served: Option<Vec<Arc<ResourceType>>>,
+    /// For `*`: the only logical clusters whose objects it lists and watches; `None`:
+    /// every cluster of the shard.
+    pub clusters: Option<std::collections::BTreeSet<String>>,
 }
 
 /// One kind of virtual workspace.
@@ -71,6 +95,19 @@ pub fn split<'p>(prefix: &str, path: &'p str) -> Option<(&'p str, &'p str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reserved_metadata_can_be_neither_set_nor_dropped_by_a_write() {
+        let reserved = |key: &str| key.starts_with("sys/");
+        let old = serde_json::json!({"metadata": {"labels": {"sys/a": "1", "app": "x"}}});
+        let mut kept = serde_json::json!({"metadata": {"labels": {"app": "y"}}});
+        assert_eq!(keep_reserved(Some(&old), &mut kept, "labels", reserved), Ok(()));
+        assert_eq!(kept["metadata"]["labels"]["sys/a"], "1", "left out, put back");
+        let mut changed = serde_json::json!({"metadata": {"labels": {"sys/a": "2"}}});
+        assert_eq!(keep_reserved(Some(&old), &mut changed, "labels", reserved), Err("metadata.labels[sys/a]".into()));
+        let mut forged = serde_json::json!({"metadata": {"labels": {"sys/b": "1"}}});
+        assert!(keep_reserved(None, &mut forged, "labels", reserved).is_err());
+    }
 
     #[test]
     fn paths_split_into_the_view_and_the_api_path() {

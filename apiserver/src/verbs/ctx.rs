@@ -41,9 +41,18 @@ pub struct Ctx {
     /// The admission of this request's writes when a virtual workspace admitted it, in
     /// place of the registry's.
     pub writes: Option<Arc<dyn crate::registry::virtual_workspace::WriteAdmission>>,
+    /// The logical clusters a request across all of them (`*`) may see, when a virtual
+    /// workspace narrows it; `None`: every cluster.
+    pub clusters: Option<Arc<std::collections::BTreeSet<String>>>,
 }
 
 impl Ctx {
+    /// Whether an object stored under `key` is in a cluster this request may see.
+    pub fn sees_cluster_of(&self, key: &[u8]) -> bool {
+        let Some(clusters) = &self.clusters else { return true };
+        crate::objects::split_key(key).is_some_and(|(cluster, _, _)| clusters.contains(cluster))
+    }
+
     /// The cluster of a single-cluster request.
     pub fn cluster(&self) -> ApiResult<&str> {
         match &self.scope {

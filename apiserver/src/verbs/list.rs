@@ -144,11 +144,14 @@ pub async fn collect(ctx: &Ctx, limit_override: Option<usize>) -> ApiResult<List
         Scope::Cluster(_) => None,
     };
     // kube counts what remains only when no selector filters the list.
-    let count_remaining = selectors.is_empty() && wildcard_namespace.is_none();
+    let count_remaining = selectors.is_empty() && wildcard_namespace.is_none() && ctx.clusters.is_none();
     let options = ListOptions { prefix: prefix.clone().into_bytes(), start, limit, at_rv, count_remaining };
     let mut decode_error = None;
     let mut items = Vec::new();
     let keep = |key: &[u8], stored: &store::Versioned| {
+        if !ctx.sees_cluster_of(key) {
+            return false;
+        }
         if let Some(ns) = &wildcard_namespace {
             if objects::split_key(key).is_none_or(|(_, key_ns, _)| key_ns != ns) {
                 return false;

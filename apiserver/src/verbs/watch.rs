@@ -45,6 +45,8 @@ struct Plan {
     namespace_filter: Option<String>,
     /// Set when the path names one object (`…/configmaps/foo?watch=true`).
     name_filter: Option<String>,
+    /// The clusters a virtual workspace narrows `*` to.
+    cluster_filter: Option<std::sync::Arc<std::collections::BTreeSet<String>>>,
 }
 
 /// Starts a watch stream.
@@ -115,6 +117,7 @@ fn plan(ctx: &Ctx) -> ApiResult<Plan> {
         prefix,
         namespace_filter,
         name_filter,
+        cluster_filter: ctx.clusters.clone(),
     })
 }
 
@@ -210,14 +213,16 @@ async fn send(tx: &mpsc::Sender<Bytes>, frame: Bytes) -> Option<()> {
 }
 
 impl Plan {
-    /// Whether a key is in the watched namespace and, for a named watch, is that object.
+    /// Whether a key is in the watched namespace (and cluster, in a narrowed view) and, for
+    /// a named watch, is that object.
     fn key_matches(&self, key: &[u8]) -> bool {
-        if self.namespace_filter.is_none() && self.name_filter.is_none() {
+        if self.namespace_filter.is_none() && self.name_filter.is_none() && self.cluster_filter.is_none() {
             return true;
         }
-        let Some((_, key_ns, key_name)) = objects::split_key(key) else { return false };
+        let Some((key_cluster, key_ns, key_name)) = objects::split_key(key) else { return false };
         self.namespace_filter.as_ref().is_none_or(|ns| ns == key_ns)
             && self.name_filter.as_ref().is_none_or(|name| name == key_name)
+            && self.cluster_filter.as_ref().is_none_or(|clusters| clusters.contains(key_cluster))
     }
 }
 

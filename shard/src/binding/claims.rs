@@ -19,7 +19,9 @@ use crate::controllers::REQUEUE_DELAY;
 use crate::state::Shard;
 use crate::store_watch::{StoreConsumer, StoreSource};
 use apiserver::objects;
+use apiserver::registry::virtual_workspace::{keep_reserved, WriteAdmission};
 use apiserver::registry::ResourceType;
+use apiserver::rest::status::{ApiError, ApiResult};
 use apiserver::storage::{self, ObjectRef, WriteOptions};
 use parking_lot::RwLock;
 use protocol::meta;
@@ -32,6 +34,22 @@ use tokio::sync::mpsc;
 
 /// The prefix of every claim label's key.
 pub const LABEL_PREFIX: &str = "claimed.internal.apis.kcp.io/";
+
+/// The ordinary writes' guard of claim labels: only this controller marks what a claim
+/// grants, so a user can neither put an object into a provider's view nor take it out.
+#[derive(Debug, Default)]
+pub struct ClaimLabels;
+
+impl WriteAdmission for ClaimLabels {
+    fn admit(&self, old: Option<&Value>, new: &mut Value, _subresource: Option<&str>) -> ApiResult<()> {
+        keep_reserved(old, new, "labels", |key| key.starts_with(LABEL_PREFIX)).map_err(|field| {
+            ApiError::forbidden(format!(
+                "{field} marks what an APIExport's permission claim grants: only the shard writes it; accept or \
+                 reject the claim in the APIBinding's spec.permissionClaims instead"
+            ))
+        })
+    }
+}
 
 /// One claim in effect: which resource, and the label that marks what it grants.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -130,6 +148,23 @@ impl ClaimIndex {
         claims.filter(|c| c.group == group && c.resource == resource && c.identity == identity).cloned().collect()
     }
 
+    /// Every binding (cluster, name) with claims in effect.
+    fn bindings(&self) -> Vec<(String, String)> {
+        let by_cluster = self.by_cluster.read();
+        let all =
+            by_cluster.iter().flat_map(|(cluster, bindings)| bindings.keys().map(|b| (cluster.clone(), b.clone())));
+        all.collect()
+    }
+
+    /// The clusters whose bindings apply the claim marked `key: value`.
+    pub fn clusters_applying(&self, key: &str, value: &str) -> std::collections::BTreeSet<String> {
+        let by_cluster = self.by_cluster.read();
+        let applying = by_cluster
+            .iter()
+            .filter(|(_, bindings)| bindings.values().flatten().any(|claim| claim.key == key && claim.value == value));
+        applying.map(|(cluster, _)| cluster.clone()).collect()
+    }
+
     /// Every resource (group, resource, identity) some binding of this shard claims.
     fn resources(&self) -> HashSet<Claimed> {
         let by_cluster = self.by_cluster.read();
@@ -161,8 +196,10 @@ type Fix = (String, Arc<ResourceType>, Option<String>, String);
 pub async fn run(shard: Arc<Shard>, index: Arc<ClaimIndex>) {
     let Some(bindings) = super::bindings_row(&shard) else { return };
     let (fixes, mut pending) = mpsc::unbounded_channel::<Fix>();
+    let retry = fixes.clone();
     let (resources, mut claimed) = mpsc::unbounded_channel::<(String, Arc<ResourceType>)>();
-    let feed = BindingFeed { shard: shard.clone(), index: index.clone(), fixes: fixes.clone(), resources };
+    let feed =
+        BindingFeed { shard: shard.clone(), index: index.clone(), fixes: fixes.clone(), resources, listed: None };
     let prefix = objects::collection_prefix(&bindings, None, None).into_bytes();
     tokio::spawn(async move {
         let mut source = StoreSource::new(feed.shard.store.clone(), prefix, feed);
@@ -200,7 +237,12 @@ pub async fn run(shard: Arc<Shard>, index: Arc<ClaimIndex>) {
         });
         if let Err(error) = update.await {
             if !error.is_not_found() {
-                tracing::warn!(cluster, name, error = %error.message, "claim labels not written");
+                tracing::warn!(cluster, name, error = %error.message, "claim labels not written; retrying");
+                let retry = retry.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(REQUEUE_DELAY).await;
+                    let _ = retry.send((cluster, rt, namespace, name));
+                });
             }
         }
     }
@@ -230,6 +272,8 @@ struct BindingFeed {
     index: Arc<ClaimIndex>,
     fixes: mpsc::UnboundedSender<Fix>,
     resources: mpsc::UnboundedSender<(String, Arc<ResourceType>)>,
+    /// The bindings a relist in progress has handed over so far.
+    listed: Option<HashSet<(String, String)>>,
 }
 
 impl BindingFeed {
@@ -254,16 +298,34 @@ impl BindingFeed {
 }
 
 impl StoreConsumer for BindingFeed {
+    fn listing(&mut self) {
+        self.listed = Some(HashSet::new());
+    }
+
     fn page(&mut self, items: &[(bytes::Bytes, store::Versioned)]) {
         for (key, stored) in items {
             let Some((cluster, _, name)) = objects::split_key(key) else { continue };
             let binding = objects::decode(stored).ok();
             self.observe(cluster, name, binding.as_ref());
+            if let Some(listed) = &mut self.listed {
+                listed.insert((cluster.to_string(), name.to_string()));
+            }
         }
         let resources = self.index.resources();
         for (group, resource, identity) in resources {
             if let Some(rt) = row(&self.shard, &group, &resource, &identity) {
                 let _ = self.resources.send((watch_name(&rt), rt));
+            }
+        }
+    }
+
+    /// A relist is the whole truth: bindings it did not hand over are gone (deleted while
+    /// the watch was away), and so are their claims.
+    fn listed(&mut self, _rv: u64) {
+        let Some(listed) = self.listed.take() else { return };
+        for (cluster, name) in self.index.bindings() {
+            if !listed.contains(&(cluster.clone(), name.clone())) {
+                self.observe(&cluster, &name, None);
             }
         }
     }

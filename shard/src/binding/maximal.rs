@@ -11,6 +11,7 @@
 
 use super::{bindings_row, export_ref};
 use crate::authz::attributes::Attributes;
+use crate::authz::impersonation::SCOPES_EXTRA_KEY;
 use crate::authz::workspace_rbac::{self, Answer};
 use crate::cache::lister;
 use crate::state::Shard;
@@ -31,7 +32,14 @@ pub fn policy_subject(identity: &Identity) -> Identity {
         user: prefixed(&identity.user),
         uid: identity.uid.clone(),
         groups: identity.groups.iter().map(|g| prefixed(g)).collect(),
-        extra: identity.extra.clone(),
+        // Without the impersonation scope: the question is asked of the export's workspace,
+        // and the policy only narrows what the consumer's own RBAC already allowed.
+        extra: identity
+            .extra
+            .iter()
+            .filter(|(key, _)| key.as_str() != SCOPES_EXTRA_KEY)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
     }
 }
 
@@ -102,6 +110,15 @@ mod tests {
         assert_eq!(subject.user, "apis.kcp.io:binding:alice");
         assert_eq!(subject.groups, ["apis.kcp.io:binding:team", "apis.kcp.io:binding:system:authenticated"]);
         assert!(!subject.is_master());
+        let mut scoped = alice.clone();
+        scoped.extra.insert(SCOPES_EXTRA_KEY.into(), vec!["cluster:c1".into()]);
+        scoped.extra.insert("team".into(), vec!["a".into()]);
+        let subject = policy_subject(&scoped);
+        assert!(
+            !subject.extra.contains_key(SCOPES_EXTRA_KEY),
+            "an impersonation scope is the consumer's, not the export's"
+        );
+        assert!(subject.extra.contains_key("team"));
         let master = Identity::new("admin", "", ["system:masters".to_string()]);
         assert!(!policy_subject(&master).is_master(), "a prefixed group is no longer system:masters");
     }

@@ -149,7 +149,7 @@ impl VirtualWorkspace for ExportView {
         }
         let scope = crate::views::scope(&shard, cluster)?;
         let served = Some(self.rows(&shard, export_identity, &found.object));
-        let admitted = Admitted { cluster: scope, writes: None, served };
+        let mut admitted = Admitted { cluster: scope, writes: None, served, clusters: None };
         let Target::Resource(request) = target else { return Ok(admitted) };
         // A claimed resource: what the claim's label marks. A claim names another export's
         // resource by that export's identity: across clusters the objects stored under it,
@@ -176,6 +176,9 @@ impl VirtualWorkspace for ExportView {
                         selector.push(',');
                     }
                     selector.push_str(&format!("{key}={value}"));
+                    // And only from clusters whose binding applies the claim now: a label
+                    // is marked by the shard, but a stale or forged one must not count.
+                    admitted.clusters = Some(self.claims.clusters_applying(&key, &value));
                 }
                 None => {
                     return Err(ApiError::method_not_allowed(format!(

@@ -10,7 +10,7 @@
 //!   The check runs inside the write, against the stored object, so an object unplaced
 //!   (or deleted and recreated) meanwhile is refused, and nothing is created.
 
-use apiserver::registry::virtual_workspace::WriteAdmission;
+use apiserver::registry::virtual_workspace::{keep_reserved, WriteAdmission};
 use apiserver::rest::status::{ApiError, ApiResult};
 use protocol::meta;
 use protocol::types::{
@@ -37,17 +37,8 @@ pub struct Reserved;
 impl WriteAdmission for Reserved {
     fn admit(&self, old: Option<&Value>, new: &mut Value, _subresource: Option<&str>) -> ApiResult<()> {
         for (field, reserved) in [("labels", RESERVED_LABELS), ("annotations", RESERVED_ANNOTATIONS)] {
-            let before = old.map(|o| meta::string_map(o, field)).unwrap_or_default();
-            let after = meta::string_map(new, field);
             let is_reserved = |key: &str| reserved.iter().any(|r| key.starts_with(r));
-            for (key, value) in after.iter().filter(|(k, _)| is_reserved(k)) {
-                if before.get(key) != Some(value) {
-                    return Err(refused(&format!("metadata.{field}[{key}]")));
-                }
-            }
-            for (key, value) in before.iter().filter(|(k, _)| is_reserved(k) && !after.contains_key(*k)) {
-                meta::set_map_entry(new, field, key, Some(value));
-            }
+            keep_reserved(old, new, field, is_reserved).map_err(|field| refused(&field))?;
         }
         let before = old.map(meta::finalizers).unwrap_or_default();
         let mut after = meta::finalizers(new);

@@ -92,7 +92,7 @@ impl VirtualWorkspace for SyncView {
         let label = format!("{CLUSTER_RESOURCE_STATE_LABEL_PREFIX}{key}");
         let writes: Arc<dyn WriteAdmission> = Arc::new(ViewWrites { key });
         let scope = crate::views::scope(&shard, cluster)?;
-        let admitted = Admitted { cluster: scope, writes: Some(writes), served: None };
+        let admitted = Admitted { cluster: scope, writes: Some(writes), served: None, clusters: None };
         let Target::Resource(request) = target else { return Ok(admitted) };
         match request.verb {
             Verb::List | Verb::Watch => {
