@@ -558,13 +558,29 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "apis.kcp.io:
     assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text());
 
     // A claim on another export's resource names it by that export's identity: the
-    // consumer also binds `widgets`, the gadgets export claims widgets of that identity.
+    // gadgets export claims the widgets export's Widgets, the consumer accepts, and only
+    // then binds widgets (so the claimed resource arrives on its shard after the claim).
     proxy.kubectl().cluster(&provider).args(["apply", "-f", "-"]).stdin(WIDGETS_SCHEMA_AND_EXPORT).ok();
     let widgets_export = format!("/clusters/{provider}/apis/apis.kcp.io/v1alpha1/apiexports/widgets");
     let widgets_export =
         wait_object(&http, &widgets_export, "the widgets identity", READY, |e| e["status"]["identityHash"].is_string())
             .await;
     let widgets_identity = widgets_export["status"]["identityHash"].as_str().unwrap().to_string();
+    let widget_claim =
+        json!({"group": "example.io", "resource": "widgets", "identityHash": widgets_identity, "all": true});
+    let claims =
+        json!({"spec": {"permissionClaims": [{"group": "", "resource": "configmaps", "all": true}, widget_claim]}});
+    let patch = ["patch", "apiexport", "gadgets", "--type=merge", "-p"];
+    proxy.kubectl().cluster(&provider).args(patch).args([claims.to_string()]).ok();
+    let mut accepted = widget_claim.clone();
+    accepted["state"] = json!("Accepted");
+    let accept_widgets = json!({"spec": {"permissionClaims": [accepted]}});
+    let patch = ["patch", "apibinding", "gadgets", "--type=merge", "-p"];
+    proxy.kubectl().cluster(&consumer).args(patch).args([accept_widgets.to_string()]).ok();
+    wait_object(&http, &binding_path, "the widgets claim applied", READY, |b| {
+        b["status"]["appliedPermissionClaims"][0]["resource"] == "widgets"
+    })
+    .await;
     proxy
         .kubectl()
         .cluster(&consumer)
@@ -573,18 +589,7 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "apis.kcp.io:
         .ok();
     let widgets_binding = format!("/clusters/{consumer}/apis/apis.kcp.io/v1alpha1/apibindings/{EXPORT}");
     wait_object(&http, &widgets_binding, "the widgets binding Bound", READY, |b| b["status"]["phase"] == "Bound").await;
-    let widget_claim =
-        json!({"group": "example.io", "resource": "widgets", "identityHash": widgets_identity, "all": true});
-    let claims =
-        json!({"spec": {"permissionClaims": [{"group": "", "resource": "configmaps", "all": true}, widget_claim]}});
-    let patch = ["patch", "apiexport", "gadgets", "--type=merge", "-p"];
-    proxy.kubectl().cluster(&provider).args(patch).args([claims.to_string()]).ok();
     proxy.kubectl().cluster(&consumer).args(["create", "-f", "-"]).stdin(widget_manifest("claimed-widget", 3)).ok();
-    let mut accepted = widget_claim.clone();
-    accepted["state"] = json!("Accepted");
-    let accept_widgets = json!({"spec": {"permissionClaims": [accepted]}});
-    let patch = ["patch", "apibinding", "gadgets", "--type=merge", "-p"];
-    proxy.kubectl().cluster(&consumer).args(patch).args([accept_widgets.to_string()]).ok();
     let claimed_widgets = format!("{view}/clusters/*/apis/example.io/v1/widgets");
     let seen = wait_object(&http, &claimed_widgets, "the claimed Widget in the gadgets view", READY, |list| {
         names(list).contains("claimed-widget")

@@ -198,8 +198,14 @@ pub async fn run(shard: Arc<Shard>, index: Arc<ClaimIndex>) {
     let (fixes, mut pending) = mpsc::unbounded_channel::<Fix>();
     let retry = fixes.clone();
     let (resources, mut claimed) = mpsc::unbounded_channel::<(String, Arc<ResourceType>)>();
-    let feed =
-        BindingFeed { shard: shard.clone(), index: index.clone(), fixes: fixes.clone(), resources, listed: None };
+    let feed = BindingFeed {
+        shard: shard.clone(),
+        index: index.clone(),
+        fixes: fixes.clone(),
+        resources,
+        listed: None,
+        unresolved: HashSet::new(),
+    };
     let prefix = objects::collection_prefix(&bindings, None, None).into_bytes();
     tokio::spawn(async move {
         let mut source = StoreSource::new(feed.shard.store.clone(), prefix, feed);
@@ -274,15 +280,30 @@ struct BindingFeed {
     resources: mpsc::UnboundedSender<(String, Arc<ResourceType>)>,
     /// The bindings a relist in progress has handed over so far.
     listed: Option<HashSet<(String, String)>>,
+    /// Claimed resources of other exports not served on this shard yet.
+    unresolved: HashSet<Claimed>,
 }
 
 impl BindingFeed {
     fn observe(&mut self, cluster: &str, name: &str, binding: Option<&Value>) {
         let changed = self.index.observe(cluster, name, binding);
+        // Another export's resource is served here only once a binding to that export has
+        // made its bound CRD: until then its watch waits, and every binding write (which
+        // is how that CRD comes) looks again.
+        let waiting: Vec<Claimed> = self.unresolved.iter().cloned().collect();
+        for claimed in waiting {
+            if let Some(rt) = row(&self.shard, &claimed.0, &claimed.1, &claimed.2) {
+                self.unresolved.remove(&claimed);
+                let _ = self.resources.send((watch_name(&rt), rt));
+            }
+        }
         let resources: HashSet<Claimed> =
             changed.iter().map(|c| (c.group.clone(), c.resource.clone(), c.identity.clone())).collect();
         for (group, resource, identity) in resources {
-            let Some(rt) = row(&self.shard, &group, &resource, &identity) else { continue };
+            let Some(rt) = row(&self.shard, &group, &resource, &identity) else {
+                self.unresolved.insert((group, resource, identity));
+                continue;
+            };
             let _ = self.resources.send((watch_name(&rt), rt.clone()));
             let prefix = objects::collection_prefix(&rt, Some(cluster), None);
             let options = store::ListOptions { prefix: prefix.into_bytes(), ..Default::default() };

@@ -45,13 +45,15 @@ pub fn shard_of(url: &str) -> Option<&str> {
 }
 
 /// The endpoints a slice lists after this shard's look, in their order: `mine` present
-/// exactly when this shard `serves` the export, and, when `members` is given (the shard
-/// hosting the slice), no URL of a shard outside it. Pure.
+/// exactly when this shard `serves` the export (and no other URL naming this shard, as
+/// after a change of its external URL), and, when `members` is given (the shard hosting
+/// the slice), no URL of a shard outside it. Pure.
 pub fn plan(current: &[String], mine: &str, serves: bool, members: Option<&HashSet<String>>) -> Vec<String> {
     let mut seen = HashSet::new();
+    let own = shard_of(mine);
     let mut wanted: Vec<String> = current
         .iter()
-        .filter(|url| url.as_str() != mine || serves)
+        .filter(|url| if url.as_str() == mine { serves } else { own.is_none() || shard_of(url) != own })
         .filter(|url| match (members, shard_of(url)) {
             (Some(members), Some(shard)) => members.contains(shard),
             _ => true,
@@ -204,6 +206,8 @@ mod tests {
         assert_eq!(plan(&strings(&[other, mine]), mine, false, None), strings(&[other]));
         assert_eq!(plan(&strings(&[other, mine, mine]), mine, true, None), strings(&[other, mine]));
         assert_eq!(plan(&strings(&[other]), mine, false, None), strings(&[other]));
+        let moved = "https://old-proxy/shards/b/services/apiexport/c/w";
+        assert_eq!(plan(&strings(&[moved, other]), mine, true, None), strings(&[other, mine]), "a stale own URL goes");
     }
 
     #[test]
