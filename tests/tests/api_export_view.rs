@@ -426,6 +426,11 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: dora}]
     as_dora().args(["get", "gadgets", "-n", "default"]).ok();
     // ConfigMaps are hers to delete; gadgets are not, whatever her own RBAC says.
     as_dora().args(["create", "configmap", "mine", "-n", "default"]).ok();
+    // An endpoint slice tells where an export's consumers are: only who may bind it makes one.
+    let slice = json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExportEndpointSlice",
+        "metadata": {"name": "gadgets"}, "spec": {"export": {"path": provider, "name": "gadgets"}}});
+    let refused = as_dora().args(["create", "-f", "-"]).stdin(slice.to_string()).fails();
+    assert!(refused.stderr.contains("no permission to bind"), "{refused:?}");
     as_dora().args(["delete", "configmap", "mine", "-n", "default"]).ok();
     let refused = as_dora().args(["delete", "gadget", "g1", "-n", "default"]).fails();
     let said = refused.stderr.to_lowercase();

@@ -46,13 +46,13 @@ pub enum ApiKind {
     EndpointSlice,
 }
 
-/// Gives the group's rows their strategies, but APIBindings', which the binding feature
-/// registers around [`Api`] (it adds the `bind` check and its controller's trigger).
+/// Gives the group's rows their strategies, but APIBindings' and APIExportEndpointSlices',
+/// which the binding feature registers around [`Api`] (it adds the `bind` check and, for
+/// bindings, its controller's trigger).
 pub fn register(registry: &mut Registry) {
     registry.add_rows(rows::rows());
     registry.set_strategy(APIS_GROUP, "apiexports", Arc::new(Api(ApiKind::Export)));
     registry.set_strategy(APIS_GROUP, "apiresourceschemas", Arc::new(Api(ApiKind::ResourceSchema)));
-    registry.set_strategy(APIS_GROUP, "apiexportendpointslices", Arc::new(Api(ApiKind::EndpointSlice)));
 }
 
 /// The strategy of one kind of the group.

@@ -15,15 +15,30 @@ use serde_json::Value;
 
 /// Refuses (403) an APIBinding of `cluster` whose caller may not bind its export.
 pub fn check_bind(shard: &Shard, identity: &Identity, cluster: &str, binding: &Value) -> ApiResult<()> {
+    match export_ref(binding, cluster) {
+        Some(reference) => check_bind_export(shard, identity, &reference, "APIBinding"),
+        None => Ok(()), // validation answers 422 for a missing export name
+    }
+}
+
+/// Refuses (403) an APIExportEndpointSlice of `cluster` whose caller may not bind the
+/// export it names (kcp's rule: its URLs tell where the export's consumers are).
+pub fn check_slice(shard: &Shard, identity: &Identity, cluster: &str, slice: &Value) -> ApiResult<()> {
+    let text = |pointer: &str| slice.pointer(pointer).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let Some(name) = text("/spec/export/name") else { return Ok(()) }; // validation's 422
+    let reference = super::ExportRef { path: text("/spec/export/path").unwrap_or(cluster).into(), name: name.into() };
+    check_bind_export(shard, identity, &reference, "APIExportEndpointSlice")
+}
+
+/// Refuses (403) a `kind` object naming the export `reference` when its caller may not
+/// `bind` it in the export's workspace.
+fn check_bind_export(shard: &Shard, identity: &Identity, reference: &super::ExportRef, kind: &str) -> ApiResult<()> {
     if identity.is_master() {
         return Ok(());
     }
-    let Some(reference) = export_ref(binding, cluster) else {
-        return Ok(()); // validation answers 422 for a missing export name
-    };
     let denied = |why: String| {
         ApiError::forbidden(format!(
-            "unable to create APIBinding: no permission to bind to export {reference}: {why}; ask an admin of that \
+            "unable to create {kind}: no permission to bind to export {reference}: {why}; ask an admin of that \
              workspace for a ClusterRole with verb \"bind\" on apiexports.apis.kcp.io {:?}, bound to {:?} and \
              annotated internal.kcp.io/replicate so that other shards see it",
             reference.name, identity.user

@@ -23,10 +23,13 @@ use std::sync::{Arc, Weak};
 use telemetry::Cause;
 use tokio::sync::Notify;
 
-/// Gives the `apibindings` row its strategy and adds the bound resources to the table;
+/// Gives the `apibindings` and `apiexportendpointslices` rows their strategies (each
+/// checks `bind` on the export it names) and adds the bound resources to the table;
 /// returns the indexes and queue the binding controller works with.
 pub fn register(registry: &mut Registry, shard: Weak<Shard>) -> Arc<BindingState> {
     let state = Arc::new(BindingState::default());
+    let slices = EndpointSlice { shard: shard.clone() };
+    registry.set_strategy(APIS_GROUP, "apiexportendpointslices", Arc::new(slices));
     let strategy = Binding { shard, state: state.clone() };
     registry.set_strategy(APIS_GROUP, "apibindings", Arc::new(strategy));
     registry.add_source(Arc::new(BoundSource { bound: state.bound.clone(), system: state.system.clone() }));
@@ -152,6 +155,36 @@ impl Strategy for Binding {
 
     fn after_delete(&self, _core: &Core, cluster: &str, removed: &Value, _rv: u64) {
         self.state.bound.forget(cluster, meta::name(removed).unwrap_or_default());
+    }
+}
+
+/// APIExportEndpointSlices: the `apis.kcp.io` rules of [`Api`], and the `bind` check on
+/// the export a slice names, at create (its reference never changes).
+#[derive(Debug)]
+pub struct EndpointSlice {
+    shard: Weak<Shard>,
+}
+
+impl Strategy for EndpointSlice {
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    fn admit_caller(&self, caller: &Identity, cluster: &str, object: &mut Value) -> ApiResult<()> {
+        let shard = self.shard.upgrade().ok_or_else(|| ApiError::unavailable("the shard is shutting down"))?;
+        super::admission::check_slice(&shard, caller, cluster, object)
+    }
+
+    fn prepare_create(&self, rt: &ResourceType, object: &mut Value, now: &str) -> ApiResult<()> {
+        Api(ApiKind::EndpointSlice).prepare_create(rt, object, now)
+    }
+
+    fn prepare_update(&self, rt: &ResourceType, old: &Value, new: &mut Value, sub: Option<&str>) -> ApiResult<()> {
+        Api(ApiKind::EndpointSlice).prepare_update(rt, old, new, sub)
+    }
+
+    fn validate(&self, rt: &ResourceType, old: Option<&Value>, object: &Value) -> Causes {
+        Api(ApiKind::EndpointSlice).validate(rt, old, object)
     }
 }
 
