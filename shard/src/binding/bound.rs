@@ -20,6 +20,9 @@ type Bindings = HashMap<String, Vec<Entry>>;
 #[derive(Debug, Default)]
 pub struct BoundResources {
     by_cluster: RwLock<HashMap<Box<str>, Bindings>>,
+    /// Per Bound binding (cluster, name), its export (the export's cluster, its name):
+    /// also for exports that bind no resource (permission claims only).
+    exports: RwLock<HashMap<(String, String), (String, String)>>,
 }
 
 impl BoundResources {
@@ -28,6 +31,13 @@ impl BoundResources {
         let Some(name) = meta::name(binding) else { return };
         let bound = binding.pointer("/status/phase").and_then(Value::as_str) == Some("Bound");
         let entries = if bound { schema::bound_crds_of(binding) } else { Vec::new() };
+        let text = |pointer: &str| binding.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string();
+        let export = (text("/status/apiExportClusterName"), text("/spec/reference/export/name"));
+        let id = (cluster.to_string(), name.to_string());
+        match bound && !export.0.is_empty() && !meta::is_deleting(binding) {
+            true => self.exports.write().insert(id, export),
+            false => self.exports.write().remove(&id),
+        };
         let mut by_cluster = self.by_cluster.write();
         let bindings = by_cluster.entry(cluster.into()).or_default();
         if entries.is_empty() {
@@ -39,9 +49,16 @@ impl BoundResources {
 
     /// Forgets a removed APIBinding.
     pub fn forget(&self, cluster: &str, name: &str) {
+        self.exports.write().remove(&(cluster.to_string(), name.to_string()));
         if let Some(bindings) = self.by_cluster.write().get_mut(cluster) {
             bindings.remove(name);
         }
+    }
+
+    /// Whether some binding on this shard is Bound to export `name` of logical cluster
+    /// `export_cluster`.
+    pub fn binds_export(&self, export_cluster: &str, name: &str) -> bool {
+        self.exports.read().values().any(|(cluster, export)| cluster == export_cluster && export == name)
     }
 
     /// The bound CRD serving `group/resource` in `cluster`, if a binding binds it.
@@ -86,6 +103,7 @@ impl BoundResources {
 
     /// Forgets every binding of a logical cluster that is gone.
     pub fn forget_cluster(&self, cluster: &str) {
+        self.exports.write().retain(|(c, _), _| c != cluster);
         self.by_cluster.write().remove(cluster);
     }
 
@@ -120,7 +138,14 @@ mod tests {
         assert!(index.bound_by_other("c", "b", "example.io", "widgets").is_some());
         assert_eq!(index.crds_with_identity("x"), vec![schema::bound_crd_name("x", "u1")]);
         assert!(index.crds_with_identity("y").is_empty());
+        assert!(!index.binds_export("pc", "widgets"), "no apiExportClusterName in the status");
+        let mut with_export = binding("a", "Bound", "x");
+        with_export["spec"] = json!({"reference": {"export": {"path": "root:p", "name": "widgets"}}});
+        with_export["status"]["apiExportClusterName"] = json!("pc");
+        index.observe("c", &with_export);
+        assert!(index.binds_export("pc", "widgets"));
         index.forget("c", "a");
+        assert!(!index.binds_export("pc", "widgets"));
         assert!(index.crds_of("c").is_empty());
         assert!(index.crds_with_identity("x").is_empty());
     }

@@ -145,7 +145,8 @@ async fn reconcile(
         return Ok(());
     };
     let identity = export.object.pointer("/status/identityHash").and_then(Value::as_str).unwrap_or_default();
-    let serves = !identity.is_empty() && !bound.crds_with_identity(identity).is_empty();
+    // Some workspace here binds the export (also one that binds no resource, only claims).
+    let serves = !identity.is_empty() && bound.binds_export(&export.cluster, export_name);
     let mine = url_of(&shard.external_url, &shard.name, &export.cluster, export_name);
     // Only the hosting shard prunes departed shards, and only once it knows its shard set.
     let members = (slice.local && !members.is_empty()).then_some(members);
