@@ -96,6 +96,18 @@ impl std::fmt::Debug for Installation {
 }
 
 impl Installation {
+    /// Starts root and two more shards replicating to regional caches under a global one,
+    /// behind a front-proxy: the installation the APIExport tests bind across.
+    pub async fn regional_behind_proxy() -> Installation {
+        let options = InstallationOptions {
+            extra_shards: 2,
+            front_proxy: true,
+            caches: Some(crate::cache::CacheTopology::regional()),
+            ..InstallationOptions::default()
+        };
+        Installation::start_with(options).await.expect("start the installation")
+    }
+
     /// Starts root plus `extra_shards` shards and waits until every ring is complete.
     pub async fn start(extra_shards: usize) -> anyhow::Result<Installation> {
         Installation::start_with(InstallationOptions { extra_shards, ..InstallationOptions::default() }).await

@@ -15,8 +15,7 @@ use kube::api::{Api, ListParams};
 use kube::core::DynamicObject;
 use serde_json::Value;
 use tests::apis::{binding_manifest, wait_object, widget_manifest, widget_resource, WIDGETS_SCHEMA_AND_EXPORT};
-use tests::cache::CacheTopology;
-use tests::installation::{Installation, InstallationOptions};
+use tests::installation::Installation;
 use tests::TlsHttp;
 
 /// How long an export, a binding or a bound resource may take to be ready. It bounds a
@@ -26,17 +25,6 @@ const POLL: Duration = Duration::from_millis(200);
 const PLACEMENT_MAX: usize = 40;
 const SCHEMA: &str = "v1.widgets.example.io";
 const EXPORT: &str = "widgets";
-
-/// Root + 2 shards, regional caches, and a front-proxy.
-async fn installation() -> Installation {
-    let options = InstallationOptions {
-        extra_shards: 2,
-        front_proxy: true,
-        caches: Some(CacheTopology::regional()),
-        ..InstallationOptions::default()
-    };
-    Installation::start_with(options).await.expect("start the installation")
-}
 
 /// Where a test's workspaces landed: the provider on one non-root shard, `consumers`
 /// workspaces on the other.
@@ -104,7 +92,7 @@ async fn wait_bound(http: &TlsHttp, consumer: &str, name: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bindings_serve_on_the_consumers_shard_and_survive_the_providers_loss() {
-    let mut installation = installation().await;
+    let mut installation = Installation::regional_behind_proxy().await;
     let placement = place(&installation, "api", 2).await;
     let proxy = installation.proxy();
     let http = proxy.http();
@@ -153,7 +141,7 @@ async fn bindings_serve_on_the_consumers_shard_and_survive_the_providers_loss() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn binding_an_export_needs_the_bind_permission_in_its_workspace() {
-    let installation = installation().await;
+    let installation = Installation::regional_behind_proxy().await;
     let placement = place(&installation, "perm", 1).await;
     let proxy = installation.proxy();
     let consumer_path = placement.consumers[0].clone();

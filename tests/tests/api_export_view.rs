@@ -17,8 +17,7 @@ use kube::runtime::WatchStreamExt;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tests::apis::{binding_manifest, wait_object, widget_manifest, widget_resource, WIDGETS_SCHEMA_AND_EXPORT};
-use tests::cache::CacheTopology;
-use tests::installation::{Installation, InstallationOptions};
+use tests::installation::Installation;
 
 /// How long a URL, a binding or a reconciliation may take: it bounds a bug, the work
 /// takes seconds at most.
@@ -179,13 +178,7 @@ async fn wait_reconciled(reconciled: &Reconciled, wanted: &BTreeMap<(String, Str
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kube_rs_provider_reconciles_every_bound_instance_through_the_views_across_a_shard_restart() {
-    let options = InstallationOptions {
-        extra_shards: 2,
-        front_proxy: true,
-        caches: Some(CacheTopology::regional()),
-        ..InstallationOptions::default()
-    };
-    let mut installation = Installation::start_with(options).await.expect("start the installation");
+    let mut installation = Installation::regional_behind_proxy().await;
     // A consumer workspace on every shard (root's too), and the provider's anywhere.
     let placement = installation
         .place_workspaces("vw", PLACEMENT_MAX, |p| p.len() == 3 && p.values().map(Vec::len).sum::<usize>() >= 4)
@@ -378,13 +371,7 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "apis.kcp.io
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_maximal_permission_policy_bounds_consumers_and_claims_grant_exactly_what_is_accepted() {
-    let options = InstallationOptions {
-        extra_shards: 2,
-        front_proxy: true,
-        caches: Some(CacheTopology::regional()),
-        ..InstallationOptions::default()
-    };
-    let installation = Installation::start_with(options).await.expect("start the installation");
+    let installation = Installation::regional_behind_proxy().await;
     let placement = installation
         .place_workspaces("mpp", PLACEMENT_MAX, |p| p.len() >= 2)
         .await
