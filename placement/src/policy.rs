@@ -303,11 +303,17 @@ pub struct State {
     /// OCM Balance: how many decisions of other placements each cluster carries.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub other_decisions: BTreeMap<String, u64>,
+    /// The current decisions that are settled (Fleet's Bound bindings, where Scheduled
+    /// ones are not rolled out yet). When the policy wants fewer than are kept, unsettled
+    /// ones are dropped first, worst first, then settled ones, worst first (KubeFleet's
+    /// downscale), so that shrinking disturbs as few running workloads as it can.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settled: Vec<String>,
 }
 
 impl State {
     /// A state at `now` with no current decisions.
     pub fn at(now: Timestamp) -> State {
-        State { now, current: Vec::new(), other_decisions: BTreeMap::new() }
+        State { now, current: Vec::new(), other_decisions: BTreeMap::new(), settled: Vec::new() }
     }
 }

@@ -192,8 +192,9 @@ impl<'a> Decider<'a> {
         score::run(scoring, indices, &mut self.entries);
     }
 
-    /// Drops the worst kept decisions when the policy now wants fewer (Fleet's
-    /// downscale; kcp's N = 1 with two current targets).
+    /// Drops kept decisions when the policy now wants fewer (Fleet's downscale; kcp's
+    /// N = 1 with two current targets): the unsettled ones first, worst first, then the
+    /// settled ones (`State::settled`), worst first.
     fn trim_kept(&mut self, wanted: Option<usize>) {
         self.ranker.sort(&mut self.desired, &self.entries);
         let Some(wanted) = wanted else {
@@ -202,11 +203,19 @@ impl<'a> Decider<'a> {
         if self.desired.len() <= wanted {
             return;
         }
-        for &index in &self.desired[wanted..] {
+        let settled: HashSet<&str> = self.context.state.settled.iter().map(String::as_str).collect();
+        let candidates = self.context.candidates;
+        // Settled first, each part still best first: the tail is what goes.
+        let (mut kept, unsettled): (Vec<usize>, Vec<usize>) =
+            self.desired.iter().partition(|&&i| settled.contains(candidates[i].name.as_str()));
+        kept.extend(unsettled);
+        for &index in &kept[wanted..] {
             self.entries[index].status = Status::Dropped;
             self.placed[index] = false;
         }
-        self.desired.truncate(wanted);
+        kept.truncate(wanted);
+        self.ranker.sort(&mut kept, &self.entries);
+        self.desired = kept;
     }
 
     fn finish(mut self, wanted: Option<usize>) -> Decision {

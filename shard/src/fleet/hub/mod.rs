@@ -410,7 +410,10 @@ impl Hub<'_> {
             candidates
         });
         let candidates = patched.as_deref().unwrap_or(shared.candidates);
-        let state = Now { now, current: current.clone(), other_decisions: BTreeMap::new() };
+        // Bound bindings are trimmed last when PickN shrinks, Scheduled ones first (KubeFleet).
+        let bound = |b: &&Value| State::of(b) == State::Bound;
+        let settled: Vec<String> = group.bindings.iter().filter(live).filter(bound).filter_map(target_of).collect();
+        let state = Now { now, current: current.clone(), other_decisions: BTreeMap::new(), settled };
         let decision = placement::decide(&Profile::fleet(), &framework_policy, candidates, &state)
             .map_err(|e| anyhow::anyhow!("decide: {e}"))?;
         for cluster in &decision.desired {

@@ -129,8 +129,12 @@ pub fn decide(inputs: Inputs<'_>) -> Verdict {
             return without_decision(misconfigured("ManagedCluster", why), satisfied);
         }
     };
-    let state =
-        State { now: inputs.now, current: inputs.current.to_vec(), other_decisions: inputs.other_decisions.clone() };
+    let state = State {
+        now: inputs.now,
+        current: inputs.current.to_vec(),
+        other_decisions: inputs.other_decisions.clone(),
+        settled: Vec::new(),
+    };
     let decision = match placement::decide(&Profile::ocm(), &policy, &candidates, &state) {
         Ok(decision) => decision,
         Err(error) => {
