@@ -37,6 +37,8 @@
 //! - [`replication`]: pushes the objects every shard must see to cache servers (with the
 //!   shared sender of crate `sender`);
 //!   [`cache`] reads other shards' back (cache informers, the fallback lister).
+//! - [`events`]: core/v1 Events the controllers write (client-go's recorder and
+//!   correlator: aggregation of repeats, a per-object spam filter).
 //! - [`index_feed`]: the gRPC stream of this shard's logical clusters and workspaces that
 //!   front-proxies route by.
 
@@ -49,6 +51,7 @@ mod bootstrap;
 pub mod cache;
 mod controllers;
 mod crd;
+mod events;
 mod export_view;
 mod fleet;
 mod index_feed;
