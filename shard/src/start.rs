@@ -111,6 +111,10 @@ pub struct Config {
     /// placements; what it has stays (KubeFleet: 300).
     #[arg(long, default_value_t = 300.0)]
     pub fleet_heartbeat_timeout_seconds: f64,
+    /// Seconds a deleted Fleet MemberCluster waits for its agent to leave before the hub removes its namespace
+    /// and Works all the same (KubeFleet's --force-delete-wait-time: 15 minutes).
+    #[arg(long, default_value_t = 900.0)]
+    pub fleet_force_delete_wait_seconds: f64,
     /// Seconds another shard may fail every probe before the Workspaces here whose logical clusters it hosts go
     /// `Unavailable` (condition WorkspaceShardAvailable); they are `Ready` again at its first answer.
     #[arg(long, default_value_t = 30.0)]
@@ -205,7 +209,8 @@ pub async fn start(args: Config) -> anyhow::Result<Running> {
         heartbeat_timeout: Duration::from_secs_f64(args.fleet_heartbeat_timeout_seconds.max(0.1)),
         unhealthy_timeout: Duration::from_secs_f64(args.fleet_heartbeat_timeout_seconds.max(0.1)),
     };
-    let fleet = crate::fleet::controller::Settings { eligibility };
+    let force_delete_wait = Duration::from_secs_f64(args.fleet_force_delete_wait_seconds.max(0.0));
+    let fleet = crate::fleet::controller::Settings { eligibility, force_delete_wait };
     let health = crate::controllers::shard_health::Settings {
         grace: Duration::from_secs_f64(args.shard_unavailable_grace_seconds.max(0.0)),
     };

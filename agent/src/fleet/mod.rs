@@ -5,8 +5,13 @@
 //! Namespaces and CustomResourceDefinitions first, each object marked with the Work it
 //! came from. It reports each Work's Applied and Available conditions and one condition
 //! pair per manifest, holds the Work with its finalizer while its objects may exist,
-//! deletes them when the Work goes, and deletes objects no Work wants any more. While the
-//! MemberCluster is being deleted it reports Joined False and applies nothing.
+//! deletes them when the Work goes, and deletes objects no Work wants any more.
+//!
+//! Leaving (KubeFleet's InternalMemberCluster state Leave; here the agent reads the
+//! MemberCluster itself): once the MemberCluster is being deleted the agent applies
+//! nothing more, deletes every object it applied from the member's Works, lets go of
+//! the Works, and only then reports Joined False, which tells the hub that it may delete
+//! the member's namespace and let the MemberCluster go.
 //!
 //! Works are followed with a watch; every [`FULL_PASS`] every Work is applied again
 //! (drift in the member is undone) and the sweep runs, and every [`RETRY`] the Works with
@@ -30,6 +35,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::Notify;
 
 /// What the agent is told in KubeFleet mode.
 #[derive(Debug, Clone)]
@@ -105,13 +111,25 @@ pub async fn run(config: MemberConfig) -> anyhow::Result<()> {
         Api::namespaced_with(hub, &namespace, &resource(PLACEMENT_GROUP, "v1", "Work", "works"));
     tracing::info!(member_cluster = %config.member_cluster, %namespace, "KubeFleet member agent started");
     let leaving = Arc::new(AtomicBool::new(false));
-    let heartbeat =
-        Heartbeat { members, name: config.member_cluster.clone(), every: config.heartbeat, leaving: leaving.clone() };
+    let left = Arc::new(AtomicBool::new(false));
+    let beat_now = Arc::new(Notify::new());
+    let heartbeat = Heartbeat {
+        members,
+        name: config.member_cluster.clone(),
+        every: config.heartbeat,
+        leaving: leaving.clone(),
+        left: left.clone(),
+    };
     // The first heartbeat comes before any Work is applied: a cluster that is leaving applies nothing.
     let mut wait = heartbeat.beat().await;
+    let woken = beat_now.clone();
     tokio::spawn(async move {
         loop {
-            tokio::time::sleep(wait).await;
+            // The applier wakes the heartbeat once it has left, so the hub hears it at once.
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = woken.notified() => {}
+            }
             wait = heartbeat.beat().await;
         }
     });
@@ -128,6 +146,8 @@ pub async fn run(config: MemberConfig) -> anyhow::Result<()> {
         namespace,
         field_manager: config.field_manager,
         leaving,
+        left,
+        beat_now,
         resolved: HashMap::new(),
         applied_types,
         crd_applied: false,
@@ -146,6 +166,8 @@ struct Heartbeat {
     every: Option<Duration>,
     /// Set while the MemberCluster is being deleted.
     leaving: Arc<AtomicBool>,
+    /// Set by the applier once it removed what it applied, while leaving.
+    left: Arc<AtomicBool>,
 }
 
 impl Heartbeat {
@@ -176,7 +198,12 @@ impl Heartbeat {
         if self.leaving.swap(leaving, Ordering::Relaxed) != leaving && leaving {
             tracing::info!(member_cluster = %self.name, "the MemberCluster is being deleted: leaving, no Work is applied any more");
         }
-        let patch = json!({"status": {"agentStatus": status::agent_status(&cluster, leaving, &now())}});
+        if !leaving {
+            // A MemberCluster of the same name made again: join it afresh.
+            self.left.store(false, Ordering::Relaxed);
+        }
+        let left = leaving && self.left.load(Ordering::Relaxed);
+        let patch = json!({"status": {"agentStatus": status::agent_status(&cluster, left, &now())}});
         self.members
             .patch_status(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
@@ -207,6 +234,10 @@ struct Applier {
     namespace: String,
     field_manager: String,
     leaving: Arc<AtomicBool>,
+    /// Set once, while leaving, everything applied is removed and the Works let go.
+    left: Arc<AtomicBool>,
+    /// Wakes the heartbeat (to report Left at once).
+    beat_now: Arc<Notify>,
     /// Member discovery, per kind asked for.
     resolved: HashMap<GroupVersionKind, Resolved>,
     /// The resources the sweep lists, by [`key`].
@@ -240,7 +271,9 @@ impl Applier {
                     None => anyhow::bail!("the watch of the Works ended"),
                 },
                 _ = tick.tick() => {
-                    if last_full_pass.is_none_or(|at| at.elapsed() >= FULL_PASS) {
+                    if self.leaving() {
+                        self.leave_once().await;
+                    } else if last_full_pass.is_none_or(|at| at.elapsed() >= FULL_PASS) {
                         self.full_pass().await;
                         last_full_pass = Some(Instant::now());
                     } else {
@@ -450,18 +483,83 @@ impl Applier {
         Ok(None)
     }
 
-    /// Deletes what the agent applied from Work `name`, being deleted, then lets go of it.
-    async fn clean_up(&mut self, name: &str, work: &Value) -> anyhow::Result<()> {
-        if !manifest::holds_finalizer(work) {
-            return Ok(());
+    /// Leaves, unless it has already: removes everything applied and lets go of the
+    /// Works, then wakes the heartbeat to report Left. A failure is tried again next tick.
+    async fn leave_once(&mut self) {
+        if self.left.load(Ordering::Relaxed) {
+            return;
         }
-        // What this run has not applied yet (applied by an earlier run) is listed too.
+        match self.leave().await {
+            Ok(removed) => {
+                tracing::info!(removed, "left the fleet: every object applied from a Work is removed");
+                self.reconciled.clear();
+                self.pending.clear();
+                self.announced.clear();
+                self.left.store(true, Ordering::Relaxed);
+                self.beat_now.notify_one();
+            }
+            Err(error) => tracing::warn!(error = %format!("{error:#}"), "leaving failed; retrying"),
+        }
+    }
+
+    /// Deletes every object of the member applied from a Work of this member's namespace
+    /// (whatever the Works still want: the member is leaving), then takes the agent's
+    /// finalizer off every Work. How many objects went.
+    async fn leave(&mut self) -> anyhow::Result<usize> {
+        let works: Vec<Value> = self
+            .works
+            .list(&ListParams::default())
+            .await
+            .context("list the Works")?
+            .items
+            .iter()
+            .map(to_value)
+            .collect();
+        for work in &works {
+            self.learn_types(work).await;
+        }
+        let selector = ListParams::default().labels(manifest::WORK_LABEL);
+        let mut removed = 0;
+        for found in self.applied_types.values() {
+            let api: Api<DynamicObject> = Api::all_with(self.member.clone(), &found.resource);
+            let objects = match api.list(&selector).await {
+                Ok(list) => list.items,
+                Err(kube::Error::Api(status)) if status.code == 404 => continue,
+                Err(error) => {
+                    return Err(error).with_context(|| format!("list the member's {}", found.resource.plural))
+                }
+            };
+            for object in objects.iter().map(to_value) {
+                if manifest::applied_from(&object, &self.namespace).is_some() {
+                    self.delete(found, &object).await?;
+                    removed += 1;
+                }
+            }
+        }
+        for work in &works {
+            self.set_finalizer(text(work, "/metadata/name"), false).await?;
+        }
+        Ok(removed)
+    }
+
+    /// Adds the member's resources of `work`'s manifests to those the sweep and the
+    /// clean-up list: an earlier run may have applied them.
+    async fn learn_types(&mut self, work: &Value) {
         for entry in manifest::manifests(work) {
             let Some((group, version, kind)) = manifest::group_version_kind(entry) else { continue };
             if let Ok(Some(found)) = self.resolve(&GroupVersionKind::gvk(&group, &version, &kind)).await {
                 self.applied_types.entry(key(&found.resource)).or_insert(found);
             }
         }
+    }
+
+    /// Deletes what the agent applied from Work `name`, being deleted, then lets go of it.
+    async fn clean_up(&mut self, name: &str, work: &Value) -> anyhow::Result<()> {
+        if !manifest::holds_finalizer(work) {
+            return Ok(());
+        }
+        // What this run has not applied yet (applied by an earlier run) is listed too.
+        self.learn_types(work).await;
         let selector =
             ListParams::default().labels(&format!("{}={}", manifest::WORK_LABEL, manifest::label_value(name)));
         // Another placement's Work may want the same object: then it stays.

@@ -173,14 +173,15 @@ pub fn carry_transitions(previous: Option<&Value>, conditions: Vec<Value>, now: 
 }
 
 /// The MemberCluster's `status.agentStatus` after a heartbeat at `now`: its `MemberAgent`
-/// entry replaced (other agents' entries kept), Joined (False once `leaving`) and Healthy.
-pub fn agent_status(member_cluster: &Value, leaving: bool, now: &str) -> Value {
+/// entry replaced (other agents' entries kept), Joined (False once the agent `left`: it
+/// removed what it applied while the MemberCluster is being deleted) and Healthy.
+pub fn agent_status(member_cluster: &Value, left: bool, now: &str) -> Value {
     let generation = member_cluster.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
     let mut agents =
         member_cluster.pointer("/status/agentStatus").and_then(Value::as_array).cloned().unwrap_or_default();
     let position = agents.iter().position(|a| a.get("type").and_then(Value::as_str) == Some(MEMBER_AGENT));
     let previous = position.and_then(|index| agents[index].get("conditions"));
-    let joined = if leaving {
+    let joined = if left {
         condition("Joined", false, "InternalMemberClusterLeft", "The member agent left the fleet", generation)
     } else {
         condition("Joined", true, "InternalMemberClusterJoined", "The member agent joined the fleet", generation)

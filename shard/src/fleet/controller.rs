@@ -34,6 +34,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
 
+/// The prefix of a member's reserved namespace (`fleet-member-<name>`).
+const MEMBER_NAMESPACE_PREFIX: &str = "fleet-member-";
+
 /// How often every hub is passed whole without a write.
 const RESYNC: Duration = Duration::from_secs(30);
 
@@ -136,6 +139,12 @@ impl StoreConsumer for Feed {
             }
             // The controller's own writes.
             (PLACEMENT_GROUP, _) => {}
+            // A member's reserved namespace: its leave flow waits for it to go.
+            ("core", "namespaces") if name.starts_with(MEMBER_NAMESPACE_PREFIX) && event.value.is_none() => {
+                self.0.trigger(hub, |t| {
+                    t.members.insert(name[MEMBER_NAMESPACE_PREFIX.len()..].to_string());
+                })
+            }
             _ => {
                 let index = self.0.index.lock();
                 let selecting = match namespace.is_empty() {

@@ -9,6 +9,7 @@
 //! - [`resources`]: what a placement selects, as members receive it; snapshots' hash and
 //!   split; overrides and envelopes (pure).
 //! - [`rollout`]: the rolling update's choices within maxUnavailable and maxSurge (pure).
+//! - [`leave`]: KubeFleet's leave flow of a MemberCluster being deleted (pure).
 //! - [`controller`]: what wakes the hub controller and what each pass covers.
 //! - `scope`: what a pass covers (triggers, rows, what members and placements last showed).
 //! - `hub`: one pass over a hub: snapshots, bindings, Works and statuses.
@@ -17,6 +18,7 @@
 pub mod controller;
 pub mod definitions;
 mod hub;
+pub mod leave;
 pub mod policy;
 pub mod resources;
 pub mod rollout;

@@ -42,6 +42,9 @@ pub struct Member {
     pub ready: bool,
     /// Its resources failed to apply or override on the member.
     pub failed: bool,
+    /// Why it will not become ready by waiting, naming its cluster: its resources failed
+    /// to apply or override, or stayed unavailable beyond `unavailablePeriodSeconds`.
+    pub stuck: Option<String>,
 }
 
 /// `maxUnavailable` or `maxSurge`: a count or a percentage of the target.
@@ -113,13 +116,29 @@ pub fn plan(members: &[Member], target: usize, max_unavailable: usize, max_surge
     plan
 }
 
+/// What blocks a rollout that cannot advance, or nothing while it converges: when the
+/// strategy holds bindings back and every placed binding that is not ready (and so uses
+/// up `maxUnavailable`, or holds surge room) is stuck, no wait frees the budget, and the
+/// stuck ones' reasons say what must change. While any of them may still become ready,
+/// the rollout is converging (fleet#807, fleet#503: the two looked the same).
+pub fn blockers(members: &[Member], plan: &Plan) -> Vec<String> {
+    if plan.blocked.is_empty() {
+        return Vec::new();
+    }
+    let unready: Vec<&Member> = members.iter().filter(|m| m.state != State::Scheduled && !m.ready).collect();
+    if unready.is_empty() || unready.iter().any(|m| m.stuck.is_none()) {
+        return Vec::new();
+    }
+    unready.iter().filter_map(|m| m.stuck.clone()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
     fn member(name: &str, state: State, current: bool, ready: bool) -> Member {
-        Member { name: name.into(), state, current, ready, failed: false }
+        Member { name: name.into(), state, current, ready, failed: false, stuck: None }
     }
 
     #[test]
@@ -193,5 +212,66 @@ mod tests {
         let second = plan(&members, 3, 1, 0);
         assert_eq!(second.remove, ["old"]);
         assert!(second.bind.is_empty(), "a, old and new1 can be ready: no room for new2 without surge");
+    }
+
+    #[test]
+    fn a_rollout_is_blocked_only_when_no_wait_can_free_its_budget() {
+        let stuck = |mut m: Member, why: &str| {
+            m.stuck = Some(why.to_string());
+            m
+        };
+        let bound = |name: &str, current: bool, ready: bool| member(name, State::Bound, current, ready);
+        let failed = |name: &str| {
+            let mut m = stuck(bound(name, true, false), &format!("{name}: apply failed"));
+            m.failed = true;
+            m
+        };
+        // (case, members, target, maxUnavailable, blockers)
+        let cases: Vec<(&str, Vec<Member>, usize, usize, Vec<&str>)> = vec![
+            ("all ready, nothing held back", vec![bound("a", true, true), bound("b", true, true)], 2, 1, vec![]),
+            (
+                "one updating, still converging",
+                vec![bound("a", true, false), bound("b", false, true), bound("c", false, true)],
+                3,
+                1,
+                vec![],
+            ),
+            (
+                "the updated one failed to apply: the others wait forever",
+                vec![failed("a"), bound("b", false, true), bound("c", false, true)],
+                3,
+                1,
+                vec!["a: apply failed"],
+            ),
+            (
+                "one failed, another still converging",
+                vec![failed("a"), bound("b", true, false), bound("c", false, true), bound("d", false, true)],
+                4,
+                2,
+                vec![],
+            ),
+            (
+                "unavailable beyond the period uses up the budget",
+                vec![
+                    stuck(bound("a", true, false), "a: unavailable for 2m"),
+                    bound("b", false, true),
+                    bound("c", false, true),
+                ],
+                3,
+                1,
+                vec!["a: unavailable for 2m"],
+            ),
+            (
+                "a failed cluster with nothing held back is not a blocked rollout",
+                vec![failed("a"), bound("b", true, true)],
+                2,
+                1,
+                vec![],
+            ),
+        ];
+        for (case, members, target, max_unavailable, want) in cases {
+            let plan = plan(&members, target, max_unavailable, 0);
+            assert_eq!(blockers(&members, &plan), want, "{case}: {plan:?}");
+        }
     }
 }

@@ -9,9 +9,18 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 /// How the hub judges members.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct Settings {
     pub eligibility: Eligibility,
+    /// How long a member being deleted waits for its agent to leave before the hub
+    /// collects its namespace all the same ([`super::leave`]).
+    pub force_delete_wait: std::time::Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { eligibility: Eligibility::default(), force_delete_wait: super::leave::DEFAULT_FORCE_DELETE_WAIT }
+    }
 }
 
 /// The resources one hub reads and writes.

@@ -42,6 +42,8 @@ pub struct WorkState {
     pub available: Option<bool>,
     /// Available only because nothing could be tracked, and for how long.
     pub untrackable_since: Option<jiff::Timestamp>,
+    /// Not available (reported False), and since when.
+    pub unavailable_since: Option<jiff::Timestamp>,
     pub message: String,
 }
 
@@ -121,6 +123,10 @@ pub fn work_state(work: &Value, just_written: bool) -> WorkState {
         .as_ref()
         .filter(|(ok, c)| *ok && c.get("reason").and_then(Value::as_str) == Some("WorkNotTrackable"))
         .and_then(|(_, c)| c.get("lastTransitionTime").and_then(Value::as_str)?.parse().ok());
+    let unavailable_since = available
+        .as_ref()
+        .filter(|(ok, _)| !*ok)
+        .and_then(|(_, c)| c.get("lastTransitionTime").and_then(Value::as_str)?.parse().ok());
     let message = [&applied, &available]
         .iter()
         .filter_map(|s| s.as_ref().filter(|(ok, _)| !ok))
@@ -133,8 +139,55 @@ pub fn work_state(work: &Value, just_written: bool) -> WorkState {
         applied: applied.map(|(ok, _)| ok),
         available: available.map(|(ok, _)| ok),
         untrackable_since,
+        unavailable_since,
         message,
     }
+}
+
+/// Why a placed cluster will not become ready by waiting, naming it (see
+/// [`super::rollout::blockers`]): its resources failed to override or apply, or they have
+/// been unavailable for longer than `unavailable_period`.
+pub fn stuck(
+    cluster: &str,
+    work: Option<&WorkState>,
+    override_failure: Option<&String>,
+    now: jiff::Timestamp,
+    unavailable_period: jiff::SignedDuration,
+) -> Option<String> {
+    if let Some(message) = override_failure {
+        return Some(format!("cluster {cluster:?} failed to override: {message}"));
+    }
+    let work = work?;
+    if work.applied == Some(false) {
+        return Some(format!("cluster {cluster:?} failed to apply: {}", work.message));
+    }
+    let since = work.unavailable_since.filter(|_| work.available == Some(false))?;
+    let for_long = now.duration_since(since) > unavailable_period;
+    for_long.then(|| {
+        format!(
+            "cluster {cluster:?} is unavailable beyond unavailablePeriodSeconds ({}s): {}",
+            unavailable_period.as_secs(),
+            work.message
+        )
+    })
+}
+
+/// The placement's RolloutStarted when the rollout cannot advance: False with
+/// `RolloutBlocked` and the blocking clusters.
+///
+/// Why RolloutStarted and not a condition of its own: it is the first link of the chain
+/// a Fleet user reads (and `kubectl wait`s on), and it is already False while bindings
+/// wait on the strategy; what tells stuck from converging is the reason: KubeFleet's
+/// `RolloutNotStartedYet` while waiting can help, `RolloutBlocked` with the clusters and
+/// what failed when only a change can. An extra condition would sit after a chain that
+/// already stopped, where nobody looks.
+pub fn rollout_blocked(blockers: &[String], generation: i64) -> Value {
+    let message = format!(
+        "The rollout cannot advance: maxUnavailable is used up by {} cluster(s) that will not become available by waiting: {}",
+        blockers.len(),
+        blockers.join("; ")
+    );
+    condition("ClusterResourcePlacementRolloutStarted", false, "RolloutBlocked", message, generation)
 }
 
 /// A binding's conditions in KubeFleet's chain: RolloutStarted, Overridden,
@@ -271,6 +324,7 @@ pub fn placement_status(
     clusters: &[(String, Value, Vec<Value>)],
     objects: &[Value],
     resource_index: &str,
+    blockers: &[String],
 ) -> Value {
     let generation = meta::generation(crp);
     let scheduled = scheduled("ClusterResourcePlacementScheduled", decision, generation);
@@ -316,7 +370,9 @@ pub fn placement_status(
                 .collect();
             let count = |s: &str| states.iter().filter(|x| **x == Some(s)).count();
             let unknown_count = states.iter().filter(|x| !matches!(x, Some("True") | Some("False"))).count();
-            let c = if unknown_count > 0 {
+            let c = if *kind == "RolloutStarted" && !blockers.is_empty() {
+                rollout_blocked(blockers, generation)
+            } else if unknown_count > 0 {
                 unknown(
                     placement_kind,
                     unknown_reason,
@@ -418,5 +474,44 @@ mod tests {
         assert_eq!(state.applied, Some(true));
         assert_eq!(state.available, None, "availability of an older generation says nothing");
         assert_eq!(work_state(&work, true).applied, None, "a Work just written is not applied yet");
+    }
+
+    #[test]
+    fn a_cluster_is_stuck_when_waiting_cannot_help() {
+        let now: jiff::Timestamp = "2026-01-01T00:10:00Z".parse().unwrap();
+        let period = jiff::SignedDuration::from_secs(60);
+        let work = |applied: Option<bool>, available: Option<bool>, since: &str| WorkState {
+            applied,
+            available,
+            unavailable_since: since.parse().ok(),
+            message: "why".into(),
+            ..WorkState::default()
+        };
+        let failure = "bad patch".to_string();
+        let cases: Vec<(&str, Option<WorkState>, Option<&String>, Option<&str>)> = vec![
+            ("not reported yet", Some(work(None, None, "")), None, None),
+            ("applied and available", Some(work(Some(true), Some(true), "")), None, None),
+            ("apply failed", Some(work(Some(false), None, "")), None, Some("cluster \"m1\" failed to apply: why")),
+            ("override failed", None, Some(&failure), Some("cluster \"m1\" failed to override: bad patch")),
+            ("unavailable within the period", Some(work(Some(true), Some(false), "2026-01-01T00:09:30Z")), None, None),
+            (
+                "unavailable beyond the period",
+                Some(work(Some(true), Some(false), "2026-01-01T00:08:00Z")),
+                None,
+                Some("cluster \"m1\" is unavailable beyond unavailablePeriodSeconds (60s): why"),
+            ),
+        ];
+        for (case, work, failure, want) in cases {
+            let got = stuck("m1", work.as_ref(), failure, now, period);
+            assert_eq!(got.as_deref(), want, "{case}");
+        }
+    }
+
+    #[test]
+    fn a_blocked_rollout_names_its_clusters_in_rollout_started() {
+        let c = rollout_blocked(&["cluster \"m1\" failed to apply: refused".to_string()], 3);
+        assert_eq!(c["status"], "False");
+        assert_eq!(c["reason"], "RolloutBlocked");
+        assert!(c["message"].as_str().unwrap().contains("m1\" failed to apply: refused"), "{c}");
     }
 }

@@ -35,6 +35,7 @@ use protocol::meta;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+mod leave;
 mod selection;
 mod snapshots;
 mod works;
@@ -217,7 +218,11 @@ impl Hub<'_> {
             }
             let seen = fleet_policy::fingerprint(member, now, self.settings.eligibility);
             // Only a lapse still to come needs a wake-up; one past is in the fingerprint.
-            let deadline = fleet_policy::eligible_until(member, self.settings.eligibility).filter(|at| *at > now);
+            let deadline = fleet_policy::eligible_until(member, self.settings.eligibility);
+            // A member being deleted is looked at again when its agent's time to leave is up.
+            let force_at = crate::fleet::leave::force_at(member, self.settings.force_delete_wait)
+                .filter(|_| meta::is_deleting(member) && crate::fleet::leave::held(member));
+            let deadline = crate::controllers::earliest(deadline, force_at).filter(|at| *at > now);
             members_moved |= memo.observe(name, seen, deadline);
         }
         if whole {
@@ -303,8 +308,9 @@ impl Hub<'_> {
     /// A member's namespace and its hub conditions; whether anything was written.
     async fn member(&self, member: &Value) -> anyhow::Result<bool> {
         if meta::is_deleting(member) {
-            return Ok(false);
+            return self.leave(member).await;
         }
+        self.hold_member(member).await?;
         let name = meta::name(member).unwrap_or_default();
         let namespace = member_namespace(name);
         let at = ObjectRef { cluster: self.cluster, namespace: None, name: &namespace };
@@ -536,6 +542,13 @@ impl Hub<'_> {
             .filter_map(|w| w.untrackable_since?.checked_add(unavailable_period).ok())
             .filter(|at| *at > now)
             .min();
+        // An unavailable cluster blocks the rollout once its period is over: look again then.
+        let unavailable_over = work_states
+            .values()
+            .filter_map(|w| w.unavailable_since?.checked_add(unavailable_period).ok())
+            .filter(|at| *at > now)
+            .min();
+        selection.wake_at = crate::controllers::earliest(selection.wake_at, unavailable_over);
         let mut roll: Vec<rollout::Member> = group
             .bindings
             .iter()
@@ -551,11 +564,13 @@ impl Hub<'_> {
                     current: b.pointer("/spec/resourceSnapshotName").and_then(Value::as_str) == Some(&snapshot_name),
                     ready,
                     failed: work.applied == Some(false) || override_failures.contains_key(&cluster),
+                    stuck: stuck(&cluster, Some(&work), override_failures.get(&cluster), now, unavailable_period),
                 }
             })
             .collect();
         roll.sort_by(|a, b| a.name.cmp(&b.name));
         let plan = rollout::plan(&roll, target, max_unavailable, max_surge);
+        let blockers = rollout::blockers(&roll, &plan);
         for binding_name in plan.bind.iter().chain(&plan.update) {
             let updated = self
                 .update(&self.rows.bindings, None, binding_name, None, |old| {
@@ -586,6 +601,10 @@ impl Hub<'_> {
         for binding in &placed {
             let cluster = target_of(binding).unwrap_or_default();
             let Some(member) = members.iter().find(|m| meta::name(m) == Some(cluster.as_str())) else { continue };
+            // A member leaving gets nothing new: its namespace is about to go.
+            if meta::is_deleting(member) {
+                continue;
+            }
             let binding_snapshot = binding.pointer("/spec/resourceSnapshotName").and_then(Value::as_str);
             let Some(binding_snapshot) = binding_snapshot.filter(|s| !s.is_empty()) else { continue };
             let manifests = if binding_snapshot == snapshot_name {
@@ -639,7 +658,7 @@ impl Hub<'_> {
                 per_cluster.push((cluster, binding.clone(), conditions));
             }
         }
-        let status = placement_status(crp, &decision, &per_cluster, &objects, &resource_index);
+        let status = placement_status(crp, &decision, &per_cluster, &objects, &resource_index, &blockers);
         self.write_status(&self.rows.placements, crp, status).await?;
         Ok(moved)
     }

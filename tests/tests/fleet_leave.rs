@@ -1,0 +1,221 @@
+//! A Fleet hub's placements when something goes wrong, through the front-proxy with stock
+//! kubectl and real member agents applying into logical clusters of a member installation:
+//!
+//! - a rolling update that one member cannot apply (an override makes one object invalid
+//!   there) stops, and the placement's RolloutStarted says RolloutBlocked naming that
+//!   member and why, unlike a rollout still converging; removing the cause lets it finish;
+//! - deleting a MemberCluster whose agent is alive runs KubeFleet's leave flow: the agent
+//!   removes what it applied and reports Left, the hub deletes the member's namespace and
+//!   lets the MemberCluster go, and a PickN placement picks another member;
+//! - deleting a MemberCluster whose agent was killed (kill -9) ends after the hub's
+//!   force-delete wait: its Works' finalizers, its namespace and the MemberCluster go,
+//!   and what the dead agent applied stays on the member, as in KubeFleet.
+
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+use tests::agent::{wait_json, AgentProcess};
+use tests::installation::{Installation, InstallationOptions};
+
+const MEMBERS: [&str; 3] = ["m1", "m2", "m3"];
+
+fn member_cluster(name: &str) -> Value {
+    json!({
+        "apiVersion": "cluster.kubernetes-fleet.io/v1", "kind": "MemberCluster",
+        "metadata": {"name": name, "labels": {"member": name}},
+        "spec": {"identity": {"kind": "User", "name": "fleet-agent", "apiGroup": "rbac.authorization.k8s.io"},
+            "heartbeatPeriodSeconds": 1},
+    })
+}
+
+fn yaml(objects: &[Value]) -> String {
+    objects.iter().map(|o| serde_yaml_ng::to_string(o).unwrap()).collect::<Vec<_>>().join("---\n")
+}
+
+fn condition<'v>(object: &'v Value, kind: &str) -> Option<&'v Value> {
+    object["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == kind)
+}
+
+fn is_true(object: &Value, kind: &str) -> bool {
+    condition(object, kind).is_some_and(|c| c["status"] == "True")
+}
+
+/// The target clusters of a placement's bindings that are not Unscheduled.
+fn placed(bindings: &Value, crp: &str) -> BTreeSet<String> {
+    let items = bindings["items"].as_array().cloned().unwrap_or_default();
+    items
+        .iter()
+        .filter(|b| b["metadata"]["labels"]["kubernetes-fleet.io/parent-CRP"] == crp)
+        .filter(|b| b["spec"]["state"] != "Unscheduled")
+        .filter_map(|b| b["spec"]["targetCluster"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Waits until `done` holds, polling.
+fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what} did not happen");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fleet_says_what_blocks_a_rollout_and_members_leave_alive_or_dead() {
+    let options = InstallationOptions {
+        front_proxy: true,
+        extra_args: vec!["--fleet-force-delete-wait-seconds".into(), "3".into()],
+        ..InstallationOptions::default()
+    };
+    let installation = Installation::start_with(options).await.expect("start the installation");
+    let placed_ws =
+        installation.place_workspaces("hub", 1, |p| p.values().any(|names| !names.is_empty())).await.unwrap();
+    let hub = format!("root:{}", placed_ws.values().flatten().next().unwrap());
+    let proxy = installation.proxy();
+    proxy.wait_resolves(&hub).await.unwrap();
+    let kubectl = || proxy.kubectl().cluster(&hub);
+
+    let member = tests::ShardProcess::with_clusters(&MEMBERS).await;
+    let members: Vec<Value> = MEMBERS.iter().map(|n| member_cluster(n)).collect();
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&members)).ok();
+    let logs = tempfile::tempdir().unwrap();
+    let identity = installation.user_identity("fleet-agent", &["system:masters"]).unwrap();
+    let hub_config = proxy.user_kubeconfig("fleet-agent", &identity, &hub).unwrap();
+    let mut member_configs = BTreeMap::new();
+    let mut agents = BTreeMap::new();
+    for name in MEMBERS {
+        let config = member.user_kubeconfig(&format!("admin-{name}"), &["system:masters"], name).unwrap();
+        let log = logs.path().join(format!("{name}.log"));
+        let args = ["--heartbeat-interval-seconds", "1"];
+        agents.insert(name, AgentProcess::start_member_cluster(&hub_config, name, &config, &args, &log).unwrap());
+        member_configs.insert(name, config);
+    }
+    let in_member = |name: &str| member.kubectl_with(&member_configs[name]);
+    for name in MEMBERS {
+        let joined = wait_json(kubectl, &["membercluster", name], "joined by its agent", |m| is_true(m, "Joined"));
+        assert!(
+            joined["metadata"]["finalizers"]
+                .as_array()
+                .is_some_and(|f| f.iter().any(|f| f == "kubernetes-fleet.io/membercluster-finalizer")),
+            "the hub holds every member for its leave flow: {joined}"
+        );
+    }
+
+    // A PickAll placement rolling one member at a time.
+    let content = |version: &str| {
+        let mut objects = vec![
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "app"},
+                "data": {"version": version}}),
+        ];
+        if version != "1" {
+            objects.push(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "extra", "namespace": "app", "labels": {"app": "web"}}, "data": {"a": "b"}}));
+        }
+        objects
+    };
+    // On m1 only, the new ConfigMap gets a label value no API server accepts.
+    let breaking = json!({
+        "apiVersion": "placement.kubernetes-fleet.io/v1", "kind": "ResourceOverride",
+        "metadata": {"name": "breaking", "namespace": "app"},
+        "spec": {"resourceSelectors": [{"group": "", "version": "v1", "kind": "ConfigMap", "name": "extra"}],
+            "policy": {"overrideRules": [{
+                "clusterSelector": {"clusterSelectorTerms": [{"labelSelector": {"matchLabels": {"member": "m1"}}}]},
+                "jsonPatchOverrides": [{"op": "add", "path": "/metadata/labels/broken", "value": "not a label value!"}],
+            }]}},
+    });
+    let crp = json!({
+        "apiVersion": "placement.kubernetes-fleet.io/v1", "kind": "ClusterResourcePlacement",
+        "metadata": {"name": "app"},
+        "spec": {
+            "resourceSelectors": [{"group": "", "version": "v1", "kind": "Namespace", "name": "app"}],
+            "policy": {"placementType": "PickAll"},
+            "strategy": {"type": "RollingUpdate",
+                "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0, "unavailablePeriodSeconds": 1}},
+        },
+    });
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&content("1"))).ok();
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&[breaking, crp])).ok();
+    wait_json(kubectl, &["crp", "app"], "the placement available everywhere", |c| {
+        is_true(c, "ClusterResourcePlacementAvailable")
+    });
+
+    // The update: m1 (first by binding name) moves, fails to apply, and holds the others
+    // back for good. The placement says so, naming m1 and what its member refused.
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&content("2"))).ok();
+    let blocked = wait_json(kubectl, &["crp", "app"], "the rollout reported blocked", |c| {
+        condition(c, "ClusterResourcePlacementRolloutStarted").is_some_and(|r| r["reason"] == "RolloutBlocked")
+    });
+    let started = condition(&blocked, "ClusterResourcePlacementRolloutStarted").unwrap();
+    assert_eq!(started["status"], "False", "{started}");
+    let message = started["message"].as_str().unwrap();
+    assert!(message.contains("\"m1\" failed to apply") && message.contains("extra"), "{message}");
+    assert!(!message.contains("m2") && !message.contains("m3"), "only m1 blocks: {message}");
+    for name in ["m2", "m3"] {
+        let settings =
+            in_member(name).args(["get", "configmap", "settings", "-n", "app", "-o", "json"]).ok().json().unwrap();
+        assert_eq!(settings["data"]["version"], "1", "{name} is held back while m1 blocks");
+    }
+    // Without the override m1 applies, and the rollout goes on to the end.
+    kubectl().args(["delete", "resourceoverride", "breaking", "-n", "app"]).ok();
+    let done = wait_json(kubectl, &["crp", "app"], "the update available everywhere", |c| {
+        is_true(c, "ClusterResourcePlacementAvailable") && c["status"]["observedResourceIndex"] != "0"
+    });
+    assert!(is_true(&done, "ClusterResourcePlacementRolloutStarted"), "{done}");
+    for name in MEMBERS {
+        let settings =
+            in_member(name).args(["get", "configmap", "settings", "-n", "app", "-o", "json"]).ok().json().unwrap();
+        assert_eq!(settings["data"]["version"], "2", "{name} ends on the update");
+    }
+
+    // PickN 2 of 3: one picked member leaves with its agent alive.
+    let pick = json!({
+        "apiVersion": "placement.kubernetes-fleet.io/v1", "kind": "ClusterResourcePlacement",
+        "metadata": {"name": "two"},
+        "spec": {"resourceSelectors": [{"group": "", "version": "v1", "kind": "Namespace", "name": "app"}],
+            "policy": {"placementType": "PickN", "numberOfClusters": 2}},
+    });
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&[pick])).ok();
+    let bindings = wait_json(kubectl, &["clusterresourcebindings"], "two picks two", |l| placed(l, "two").len() == 2);
+    let picked = placed(&bindings, "two");
+    let leaving = picked.iter().next().unwrap().clone();
+    let spare = MEMBERS.iter().find(|m| !picked.contains(**m)).unwrap().to_string();
+    kubectl().args(["delete", "membercluster", &leaving, "--wait=false"]).ok();
+    wait_until("the leaving member's MemberCluster goes", || {
+        kubectl().args(["get", "membercluster", &leaving]).run().stderr.contains("NotFound")
+    });
+    let namespace = format!("fleet-member-{leaving}");
+    assert!(kubectl().args(["get", "namespace", &namespace]).run().stderr.contains("NotFound"), "{namespace} stays");
+    assert!(
+        in_member(&leaving).args(["get", "configmap", "settings", "-n", "app"]).run().stderr.contains("NotFound"),
+        "the agent removed what it applied before it left"
+    );
+    assert!(
+        agents[leaving.as_str()].log_tail(50).contains("left the fleet"),
+        "{}",
+        agents[leaving.as_str()].log_tail(50)
+    );
+    let bindings = wait_json(kubectl, &["clusterresourcebindings"], "two re-picks", |l| {
+        let now = placed(l, "two");
+        now.len() == 2 && !now.contains(&leaving)
+    });
+    assert!(placed(&bindings, "two").contains(&spare), "the spare member replaces the one that left");
+
+    // The other members: one's agent dies, then its MemberCluster is deleted. After the
+    // force-delete wait the hub lets it go; what the agent applied stays on the member.
+    let dead = MEMBERS.iter().find(|m| **m != leaving).unwrap().to_string();
+    agents.get_mut(dead.as_str()).unwrap().kill9();
+    let works =
+        kubectl().args(["get", "works", "-n", &format!("fleet-member-{dead}"), "-o", "json"]).ok().json().unwrap();
+    let held = works["items"].as_array().unwrap().iter().filter(|w| w["metadata"]["finalizers"].is_array()).count();
+    assert!(held > 0, "the dead agent held its Works: {works}");
+    kubectl().args(["delete", "membercluster", &dead, "--wait=false"]).ok();
+    wait_until("the dead member's MemberCluster goes after the force-delete wait", || {
+        kubectl().args(["get", "membercluster", &dead]).run().stderr.contains("NotFound")
+    });
+    let namespace = format!("fleet-member-{dead}");
+    assert!(kubectl().args(["get", "namespace", &namespace]).run().stderr.contains("NotFound"), "{namespace} stays");
+    let settings =
+        in_member(&dead).args(["get", "configmap", "settings", "-n", "app", "-o", "json"]).ok().json().unwrap();
+    assert_eq!(settings["data"]["version"], "2", "nobody removes what a dead agent applied");
+}
