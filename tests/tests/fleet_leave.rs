@@ -4,6 +4,8 @@
 //! - a rolling update that one member cannot apply (an override makes one object invalid
 //!   there) stops, and the placement's RolloutStarted says RolloutBlocked naming that
 //!   member and why, unlike a rollout still converging; removing the cause lets it finish;
+//! - the placement records KubeFleet's events (PlacementRolloutStarted … PlacementAvailable,
+//!   PlacementRolloutCompleted) and a warning for the blocked rollout, once per change;
 //! - deleting a MemberCluster whose agent is alive runs KubeFleet's leave flow: the agent
 //!   removes what it applied and reports Left, the hub deletes the member's namespace and
 //!   lets the MemberCluster go, and a PickN placement picks another member;
@@ -167,6 +169,26 @@ async fn fleet_says_what_blocks_a_rollout_and_members_leave_alive_or_dead() {
             in_member(name).args(["get", "configmap", "settings", "-n", "app", "-o", "json"]).ok().json().unwrap();
         assert_eq!(settings["data"]["version"], "2", "{name} ends on the update");
     }
+
+    // KubeFleet's events on the placement, each once per change: the stages reached,
+    // and a warning naming what blocked the rollout (kept once however many passes saw
+    // it blocked).
+    let events = kubectl().args(["get", "events", "-n", "default", "-o", "json"]).ok().json().unwrap();
+    let about_app: Vec<&Value> = events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["involvedObject"]["kind"] == "ClusterResourcePlacement" && e["involvedObject"]["name"] == "app")
+        .collect();
+    let reasons: BTreeSet<&str> = about_app.iter().filter_map(|e| e["reason"].as_str()).collect();
+    for reason in ["PlacementRolloutStarted", "PlacementApplied", "PlacementAvailable", "PlacementRolloutCompleted"] {
+        assert!(reasons.contains(reason), "{reason} missing: {reasons:?}");
+    }
+    let blocked_events: Vec<&&Value> = about_app.iter().filter(|e| e["reason"] == "PlacementRolloutBlocked").collect();
+    assert_eq!(blocked_events.len(), 1, "{blocked_events:?}");
+    assert_eq!(blocked_events[0]["type"], "Warning");
+    assert_eq!(blocked_events[0]["count"], 1, "recorded on the change only: {}", blocked_events[0]);
+    assert!(blocked_events[0]["message"].as_str().unwrap().contains("\"m1\" failed to apply"));
 
     // PickN 2 of 3: one picked member leaves with its agent alive.
     let pick = json!({

@@ -37,6 +37,9 @@ use tokio::sync::Notify;
 /// The prefix of a member's reserved namespace (`fleet-member-<name>`).
 const MEMBER_NAMESPACE_PREFIX: &str = "fleet-member-";
 
+/// The component the hub's events name (KubeFleet's placement controller).
+const EVENT_COMPONENT: &str = "cluster-resource-placement-controller";
+
 /// How often every hub is passed whole without a write.
 const RESYNC: Duration = Duration::from_secs(30);
 
@@ -182,6 +185,7 @@ pub async fn run(shard: Arc<Shard>, settings: Settings) {
     let mut source = StoreSource::new(shard.store.clone(), Vec::new(), Feed(state.clone())).paged(500);
     let retry = crate::controllers::REQUEUE_DELAY;
     tokio::spawn(async move { drive::run("fleet", &mut source, Backoff::new(retry, retry)).await });
+    let recorder = crate::events::Recorder::new(EVENT_COMPONENT, &shard.name);
     let mut memos: HashMap<String, MemberMemo> = HashMap::new();
     let mut wakes: BTreeMap<(String, String), jiff::Timestamp> = BTreeMap::new();
     let mut resync = tokio::time::interval(RESYNC);
@@ -224,7 +228,7 @@ pub async fn run(shard: Arc<Shard>, settings: Settings) {
             // A pass may find nothing to wait for; let the shard's other work run between.
             tokio::task::yield_now().await;
             let started = std::time::Instant::now();
-            let hub = Hub { shard: &shard, rows: &rows, cluster: &cluster, settings };
+            let hub = Hub { shard: &shard, rows: &rows, cluster: &cluster, settings, recorder: &recorder };
             let memo = memos.entry(cluster.clone()).or_default();
             match hub.pass(&triggers, memo).await {
                 Ok(passed) => {

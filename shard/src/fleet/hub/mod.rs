@@ -35,6 +35,7 @@ use protocol::meta;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+mod events;
 mod leave;
 mod selection;
 mod snapshots;
@@ -50,6 +51,8 @@ pub(super) struct Hub<'a> {
     pub rows: &'a Rows,
     pub cluster: &'a str,
     pub settings: Settings,
+    /// Records KubeFleet's events about placements.
+    pub recorder: &'a crate::events::Recorder,
 }
 
 /// One placement's share of the hub's snapshots, bindings and Works, kept current as the
@@ -659,7 +662,7 @@ impl Hub<'_> {
             }
         }
         let status = placement_status(crp, &decision, &per_cluster, &objects, &resource_index, &blockers);
-        self.write_status(&self.rows.placements, crp, status).await?;
+        self.write_placement_status(crp, status).await?;
         Ok(moved)
     }
 }

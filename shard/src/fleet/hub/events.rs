@@ -1,0 +1,23 @@
+//! The placement's status written with KubeFleet's events about it: each condition that
+//! changed gives its event ([`crate::fleet::status::placement_events`]), written through
+//! the shard's event recorder, so a pass that writes nothing new records nothing.
+
+use super::*;
+use crate::events::EventType;
+
+impl Hub<'_> {
+    /// Writes `wanted` as the placement's status when it says something new, and records
+    /// the events the change deserves.
+    pub(super) async fn write_placement_status(&self, crp: &Value, wanted: Value) -> anyhow::Result<()> {
+        let before = crp.get("status").cloned().unwrap_or(Value::Null);
+        let Some(written) = self.write_status(&self.rows.placements, crp, wanted).await? else {
+            return Ok(());
+        };
+        let after = written.get("status").cloned().unwrap_or(Value::Null);
+        for event in placement_events(&before, &after) {
+            let kind = if event.warning { EventType::Warning } else { EventType::Normal };
+            self.recorder.record(self.shard, self.cluster, &written, kind, event.reason, &event.message).await;
+        }
+        Ok(())
+    }
+}
