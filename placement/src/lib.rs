@@ -20,7 +20,9 @@
 //!   and the report with a reason for every candidate.
 //! - `decision`: what comes out.
 //! - `pages`: OCM's decision pages laid out and written so that no cluster that stays
-//!   chosen ever vanishes from them while they are rewritten (ocm#1346).
+//!   chosen ever vanishes from them while they are rewritten (ocm#1346); `groups`:
+//!   OCM's decision groups over those pages, so that a cluster moving from one group to
+//!   another never vanishes either.
 //! - `sync_target_key`: kcp's SyncTarget key (base62 SHA-224), which namespace labels
 //!   carry; `stable_hash`: the rendezvous hash kcp profiles break ties with.
 //!
@@ -33,6 +35,7 @@ mod candidate;
 mod decision;
 mod error;
 mod framework;
+mod groups;
 mod pages;
 mod plugins;
 mod policy;
@@ -46,6 +49,10 @@ pub use candidate::{AddOnScores, ApiIdentity, Candidate, Taint, TaintEffect};
 pub use decision::{Bind, ClusterReport, Decision, Outcome, PluginScore, ScorerSummary};
 pub use error::Error;
 pub use framework::decide;
+pub use groups::{
+    apply_group_writes, decision_groups, group_length, plan_groups, ClustersPerGroup, DecisionGroup, GroupPage,
+    GroupPageWrite, GroupPlan, GroupSelection,
+};
 pub use pages::{apply as apply_pages, plan as plan_pages, Page, PagePlan, PageWrite, CLUSTERS_PER_PAGE};
 pub use plugins::{FilterPlugin, ScorerPlugin, TaintSemantics};
 pub use policy::{

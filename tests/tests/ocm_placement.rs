@@ -470,3 +470,216 @@ async fn ocm_agents_register_renew_and_report_claims() {
     agents[0].restart().unwrap();
     wait_json(kubectl, &decisions, "m1 decided again", |list| decided(list).contains("m1"));
 }
+
+/// The pages of a placement with their group labels and clusters, by page name.
+fn pages_by_name(list: &Value) -> std::collections::BTreeMap<String, (String, String, BTreeSet<String>)> {
+    let items = list["items"].as_array().cloned().unwrap_or_default();
+    items
+        .iter()
+        .map(|page| {
+            let labels = &page["metadata"]["labels"];
+            let label = |key: &str| labels[key].as_str().unwrap_or("<none>").to_string();
+            let name = page["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            let index = label("cluster.open-cluster-management.io/decision-group-index");
+            let group = label("cluster.open-cluster-management.io/decision-group-name");
+            (name, (index, group, decided(&json!({"items": [page]}))))
+        })
+        .collect()
+}
+
+/// Whether the placement's `status.decisionGroups` are `wanted` (index, name, clusters)
+/// and each group's listed pages carry that group's labels and hold exactly its clusters.
+fn groups_as_wanted(placement: &Value, pages: &Value, wanted: &[(u64, &str, &[&str])]) -> bool {
+    let groups = placement["status"]["decisionGroups"].as_array().cloned().unwrap_or_default();
+    let pages = pages_by_name(pages);
+    groups.len() == wanted.len()
+        && groups.iter().zip(wanted).all(|(group, (index, name, clusters))| {
+            let listed: Vec<&str> =
+                group["decisions"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            let on_pages: BTreeSet<String> = listed
+                .iter()
+                .filter_map(|page| pages.get(*page))
+                .filter(|(i, n, _)| *i == index.to_string() && n == name)
+                .flat_map(|(_, _, clusters)| clusters.clone())
+                .collect();
+            group["decisionGroupIndex"] == *index
+                && group["decisionGroupName"] == *name
+                && group["clustersCount"] == clusters.len()
+                && on_pages == clusters.iter().map(|c| c.to_string()).collect::<BTreeSet<_>>()
+        })
+}
+
+/// The Events about placement `name` in the namespace, by reason.
+fn events_about(list: &Value, name: &str) -> Vec<Value> {
+    let items = list["items"].as_array().cloned().unwrap_or_default();
+    items
+        .into_iter()
+        .filter(|e| e["involvedObject"]["kind"] == "Placement" && e["involvedObject"]["name"] == name)
+        .collect()
+}
+
+/// OCM's decision groups: one group of the clusters labelled `env=prod`, the rest in
+/// groups of two (`clustersPerDecisionGroup: 2`). The PlacementDecisions carry their
+/// group's index and name as labels, the Placement lists the groups in
+/// `status.decisionGroups`, and the scheduler's Events (DecisionCreate, DecisionUpdate,
+/// ScoreUpdate with every cluster's score) show in `kubectl get events` and `describe`.
+/// A cluster that gains the label moves into the prod group while a watcher of the pages
+/// never sees a decided cluster vanish; a pass that changes nothing writes no Event; a
+/// group size OCM's schema refuses is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ocm_decision_groups_label_pages_and_record_events() {
+    let (installation, hub) = hub().await;
+    let proxy = installation.proxy();
+    let kubectl = || proxy.kubectl().cluster(&hub);
+    let mut manifests = vec![json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSet",
+        "metadata": {"name": "waves"},
+    })];
+    for name in ["p-1", "p-2", "d-1", "d-2", "d-3"] {
+        let mut cluster = registered(name, "waves");
+        if name.starts_with("p-") {
+            cluster["metadata"]["labels"]["env"] = json!("prod");
+        } else {
+            cluster["metadata"]["labels"]["env"] = json!("dev");
+        }
+        manifests.push(cluster);
+    }
+    manifests.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "rollout"}}));
+    manifests.push(json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSetBinding",
+        "metadata": {"name": "waves", "namespace": "rollout"}, "spec": {"clusterSet": "waves"},
+    }));
+    manifests.push(json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+        "metadata": {"name": "waves", "namespace": "rollout"},
+        "spec": {"decisionStrategy": {"groupStrategy": {
+            "clustersPerDecisionGroup": 2,
+            "decisionGroups": [{"groupName": "prod", "groupClusterSelector": {"labelSelector": {"matchLabels": {"env": "prod"}}}}],
+        }}},
+    }));
+    let yaml: Vec<String> = manifests.iter().map(|m| serde_yaml_ng::to_string(m).unwrap()).collect();
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml.join("---\n")).ok();
+
+    let pages_args =
+        ["placementdecisions", "-n", "rollout", "-l", "cluster.open-cluster-management.io/placement=waves"];
+    let placement_args = ["placement.cluster.open-cluster-management.io", "waves", "-n", "rollout"];
+    let first: &[(u64, &str, &[&str])] = &[(0, "prod", &["p-1", "p-2"]), (1, "", &["d-1", "d-2"]), (2, "", &["d-3"])];
+    let placement = wait_json(kubectl, &placement_args, "three decision groups", |p| {
+        let pages = kubectl().args(["get"]).args(pages_args).args(["-o", "json"]).ok().json().unwrap();
+        groups_as_wanted(p, &pages, first)
+    });
+    assert_eq!(placement["status"]["numberOfSelectedClusters"], 5);
+    // A first layout is OCM's: pages numbered on from group to group.
+    let names: Vec<&str> = placement["status"]["decisionGroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["decisions"].as_array().unwrap().iter().filter_map(Value::as_str))
+        .collect();
+    assert_eq!(names, ["waves-decision-1", "waves-decision-2", "waves-decision-3"]);
+
+    // The scheduler's Events, on the Placement in its namespace.
+    let events_args = ["events", "-n", "rollout"];
+    let events = wait_json(kubectl, &events_args, "DecisionCreate and ScoreUpdate events", |list| {
+        let events = events_about(list, "waves");
+        events.iter().any(|e| e["reason"] == "DecisionCreate") && events.iter().any(|e| e["reason"] == "ScoreUpdate")
+    });
+    let events = events_about(&events, "waves");
+    let created = events.iter().find(|e| e["reason"] == "DecisionCreate").unwrap();
+    assert_eq!(created["type"], "Normal");
+    assert_eq!(created["source"]["component"], "placement-scheduler");
+    assert_eq!(created["reportingComponent"], "placement-scheduler");
+    assert!(created["reportingInstance"].as_str().is_some_and(|i| !i.is_empty()), "{created}");
+    assert_eq!(created["involvedObject"]["uid"], placement["metadata"]["uid"]);
+    assert!(
+        created["message"].as_str().unwrap().ends_with("is created with placement waves in namespace rollout"),
+        "{created}"
+    );
+    let name = created["metadata"]["name"].as_str().unwrap();
+    let suffix = name.strip_prefix("waves.").unwrap_or_default();
+    assert!(suffix.len() == 16 && suffix.chars().all(|c| c.is_ascii_hexdigit()), "client-go's name: {name}");
+    let scores = events.iter().find(|e| e["reason"] == "ScoreUpdate").unwrap()["message"].as_str().unwrap().to_string();
+    for cluster in ["p-1", "p-2", "d-1", "d-2", "d-3"] {
+        let entry = scores.split_whitespace().find(|entry| entry.starts_with(&format!("{cluster}:")));
+        assert!(entry.is_some_and(|e| e[cluster.len() + 1..].parse::<i64>().is_ok()), "{cluster} in {scores:?}");
+    }
+    let described = kubectl().args(["describe"]).args(placement_args).ok();
+    assert!(
+        described.stdout.contains("DecisionCreate") && described.stdout.contains("ScoreUpdate"),
+        "{}",
+        described.stdout
+    );
+
+    // Nothing changes: passes go on (the hub resyncs every 5 s) and write no Event.
+    let settled = |list: &Value| -> Vec<(String, Value)> {
+        let mut events: Vec<(String, Value)> = events_about(list, "waves")
+            .iter()
+            .map(|e| (e["metadata"]["name"].as_str().unwrap_or_default().to_string(), e["count"].clone()))
+            .collect();
+        events.sort_by(|a, b| a.0.cmp(&b.0));
+        events
+    };
+    let before = settled(&kubectl().args(["get"]).args(events_args).args(["-o", "json"]).ok().json().unwrap());
+    std::thread::sleep(Duration::from_secs(7));
+    let after = settled(&kubectl().args(["get"]).args(events_args).args(["-o", "json"]).ok().json().unwrap());
+    assert_eq!(before, after, "a pass that changes nothing records nothing");
+
+    // d-3 becomes prod: the prod group (three clusters, two a group) splits in two, and
+    // d-3 moves from the last group into the first while a watcher follows every page.
+    let watcher = {
+        let watch = kubectl()
+            .args(["get", "placementdecisions", "-n", "rollout", "--watch", "--output-watch-events", "-o", "json"])
+            .timeout(Duration::from_secs(8));
+        std::thread::spawn(move || watch.run())
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    kubectl().args(["label", "managedcluster", "d-3", "env=prod", "--overwrite"]).ok();
+    let second: &[(u64, &str, &[&str])] =
+        &[(0, "prod", &["d-3", "p-1"]), (1, "prod", &["p-2"]), (2, "", &["d-1", "d-2"])];
+    wait_json(kubectl, &placement_args, "d-3 in the prod groups", |p| {
+        let pages = kubectl().args(["get"]).args(pages_args).args(["-o", "json"]).ok().json().unwrap();
+        groups_as_wanted(p, &pages, second)
+    });
+    let output = watcher.join().unwrap();
+    let initial = pages_by_name(&kubectl().args(["get"]).args(pages_args).args(["-o", "json"]).ok().json().unwrap());
+    let mut by_page: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+    let mut seen = 0;
+    for event in serde_json::Deserializer::from_str(&output.stdout).into_iter::<Value>().map_while(Result::ok) {
+        let page = event["object"]["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        if event["type"] == "DELETED" {
+            by_page.remove(&page);
+        } else {
+            by_page.insert(page, decided(&json!({"items": [event["object"].clone()]})));
+        }
+        seen += 1;
+        // Once the three first pages are known, every cluster is on one of them.
+        if seen >= 3 {
+            let union: BTreeSet<&String> = by_page.values().flatten().collect();
+            let missing: Vec<&str> =
+                ["p-1", "p-2", "d-1", "d-2", "d-3"].into_iter().filter(|c| !union.contains(&c.to_string())).collect();
+            assert!(missing.is_empty(), "decided clusters vanished after watch event {seen}: {missing:?}");
+        }
+    }
+    assert!(seen > 3, "the watcher saw the pages and their rewrite ({seen} events)");
+    assert!(initial.values().any(|(_, group, clusters)| group == "prod" && clusters.contains("d-3")));
+    wait_json(kubectl, &events_args, "a DecisionUpdate event", |list| {
+        let events = events_about(list, "waves");
+        events.iter().any(|e| {
+            e["reason"] == "DecisionUpdate"
+                && e["message"]
+                    .as_str()
+                    .is_some_and(|m| m.ends_with("is updated with placement waves in namespace rollout"))
+        })
+    });
+
+    // OCM's schema refuses group sizes that are neither 1-100% nor a positive count.
+    for size in ["0%", "150%", "half"] {
+        let bad = json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+            "metadata": {"name": "bad", "namespace": "rollout"},
+            "spec": {"decisionStrategy": {"groupStrategy": {"clustersPerDecisionGroup": size}}},
+        });
+        let refused = kubectl().args(["create", "-f", "-"]).stdin(bad.to_string()).fails();
+        assert!(refused.stderr.contains("clustersPerDecisionGroup"), "{size}: {}", refused.stderr);
+    }
+}

@@ -6,31 +6,37 @@
 //!   Available condition;
 //! - every Placement decided again.
 //!
-//! A Placement's decisions are written as PlacementDecision pages of at most 100
-//! clusters, labelled with the Placement's name and owned by it (the garbage collector
-//! removes them with it). The pages are laid out and written in the order
-//! `placement::plan_pages` gives, so a consumer that watches them never sees a cluster
-//! that stays decided vanish while they are rewritten. A decision that does not change
-//! the chosen set writes no page; a status that says the same writes nothing.
+//! A Placement's decisions are written ([`decisions`]) as PlacementDecision pages of at
+//! most 100 clusters per decision group, labelled with the Placement's name and group
+//! and owned by it (the garbage collector removes them with it). The pages are laid out
+//! and written in the order `placement::plan_groups` gives, so a consumer that watches
+//! them never sees a cluster that stays decided vanish while they are rewritten, also
+//! when it changes group. A decision that does not change the pages writes no page and
+//! no Event; a status that says the same writes nothing.
 
-use super::decide::{self, Condition, Inputs};
+use super::decide::{self, Inputs};
 use super::health;
-use super::{CLUSTER_GROUP, DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PLACEMENT_LABEL};
+use super::{CLUSTER_GROUP, PLACEMENT_LABEL};
 use crate::controllers::{earliest, watch_clusters, DirtyClusters};
 use crate::state::Shard;
 use apiserver::objects;
 use apiserver::registry::ResourceType;
-use apiserver::storage::{self, DeletePreconditions, ObjectRef, WriteOptions};
+use apiserver::storage::{self, ObjectRef, WriteOptions};
+use decisions::{page, write_pages, write_status, Account};
 use parking_lot::Mutex;
-use placement::{Page, PageWrite};
+use placement::GroupPage;
 use protocol::meta;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod decisions;
+
 /// How often every logical cluster with Placements is decided again without a write.
 const RESYNC: Duration = Duration::from_secs(5);
+/// The component the Events on Placements name as their source.
+const SCHEDULER_COMPONENT: &str = "placement-scheduler";
 
 /// The resources one hub reads, by plural.
 struct Rows {
@@ -42,6 +48,8 @@ struct Rows {
     scores: Arc<ResourceType>,
     leases: Arc<ResourceType>,
     namespaces: Arc<ResourceType>,
+    /// The Events on Placements.
+    events: crate::events::Recorder,
 }
 
 impl Rows {
@@ -56,6 +64,7 @@ impl Rows {
             scores: row("v1alpha1", "addonplacementscores")?,
             leases: shard.registry.get("coordination.k8s.io", "v1", "leases")?,
             namespaces: shard.registry.namespaces(),
+            events: crate::events::Recorder::new(SCHEDULER_COMPONENT, &shard.name),
         })
     }
 
@@ -156,7 +165,7 @@ async fn hub(shard: &Shard, rows: &Rows, leases: &Leases, cluster: &str) -> anyh
     let all_bindings = list(&rows.bindings)?;
     let scores = list(&rows.scores)?;
     let decisions = list(&rows.decisions)?;
-    let pages_of = |namespace: &str, placement: &str| -> Vec<Page> {
+    let pages_of = |namespace: &str, placement: &str| -> Vec<GroupPage> {
         decisions
             .iter()
             .filter(|d| {
@@ -204,13 +213,8 @@ async fn hub(shard: &Shard, rows: &Rows, leases: &Leases, cluster: &str) -> anyh
         let verdict = decide::decide(inputs);
         next = earliest(next, verdict.decision.as_ref().and_then(|d| d.requeue_at));
         // Each decision says why its cluster was picked, with the scores, as the
-        // framework reports it.
-        let reasons: BTreeMap<String, String> = verdict
-            .decision
-            .iter()
-            .flat_map(|d| d.clusters.iter())
-            .map(|report| (report.name.clone(), report.reason.clone()))
-            .collect();
+        // framework reports it; the scores go into the ScoreUpdate event too.
+        let reasons = Account::of(verdict.decision.as_ref(), &clusters);
         let written = write_pages(shard, rows, cluster, placement, &pages, &verdict.chosen, &reasons).await;
         let status = match written {
             Ok(names) => {
@@ -312,127 +316,4 @@ async fn write_taints(shard: &Shard, rows: &Rows, cluster: &str, name: &str, tai
     .await
     .map(|_| ())
     .map_err(|e| anyhow::anyhow!("taint cluster {name}: {}", e.message))
-}
-
-/// The page a PlacementDecision is: its index from `<placement>-decision-<index>` and
-/// its clusters.
-fn page(placement: &str, decision: &Value) -> Option<Page> {
-    let index = meta::name(decision)?.strip_prefix(placement)?.strip_prefix("-decision-")?.parse().ok()?;
-    let clusters = decision.pointer("/status/decisions").and_then(Value::as_array).into_iter().flatten();
-    let clusters = clusters.filter_map(|d| d.get("clusterName")?.as_str().map(str::to_string)).collect();
-    Some(Page { index, clusters })
-}
-
-/// Writes the placement's pages for `chosen`; returns the page names after the writes.
-async fn write_pages(
-    shard: &Shard,
-    rows: &Rows,
-    cluster: &str,
-    placement: &Value,
-    pages: &[Page],
-    chosen: &[String],
-    reasons: &BTreeMap<String, String>,
-) -> anyhow::Result<Vec<String>> {
-    let namespace = meta::namespace(placement).unwrap_or_default();
-    let name = meta::name(placement).unwrap_or_default();
-    let plan = placement::plan_pages(pages, chosen, placement::CLUSTERS_PER_PAGE);
-    let page_name = |index: u32| format!("{name}-decision-{index}");
-    let rt = &rows.decisions;
-    for write in &plan.writes {
-        match write {
-            PageWrite::Put(page) => {
-                let decision_name = page_name(page.index);
-                let at = ObjectRef { cluster, namespace: Some(namespace), name: &decision_name };
-                if !pages.iter().any(|p| p.index == page.index) {
-                    let object = json!({
-                        "apiVersion": format!("{CLUSTER_GROUP}/v1beta1"),
-                        "kind": super::PLACEMENT_DECISION_KIND,
-                        "metadata": {
-                            "name": decision_name,
-                            "namespace": namespace,
-                            "labels": {PLACEMENT_LABEL: name, DECISION_GROUP_INDEX_LABEL: "0", DECISION_GROUP_NAME_LABEL: ""},
-                            "ownerReferences": [{
-                                "apiVersion": format!("{CLUSTER_GROUP}/v1beta1"),
-                                "kind": super::PLACEMENT_KIND,
-                                "name": name,
-                                "uid": meta::meta_str(placement, "uid").unwrap_or_default(),
-                                "controller": true,
-                                "blockOwnerDeletion": true,
-                            }],
-                        },
-                    });
-                    match storage::create(shard, rt, cluster, object, WriteOptions::default()).await {
-                        Ok(_) => {}
-                        Err(e) if e.is_already_exists() => {}
-                        Err(e) => return Err(anyhow::anyhow!("create {decision_name}: {}", e.message)),
-                    }
-                }
-                let decisions: Vec<Value> = page
-                    .clusters
-                    .iter()
-                    .map(|c| json!({"clusterName": c, "reason": reasons.get(c).cloned().unwrap_or_default()}))
-                    .collect();
-                storage::guaranteed_update(shard, rt, &at, Some("status"), WriteOptions::default(), |old| {
-                    let mut new = old.clone();
-                    new["status"] = json!({"decisions": decisions});
-                    Ok(new)
-                })
-                .await
-                .map_err(|e| anyhow::anyhow!("write {decision_name}: {}", e.message))?;
-            }
-            PageWrite::Delete(index) => {
-                let decision_name = page_name(*index);
-                let at = ObjectRef { cluster, namespace: Some(namespace), name: &decision_name };
-                match storage::delete(shard, rt, &at, &DeletePreconditions::default(), WriteOptions::default()).await {
-                    Ok(_) => {}
-                    Err(e) if e.is_not_found() => {}
-                    Err(e) => return Err(anyhow::anyhow!("delete {decision_name}: {}", e.message)),
-                }
-            }
-        }
-    }
-    Ok(plan.pages.iter().map(|p| page_name(p.index)).collect())
-}
-
-/// Writes the placement's status when it says something new.
-async fn write_status(
-    shard: &Shard,
-    rows: &Rows,
-    cluster: &str,
-    placement: &Value,
-    conditions: &[Condition],
-    selected: usize,
-    pages: &[String],
-) -> anyhow::Result<()> {
-    let conditions: Vec<Value> = conditions
-        .iter()
-        .map(|c| {
-            json!({
-                "type": c.kind,
-                "status": if c.status { "True" } else { "False" },
-                "reason": c.reason,
-                "message": c.message,
-                "observedGeneration": placement.pointer("/metadata/generation").cloned().unwrap_or(json!(0)),
-            })
-        })
-        .collect();
-    let wanted = json!({
-        "numberOfSelectedClusters": selected,
-        "conditions": conditions,
-        "decisionGroups": [{"decisionGroupIndex": 0, "decisionGroupName": "", "decisions": pages, "clustersCount": selected}],
-    });
-    let current = placement.get("status").cloned().unwrap_or(Value::Null);
-    if apiserver::conditions::same_status(&current, &wanted) {
-        return Ok(());
-    }
-    let name = meta::name(placement).unwrap_or_default();
-    let at = ObjectRef { cluster, namespace: meta::namespace(placement), name };
-    storage::guaranteed_update(shard, &rows.placements, &at, Some("status"), WriteOptions::default(), |old| {
-        let mut new = old.clone();
-        new["status"] = apiserver::conditions::with_transition_times(old.get("status"), &wanted);
-        Ok(new)
-    })
-    .await
-    .map(|_| ())
-    .map_err(|e| anyhow::anyhow!("write status of placement {name}: {}", e.message))
 }

@@ -119,7 +119,20 @@ pub fn all() -> Vec<Value> {
                 "prioritizerPolicy": free(),
                 "spreadPolicy": free(),
                 "tolerations": list_of(free()),
-                "decisionStrategy": free(),
+                "decisionStrategy": {"type": "object", "properties": {
+                    "groupStrategy": {"type": "object", "properties": {
+                        "decisionGroups": list_of(json!({"type": "object", "properties": {
+                            "groupName": string(),
+                            "groupClusterSelector": free(),
+                        }})),
+                        // OCM's pattern: 1-100% or a positive count, default all in one group.
+                        "clustersPerDecisionGroup": {
+                            "x-kubernetes-int-or-string": true,
+                            "pattern": "^((100|[1-9][0-9]{0,1})%|[1-9][0-9]*)$",
+                            "default": "100%",
+                        },
+                    }},
+                }},
             }},
             "status": {"type": "object", "properties": {
                 "numberOfSelectedClusters": {"type": "integer", "format": "int32"},

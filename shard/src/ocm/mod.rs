@@ -9,8 +9,9 @@
 //!   cluster sets, the framework's `ocm` profile (`placement::decide`), the status
 //!   conditions with OCM's reasons.
 //! - [`controller`]: reads a workspace's OCM objects, decides every Placement and writes
-//!   its PlacementDecision pages in an order that never flaps (`placement::plan_pages`)
-//!   and its status.
+//!   its PlacementDecision pages per decision group in an order that never flaps
+//!   (`placement::plan_groups`), its status and its Events (`DecisionCreate`,
+//!   `DecisionUpdate`, `DecisionDelete`, `ScoreUpdate`).
 
 pub mod controller;
 pub mod decide;

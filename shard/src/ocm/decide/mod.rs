@@ -6,6 +6,8 @@
 //! predicates become required terms (label and claim selectors, ORed), tolerations and
 //! the prioritizer policy pass as they are, `spreadPolicy.spreadConstraints` becomes the
 //! spread constraints that OCM's own scheduler accepts but never reads.
+//!
+//! [`groups`] splits the decided clusters into the placement's decision groups.
 
 use super::CLUSTER_SET_LABEL;
 use jiff::Timestamp;
@@ -290,6 +292,8 @@ fn candidate(cluster: &Value, scores: &[Value]) -> Result<Candidate, String> {
     });
     serde_json::from_value(candidate).map_err(|e| format!("cluster {name}: {e}"))
 }
+
+pub mod groups;
 
 #[cfg(test)]
 mod tests;
