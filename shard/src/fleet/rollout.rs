@@ -226,8 +226,9 @@ mod tests {
             m.failed = true;
             m
         };
-        // (case, members, target, maxUnavailable, blockers)
-        let cases: Vec<(&str, Vec<Member>, usize, usize, Vec<&str>)> = vec![
+        /// (case, members, target, maxUnavailable, blockers)
+        type Case<'a> = (&'a str, Vec<Member>, usize, usize, Vec<&'a str>);
+        let cases: Vec<Case> = vec![
             ("all ready, nothing held back", vec![bound("a", true, true), bound("b", true, true)], 2, 1, vec![]),
             (
                 "one updating, still converging",

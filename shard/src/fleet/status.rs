@@ -558,7 +558,9 @@ mod tests {
             ..WorkState::default()
         };
         let failure = "bad patch".to_string();
-        let cases: Vec<(&str, Option<WorkState>, Option<&String>, Option<&str>)> = vec![
+        /// (case, the cluster's Work, its override failure, why it is stuck)
+        type Case<'a> = (&'a str, Option<WorkState>, Option<&'a String>, Option<&'a str>);
+        let cases: Vec<Case> = vec![
             ("not reported yet", Some(work(None, None, "")), None, None),
             ("applied and available", Some(work(Some(true), Some(true), "")), None, None),
             ("apply failed", Some(work(Some(false), None, "")), None, Some("cluster \"m1\" failed to apply: why")),
