@@ -193,6 +193,13 @@ impl ShardProcess {
         self.http.clone()
     }
 
+    /// How many watches this shard has started serving (its `atoll_watches_started`
+    /// counter): a test waits for it to grow to know a client's watch is established,
+    /// instead of sleeping and hoping.
+    pub async fn watches_started(&self) -> anyhow::Result<u64> {
+        watches_started(&self.http).await
+    }
+
     /// A raw HTTPS client authenticated as `identity`, or anonymous for `None`.
     pub fn http_as(&self, identity: Option<&ClientIdentity>) -> anyhow::Result<TlsHttp> {
         self.http.with_identity(identity)
@@ -427,4 +434,14 @@ fn split_host(listen: &str) -> anyhow::Result<&str> {
         listen.rsplit_once(':').with_context(|| format!("split listen address {listen:?} into host and port"))?;
     port.parse::<u16>().with_context(|| format!("parse the port of listen address {listen:?}"))?;
     Ok(host)
+}
+
+/// The `atoll_watches_started` counter of the shard `http` talks to.
+pub async fn watches_started(http: &TlsHttp) -> anyhow::Result<u64> {
+    let response = http.get("/metrics").await.context("GET /metrics")?;
+    anyhow::ensure!(response.status.is_success(), "GET /metrics: HTTP {}", response.status);
+    let text = response.text();
+    let line = text.lines().find(|line| line.starts_with("atoll_watches_started"));
+    let value = line.and_then(|line| line.rsplit(' ').next()).and_then(|value| value.parse().ok());
+    value.context("no atoll_watches_started counter in /metrics")
 }

@@ -176,7 +176,10 @@ fn exports_get_an_identity_that_edits_cannot_change(shard: &ShardProcess) -> Str
     kubectl(shard).args(["patch", "apiexport", "widgets", "--subresource=status", "--type=merge", "-p", forged]).ok();
     // A scripted editor (no quotes or backslashes: kubectl then runs it without a shell).
     let sed = "sed -i -E s/[0-9a-f]{64}/forged/";
-    kubectl(shard).args(["edit", "apiexport", "widgets", "--subresource=status"]).env("EDITOR", sed).run();
+    // kubectl says "edited" only when the editor changed the file and the server took the
+    // update ("Edit cancelled" if sed found no hash): so the forged hash was sent.
+    let edited = kubectl(shard).args(["edit", "apiexport", "widgets", "--subresource=status"]).env("EDITOR", sed).ok();
+    assert!(edited.stdout.contains("apiexport.apis.kcp.io/widgets edited"), "{} {}", edited.stdout, edited.stderr);
     let spec_edit = r#"{"spec":{"latestResourceSchemas":["v1.widgets.example.io","v2.widgets.example.io"]}}"#;
     kubectl(shard).args(["patch", "apiexport", "widgets", "--type=merge", "-p", spec_edit]).ok();
     assert_eq!(identity_hash(shard, "widgets"), hash, "no update changes the identity hash");

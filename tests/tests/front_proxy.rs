@@ -46,6 +46,15 @@ async fn get_as(http: &TlsHttp, path: &str, headers: &[(&str, &str)]) -> HttpRes
     http.send(Method::GET, path, headers, Bytes::new()).await.unwrap()
 }
 
+/// The requests a shard's /metrics counts with `resource="unknown"`, over every verb and code.
+fn unknown_resource_requests(metrics: &str) -> u64 {
+    metrics
+        .lines()
+        .filter(|line| line.starts_with("apiserver_request") && line.contains("resource=\"unknown\""))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn authentication_and_authorization_through_the_proxy() {
     let dir = tempfile::tempdir().unwrap();
@@ -115,10 +124,17 @@ async fn authentication_and_authorization_through_the_proxy() {
         StatusCode::UNAUTHORIZED
     );
     assert_eq!(direct.get("/metrics").await.unwrap().status, StatusCode::FORBIDDEN);
-    get_as(&alice_http, "/clusters/root:team-b/api/v1/made-up-resource", &[]).await;
+    let hosting_shard = installation.all().find(|shard| shard.name() == hosting).unwrap();
+    let unknown_before = unknown_resource_requests(&hosting_shard.http().get("/metrics").await.unwrap().text());
+    let made_up = get_as(&alice_http, "/clusters/root:team-b/api/v1/made-up-resource", &[]).await;
+    // The proxy relays it (alice is refused by the shard, which labels the request).
+    assert_eq!(made_up.status, StatusCode::FORBIDDEN, "{}", made_up.text());
     for shard in installation.all() {
         let metrics = shard.http().get("/metrics").await.unwrap().text();
-        assert!(metrics.contains("resource=\"unknown\"") || shard.name() != hosting, "{metrics}");
+        if shard.name() == hosting {
+            let unknown_after = unknown_resource_requests(&metrics);
+            assert!(unknown_after > unknown_before, "the request was not counted as resource=unknown: {metrics}");
+        }
         assert!(!metrics.contains("made-up-resource"), "label from a URL on {}", shard.name());
     }
     // ...and an unknown workspace looks the same: 403, not 404.

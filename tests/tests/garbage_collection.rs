@@ -319,10 +319,11 @@ async fn collection_interrupted_by_kill9_finishes_after_restart() {
     let response = shard.http().send(Method::DELETE, &owner_path, &[], Vec::new()).await.unwrap();
     assert_eq!(response.status, StatusCode::OK, "{}", response.text());
     shard.kill9();
+    let log_before_restart = log_len(&shard);
     shard.restart().await.expect("restart after kill -9");
+    let indexed_after_kill = indexed_objects_since(&shard, log_before_restart).await;
 
-    // The restarted collector rebuilds its index from the store and finishes the job
-    // (its log says how much was pending: "indexed the store pending=…").
+    // The restarted collector rebuilds its index from the store and finishes the job.
     for i in 0..150 {
         wait_gone(&shard, &core_path("crash", "default", "configmaps", &format!("dep-{i}"))).await;
     }
@@ -333,4 +334,45 @@ async fn collection_interrupted_by_kill9_finishes_after_restart() {
     shard.kubectl().cluster("crash").clear_finalizers("configmap", "held", "default");
     wait_gone(&shard, &held_path).await;
     wait_gone(&shard, &waiting_path).await;
+
+    // Proof that the background collection was still under way at the kill: the index the
+    // restarted collector built held more than it holds once everything of this test is
+    // gone, plus `waiting` and `held`. The surplus are dependents of `owner` the crashed
+    // collector had not deleted yet; without them the recovery path above never ran.
+    let log_before_restart = log_len(&shard);
+    shard.restart().await.expect("a clean restart");
+    let indexed_at_rest = indexed_objects_since(&shard, log_before_restart).await;
+    let pending_dependents = indexed_after_kill.saturating_sub(indexed_at_rest + 2);
+    assert!(
+        pending_dependents > 0,
+        "no dependent was left to collect at the kill (indexed {indexed_after_kill} after it, \
+         {indexed_at_rest} at rest): the test did not interrupt a collection"
+    );
+}
+
+/// The length of the shard log now, to find what a restart logs after it.
+fn log_len(shard: &ShardProcess) -> usize {
+    std::fs::read_to_string(shard.log_path()).map(|log| log.len()).unwrap_or_default()
+}
+
+/// How many objects the collector indexed when it first listed the store after the log
+/// reached `offset` bytes (its line "garbage collector indexed the store objects=N").
+async fn indexed_objects_since(shard: &ShardProcess, offset: usize) -> usize {
+    let deadline = Instant::now() + GC_DEADLINE;
+    loop {
+        let log = std::fs::read_to_string(shard.log_path()).unwrap_or_default();
+        let line = log.get(offset..).and_then(|tail| tail.lines().find(|l| l.contains("collector indexed the store")));
+        if let Some(objects) = line.and_then(|line| field(line, "objects")) {
+            return objects;
+        }
+        assert!(Instant::now() < deadline, "the collector never indexed the store after the restart");
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
+}
+
+/// The number after `name=` in a log line.
+fn field(line: &str, name: &str) -> Option<usize> {
+    let start = line.find(&format!("{name}="))? + name.len() + 1;
+    let digits: String = line[start..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
 }

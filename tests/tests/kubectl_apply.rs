@@ -180,10 +180,19 @@ async fn edit_and_wait() {
 
     // wait --for=jsonpath / --for=delete.
     kubectl().args(["wait", "cm/app", "--for=jsonpath={.data.color}=purple", "--timeout=20s"]).ok();
+    // The waiter must see the object and then its DELETE: delete only once its watch is
+    // established (a wait started after the delete would succeed on "not found" at once).
+    let watches_before = shard.watches_started().await.unwrap();
     let waiter = kubectl().args(["wait", "cm/app", "--for=delete", "--timeout=60s"]).run_async();
     let waiting = tokio::spawn(waiter);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while shard.watches_started().await.unwrap() <= watches_before {
+        assert!(tokio::time::Instant::now() < deadline, "kubectl wait never started watching");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!waiting.is_finished(), "kubectl wait returned while cm/app still existed");
     kubectl().args(["delete", "cm", "app"]).ok();
     let waited = waiting.await.unwrap();
     assert!(waited.success(), "{} {}", waited.stdout, waited.stderr);
+    assert!(waited.stdout.contains("configmap/app condition met"), "{}", waited.stdout);
 }

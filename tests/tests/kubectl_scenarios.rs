@@ -12,11 +12,32 @@ struct Target {
     http: TlsHttp,
     /// The `<…>` of `/clusters/<…>/` for raw requests.
     cluster: String,
+    /// Admin clients of every shard the target's requests may land on, for their metrics.
+    shards: Vec<TlsHttp>,
 }
 
 impl Target {
     fn kubectl(&self) -> Kubectl {
         (self.kubectl)()
+    }
+
+    /// Watches started so far by the shards behind the target.
+    async fn watches_started(&self) -> u64 {
+        let mut total = 0;
+        for shard in &self.shards {
+            total += tests::shard::watches_started(shard).await.unwrap();
+        }
+        total
+    }
+
+    /// Waits (at most 30 s) until the shards behind the target started more watches than
+    /// `before`: a kubectl watch started after `before` was read is then established.
+    async fn wait_for_a_watch(&self, before: u64) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while self.watches_started().await <= before {
+            assert!(tokio::time::Instant::now() < deadline, "no watch reached a shard within 30 s");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 }
 
@@ -28,6 +49,7 @@ async fn direct(name: &str) -> (ShardProcess, Target) {
         kubectl: Box::new(move || kubectl_shard.clone().cluster(&cluster)),
         http: shard.http(),
         cluster: name.to_owned(),
+        shards: vec![shard.http()],
     };
     (shard, target)
 }
@@ -45,7 +67,12 @@ async fn proxied(installation: &Installation, name: &str) -> Target {
     let path = format!("root:{name}");
     proxy.wait_resolves(&path).await.unwrap();
     let (kubectl_proxy, cluster) = (proxy.kubectl(), path.clone());
-    Target { kubectl: Box::new(move || kubectl_proxy.clone().cluster(&cluster)), http: proxy.http(), cluster: path }
+    Target {
+        kubectl: Box::new(move || kubectl_proxy.clone().cluster(&cluster)),
+        http: proxy.http(),
+        cluster: path,
+        shards: installation.all().map(ShardProcess::http).collect(),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -203,20 +230,39 @@ async fn discovery_api_resources_and_explain(target: &Target) {
 }
 
 async fn watch_sees_writes_of_another_client(target: &Target) {
+    let started_before = target.watches_started().await;
+    // The server ends the watch after --request-timeout, and kubectl then exits 0.
     let watcher = target
         .kubectl()
-        .args(["get", "configmaps", "-n", "default", "-w", "-o", "name", "--request-timeout=8s"])
-        .timeout(Duration::from_secs(20))
+        .args(["get", "configmaps", "-n", "default", "-w", "--output-watch-events", "--request-timeout=10s"])
+        .timeout(Duration::from_secs(30))
         .run_async();
     let watching = tokio::spawn(watcher);
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // kubectl lists, then watches from the list's version: once its watch reached the
+    // shard, every later write is an event of this watch.
+    target.wait_for_a_watch(started_before).await;
     for name in ["first", "second"] {
         target.kubectl().args(["create", "configmap", name, "-n", "default"]).ok();
     }
     target.kubectl().args(["delete", "configmap", "first", "-n", "default"]).ok();
     let output = watching.await.unwrap();
-    assert!(output.stdout.contains("configmap/first"), "{output:?}");
-    assert!(output.stdout.contains("configmap/second"), "{output:?}");
+    assert!(output.success(), "the watch failed: {output:?}");
+    // The table with an EVENT column: "ADDED   first   0   0s".
+    let events: Vec<(&str, &str)> = output
+        .stdout
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let mut columns = line.split_whitespace();
+            Some((columns.next()?, columns.next()?))
+        })
+        .filter(|(_, name)| *name != "kube-root-ca.crt")
+        .collect();
+    assert_eq!(
+        events,
+        [("ADDED", "first"), ("ADDED", "second"), ("DELETED", "first")],
+        "the watch's events in order: {output:?}"
+    );
 }
 
 async fn finalizers_hold_deletion_until_removed(target: &Target) {

@@ -103,14 +103,22 @@ async fn streaming_list_ends_with_an_initial_events_end_bookmark() {
     assert_eq!(events[4]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
     assert_eq!(events[5]["object"]["metadata"]["name"], "d");
 
-    // Paged lists are consistent snapshots.
+    // Paged lists are consistent snapshots: writes between pages that sort after the
+    // continue key (a new object, a changed one) would show up in the rest if the
+    // continue ignored the first page's revision.
     let page = http.get(&format!("{CMS}?limit=2")).await.unwrap().json().unwrap();
     assert_eq!(page["items"].as_array().unwrap().len(), 2);
     let token = page["metadata"]["continue"].as_str().unwrap();
+    http.post_json(CMS, &configmap("e-between-pages")).await.unwrap();
+    http.merge_patch(&format!("{CMS}/c"), &json!({"data": {"v": "changed"}})).await.unwrap();
     let rest = http.get(&format!("{CMS}?limit=10&continue={token}")).await.unwrap().json().unwrap();
-    // c, d and the namespace's kube-root-ca.crt.
-    assert_eq!(rest["items"].as_array().unwrap().len(), 3, "{rest}");
+    let names: Vec<&str> =
+        rest["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["c", "d", "kube-root-ca.crt"], "the rest at the first page's revision: {rest}");
+    assert_eq!(rest["items"][0]["data"]["v"], "c", "c as it was at the first page: {rest}");
     assert_eq!(rest["metadata"]["resourceVersion"], page["metadata"]["resourceVersion"]);
+    let now = http.get(CMS).await.unwrap().json().unwrap();
+    assert_eq!(now["items"].as_array().unwrap().len(), 6, "the writes between pages happened: {now}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -212,14 +220,29 @@ async fn acknowledged_writes_survive_kill_9() {
     assert!(next_rv > max_acknowledged, "resourceVersion went backwards: {next_rv} <= {max_acknowledged}");
 }
 
-/// Reads a watch stream until it ends or `deadline`, returning (type, name, rv) per event.
-async fn collect_events(http: &tests::TlsHttp, path: &str) -> Vec<(String, String, u64)> {
+/// What one watch request delivered: (type, name, rv) per event, and how it ended.
+struct Watched {
+    events: Vec<(String, String, u64)>,
+    /// The server closed the stream (its `timeoutSeconds`), rather than an error, a
+    /// broken connection or ten silent seconds ending it.
+    ended_cleanly: bool,
+}
+
+/// Reads a watch stream until it ends or is silent for ten seconds. A watch that the
+/// shard refuses (or cannot be reached for) is an error, not an empty list of events.
+async fn collect_events(http: &tests::TlsHttp, path: &str) -> anyhow::Result<Watched> {
     use http_body_util::BodyExt;
-    let Ok(response) = http.send_streaming(Method::GET, path, &[], vec![]).await else { return Vec::new() };
+    let response = http.send_streaming(Method::GET, path, &[], vec![]).await?;
+    anyhow::ensure!(response.status() == 200, "GET {path}: HTTP {}", response.status());
     let mut body = response.into_body();
     let mut buffer = Vec::new();
     let mut events = Vec::new();
-    while let Ok(Some(Ok(frame))) = tokio::time::timeout(Duration::from_secs(10), body.frame()).await {
+    let ended_cleanly = loop {
+        let frame = match tokio::time::timeout(Duration::from_secs(10), body.frame()).await {
+            Ok(Some(Ok(frame))) => frame,
+            Ok(None) => break true,
+            Ok(Some(Err(_))) | Err(_) => break false,
+        };
         if let Some(data) = frame.data_ref() {
             buffer.extend_from_slice(data);
         }
@@ -234,8 +257,8 @@ async fn collect_events(http: &tests::TlsHttp, path: &str) -> Vec<(String, Strin
                 rv,
             ));
         }
-    }
-    events
+    };
+    Ok(Watched { events, ended_cleanly })
 }
 
 /// A watcher that resumes from its last resourceVersion after the shard crashed (kill -9)
@@ -252,33 +275,69 @@ async fn a_watch_resumed_after_kill_9_misses_nothing() {
         let path = watch_path.clone();
         async move { collect_events(&http, &path).await }
     });
+    let (acknowledged_tx, mut acknowledged_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let mut writers = Vec::new();
     for worker in 0..4 {
-        let http = http.clone();
+        let (http, acknowledged_tx) = (http.clone(), acknowledged_tx.clone());
         writers.push(tokio::spawn(async move {
-            let mut acknowledged = Vec::new();
             for i in 0.. {
                 match http.post_json(CMS, &configmap(&format!("k{worker}-{i}"))).await {
-                    Ok(r) if r.status == 201 => acknowledged.push(format!("k{worker}-{i}")),
-                    _ => return acknowledged,
+                    Ok(r) if r.status == 201 => {
+                        let _ = acknowledged_tx.send(format!("k{worker}-{i}"));
+                    }
+                    _ => return,
                 }
             }
-            acknowledged
         }));
     }
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    shard.kill9();
+    drop(acknowledged_tx);
+    // Kill only once writes are being acknowledged, so the crash interrupts a stream of them.
     let mut acknowledged = Vec::new();
-    for writer in writers {
-        acknowledged.extend(writer.await.unwrap());
+    while acknowledged.len() < 50 {
+        let name = tokio::time::timeout(Duration::from_secs(30), acknowledged_rx.recv())
+            .await
+            .expect("50 writes acknowledged within 30 s")
+            .expect("the writers run until the kill");
+        acknowledged.push(name);
     }
-    let seen_before = before.await.unwrap();
-    let last_seen = seen_before.iter().map(|(_, _, rv)| *rv).max().unwrap_or(start_rv);
+    shard.kill9();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    while let Ok(name) = acknowledged_rx.try_recv() {
+        acknowledged.push(name);
+    }
+    let before = before.await.unwrap().expect("the watch before the kill was served");
+    assert!(!before.ended_cleanly, "the kill, not the server's timeout, ended the first watch");
+    let seen_before = before.events;
+    assert!(!seen_before.is_empty(), "the first watch delivered nothing before the kill");
+    let last_seen = seen_before.iter().map(|(_, _, rv)| *rv).max().unwrap();
 
     shard.restart().await.unwrap();
     let http = shard.http();
+    // A write after the restart, which the resumed watch must deliver after whatever it
+    // missed: so the resumed watch delivers something even if the first saw every write.
+    let after_restart = "written-after-restart";
+    let created = http.post_json(CMS, &configmap(after_restart)).await.unwrap();
+    assert_eq!(created.status, 201, "{}", created.text());
     let resumed_path = format!("{CMS}?watch=true&resourceVersion={last_seen}&timeoutSeconds=3");
-    let seen_after = collect_events(&http, &resumed_path).await;
+    let resumed = collect_events(&http, &resumed_path).await.expect("the resumed watch was served");
+    assert!(resumed.ended_cleanly, "the resumed watch ended on an error: {:?}", resumed.events);
+    let seen_after = resumed.events;
+    assert_eq!(
+        seen_after.last().map(|(_, name, _)| name.as_str()),
+        Some(after_restart),
+        "the resumed watch delivers the write after the restart, last"
+    );
+    acknowledged.push(after_restart.to_string());
+    let missed_by_first: Vec<&String> =
+        acknowledged.iter().filter(|name| !seen_before.iter().any(|(_, seen, _)| seen == *name)).collect();
+    for name in &missed_by_first {
+        assert!(
+            seen_after.iter().any(|(_, seen, _)| seen == *name),
+            "acknowledged {name}, not seen before the kill, was not delivered by the resumed watch"
+        );
+    }
 
     let all: Vec<&(String, String, u64)> = seen_before.iter().chain(seen_after.iter()).collect();
     assert!(all.iter().all(|(kind, _, _)| kind == "ADDED"), "only creates happened: {all:?}");
