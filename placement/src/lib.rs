@@ -19,6 +19,8 @@
 //! - `framework`: the stages (filter, keep, batch, score, normalise, sort, select, bind)
 //!   and the report with a reason for every candidate.
 //! - `decision`: what comes out.
+//! - [`pace`]: how fast a placement may leave clusters that still qualify (damping of
+//!   score churn, disruption budgets, opt-in rescheduling, rebalance requests).
 //! - `pages`: OCM's decision pages laid out and written so that no cluster that stays
 //!   chosen ever vanishes from them while they are rewritten (ocm#1346); `groups`:
 //!   OCM's decision groups over those pages, so that a cluster moving from one group to
@@ -36,6 +38,7 @@ mod decision;
 mod error;
 mod framework;
 mod groups;
+pub mod pace;
 mod pages;
 mod plugins;
 mod policy;

@@ -303,6 +303,12 @@ pub struct State {
     /// OCM Balance: how many decisions of other placements each cluster carries.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub other_decisions: BTreeMap<String, u64>,
+    /// Decide as if the current decisions were not yet placed, except that they still
+    /// win ties (Steady): nothing is kept by rule, and filters grant them no exemption
+    /// (a Fleet NoSchedule taint or an unschedulable mark then turns them away too).
+    /// What rescheduling compares the sticky decision with ([`crate::pace`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reconsider: bool,
     /// The current decisions that are settled (Fleet's Bound bindings, where Scheduled
     /// ones are not rolled out yet). When the policy wants fewer than are kept, unsettled
     /// ones are dropped first, worst first, then settled ones, worst first (KubeFleet's
@@ -314,6 +320,6 @@ pub struct State {
 impl State {
     /// A state at `now` with no current decisions.
     pub fn at(now: Timestamp) -> State {
-        State { now, current: Vec::new(), other_decisions: BTreeMap::new(), settled: Vec::new() }
+        State { now, current: Vec::new(), other_decisions: BTreeMap::new(), reconsider: false, settled: Vec::new() }
     }
 }

@@ -49,6 +49,7 @@ pub fn start_controllers(
     handles: Handles,
     tmc: crate::tmc::Settings,
     fleet: crate::fleet::controller::Settings,
+    ocm: crate::ocm::controller::Settings,
     health: crate::controllers::shard_health::Settings,
 ) {
     tokio::spawn(crate::controllers::namespace::run(shard.clone()));
@@ -58,7 +59,7 @@ pub fn start_controllers(
     tokio::spawn(crate::controllers::workspace::run(shard.clone()));
     tokio::spawn(crate::controllers::shard_health::run(shard.clone(), health));
     tokio::spawn(crate::tmc::controller::run(shard.clone(), tmc));
-    tokio::spawn(crate::ocm::controller::run(shard.clone()));
+    tokio::spawn(crate::ocm::controller::run(shard.clone(), ocm));
     tokio::spawn(crate::fleet::controller::run(shard.clone(), fleet));
     tokio::spawn(crate::export_view::endpoints::run(shard.clone(), handles.bindings.bound.clone()));
     tokio::spawn(crate::binding::claims::run(shard.clone(), handles.claims));

@@ -115,6 +115,11 @@ pub struct Config {
     /// and Works all the same (KubeFleet's --force-delete-wait-time: 15 minutes).
     #[arg(long, default_value_t = 900.0)]
     pub fleet_force_delete_wait_seconds: f64,
+    /// Seconds within which score-only changes (OCM add-on scores, resource figures; Fleet placements that opt in
+    /// to rescheduling) move a placement's decisions at most once; a placement's
+    /// `placement.atoll.io/disruption-interval-seconds` annotation overrides it (OCM discusses one minute).
+    #[arg(long, default_value_t = 60.0)]
+    pub placement_damping_seconds: f64,
     /// Seconds another shard may fail every probe before the Workspaces here whose logical clusters it hosts go
     /// `Unavailable` (condition WorkspaceShardAvailable); they are `Ready` again at its first answer.
     #[arg(long, default_value_t = 30.0)]
@@ -210,11 +215,13 @@ pub async fn start(args: Config) -> anyhow::Result<Running> {
         unhealthy_timeout: Duration::from_secs_f64(args.fleet_heartbeat_timeout_seconds.max(0.1)),
     };
     let force_delete_wait = Duration::from_secs_f64(args.fleet_force_delete_wait_seconds.max(0.0));
-    let fleet = crate::fleet::controller::Settings { eligibility, force_delete_wait };
+    let damping = Duration::from_secs_f64(args.placement_damping_seconds.max(0.0));
+    let fleet = crate::fleet::controller::Settings { eligibility, force_delete_wait, damping };
     let health = crate::controllers::shard_health::Settings {
         grace: Duration::from_secs_f64(args.shard_unavailable_grace_seconds.max(0.0)),
     };
-    assemble::start_controllers(shard.clone(), handles, tmc, fleet, health);
+    let ocm = crate::ocm::controller::Settings { damping };
+    assemble::start_controllers(shard.clone(), handles, tmc, fleet, ocm, health);
     start_replication(&shard, &args, &material)?;
 
     let (shutdown, shutdown_rx) = watch::channel(false);

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use crate::decision::Bind;
 
-pub(super) fn diff(current: &[String], desired: &[String]) -> Bind {
+pub(crate) fn diff(current: &[String], desired: &[String]) -> Bind {
     let current: BTreeSet<&str> = current.iter().map(String::as_str).collect();
     let desired: BTreeSet<&str> = desired.iter().map(String::as_str).collect();
     let owned = |names: Vec<&str>| names.into_iter().map(str::to_string).collect();

@@ -5,6 +5,9 @@
 //! Filters that depend on earlier picks (topology spread) are prepared once too, but run
 //! every round over the candidates still in the pool, after being told the picks so far;
 //! their rejections are provisional, and the next round judges those candidates again.
+//!
+//! Filters see a current decision as current (some exempt it: Fleet's NoSchedule taints,
+//! unschedulable marks, OCM's NoSelectIfNew) unless the state asks to reconsider.
 
 use super::ledger::{Entry, Status};
 use crate::candidate::Candidate;
@@ -25,8 +28,9 @@ pub(super) fn active<'p>(profile: &'p Profile, policy: &Policy) -> Vec<&'p Filte
 /// Runs the filters that do not depend on picks over every candidate.
 pub(super) fn run_static(filters: &[&FilterPlugin], context: &Context<'_>, entries: &mut [Entry]) -> Result<(), Error> {
     let prepared = prepare(filters.iter().filter(|f| !f.depends_on_picks()), context)?;
+    let exempt = !context.state.reconsider;
     for (index, (entry, candidate)) in entries.iter_mut().zip(context.candidates).enumerate() {
-        judge(&prepared, entry, Subject { index, candidate, current: entry.current }, false);
+        judge(&prepared, entry, Subject { index, candidate, current: exempt && entry.current }, false);
     }
     Ok(())
 }
@@ -40,6 +44,7 @@ pub(super) fn prepare_dynamic<'a>(filters: &[&FilterPlugin], context: &Context<'
 /// rejections of the previous round.
 pub(super) fn run_dynamic(
     prepared: &mut Prepared<'_>,
+    exempt: bool,
     placed: &[bool],
     candidates: &[Candidate],
     entries: &mut [Entry],
@@ -53,7 +58,8 @@ pub(super) fn run_dynamic(
         if matches!(entry.status, Status::Rejected { retry: true, .. }) {
             entry.status = Status::Feasible;
         }
-        judge(prepared, entry, Subject { index, candidate: &candidates[index], current: entry.current }, true);
+        let current = exempt && entry.current;
+        judge(prepared, entry, Subject { index, candidate: &candidates[index], current }, true);
     }
 }
 

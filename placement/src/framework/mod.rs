@@ -2,7 +2,8 @@
 //!
 //! 1. **filter** (`filter`): every candidate through the profile's filters; the first
 //!    rejection, with its reason, is recorded in the ledger (`ledger`).
-//! 2. **keep**: sticky profiles keep the current decisions that passed.
+//! 2. **keep**: sticky profiles keep the current decisions that passed (unless the state
+//!    asks to reconsider them).
 //! 3. rounds, until the policy's number is reached or nothing more can be picked:
 //!    - **batch** (`batch`): how many this round may pick (one at a time under spread
 //!      constraints, otherwise all that are wanted);
@@ -39,6 +40,8 @@ use rank::Ranker;
 use score::{Rescore, Scoring};
 use weights::ActiveScorer;
 
+pub(crate) use bind::diff;
+
 /// Decides where a placement goes: which of `candidates` the `policy` picks under
 /// `profile`, starting from `state`.
 pub fn decide(profile: &Profile, policy: &Policy, candidates: &[Candidate], state: &State) -> Result<Decision, Error> {
@@ -51,7 +54,7 @@ pub fn decide(profile: &Profile, policy: &Policy, candidates: &[Candidate], stat
     let mut decider = Decider::new(profile, context, &scorers)?;
     filter::run_static(&filters, &context, &mut decider.entries)?;
     decider.dynamic_filters = filter::prepare_dynamic(&filters, &context)?;
-    if profile.keep_current {
+    if profile.keep_current && !state.reconsider {
         decider.keep_current();
     }
     let mut rescore = Rescore::All;
@@ -157,7 +160,8 @@ impl<'a> Decider<'a> {
             self.score(rescore, &scored);
         }
         let candidates = self.context.candidates;
-        filter::run_dynamic(&mut self.dynamic_filters, &self.placed, candidates, &mut self.entries, &pool);
+        let exempt = !self.context.state.reconsider;
+        filter::run_dynamic(&mut self.dynamic_filters, exempt, &self.placed, candidates, &mut self.entries, &pool);
         pool.retain(|&i| self.entries[i].status == Status::Feasible);
         if rescore == Rescore::DependingOnPicks {
             self.score(rescore, &pool);

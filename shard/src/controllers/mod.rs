@@ -8,6 +8,7 @@ pub mod gc;
 pub mod logical_cluster;
 pub mod membership;
 pub mod namespace;
+pub mod pacing;
 pub mod queue;
 pub mod shard_health;
 pub mod workspace;

@@ -15,11 +15,18 @@ pub struct Settings {
     /// How long a member being deleted waits for its agent to leave before the hub
     /// collects its namespace all the same ([`super::leave`]).
     pub force_delete_wait: std::time::Duration,
+    /// Placements that opt in to rescheduling move voluntarily at most once per this
+    /// interval unless they name their own ([`placement::pace`]).
+    pub damping: std::time::Duration,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { eligibility: Eligibility::default(), force_delete_wait: super::leave::DEFAULT_FORCE_DELETE_WAIT }
+        Settings {
+            eligibility: Eligibility::default(),
+            force_delete_wait: super::leave::DEFAULT_FORCE_DELETE_WAIT,
+            damping: std::time::Duration::from_secs(60),
+        }
     }
 }
 

@@ -17,7 +17,7 @@
 use super::decide::{self, Inputs};
 use super::health;
 use super::{CLUSTER_GROUP, PLACEMENT_LABEL};
-use crate::controllers::{earliest, watch_clusters, DirtyClusters};
+use crate::controllers::{earliest, pacing, watch_clusters, DirtyClusters};
 use crate::state::Shard;
 use apiserver::objects;
 use apiserver::registry::ResourceType;
@@ -86,8 +86,16 @@ struct Dirty {
 /// clusters reads no lease.
 type Leases = Mutex<std::collections::HashMap<(String, String), jiff::Timestamp>>;
 
+/// How the OCM hub paces decisions.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// Score-only changes move a placement's decisions at most once per this interval,
+    /// unless the placement names its own (see [`placement::pace`]).
+    pub damping: Duration,
+}
+
 /// Runs the controller until the process ends.
-pub async fn run(shard: Arc<Shard>) {
+pub async fn run(shard: Arc<Shard>, settings: Settings) {
     let Some(rows) = Rows::of(&shard) else { return };
     let dirty = Dirty::default();
     // PlacementDecision writes are the controller's own and wake nothing.
@@ -125,7 +133,7 @@ pub async fn run(shard: Arc<Shard>) {
         let clusters = dirty.marked.take();
         for cluster in clusters {
             let started = std::time::Instant::now();
-            let done = hub(&shard, &rows, &leases, &cluster).await;
+            let done = hub(&shard, &rows, &leases, &cluster, settings).await;
             tracing::debug!(%cluster, took = ?started.elapsed(), "OCM hub pass");
             match done {
                 Ok(Some(at)) => {
@@ -143,7 +151,13 @@ pub async fn run(shard: Arc<Shard>) {
 
 /// Judges every ManagedCluster's health and decides every Placement of one logical
 /// cluster; returns when it must be looked at again without a write.
-async fn hub(shard: &Shard, rows: &Rows, leases: &Leases, cluster: &str) -> anyhow::Result<Option<jiff::Timestamp>> {
+async fn hub(
+    shard: &Shard,
+    rows: &Rows,
+    leases: &Leases,
+    cluster: &str,
+    settings: Settings,
+) -> anyhow::Result<Option<jiff::Timestamp>> {
     let list = |rt: &ResourceType| {
         objects::list_in_cluster(&shard.store, rt, cluster)
             .map_err(|e| anyhow::anyhow!("list {}: {}", rt.resource, e.message))
@@ -200,6 +214,7 @@ async fn hub(shard: &Shard, rows: &Rows, leases: &Leases, cluster: &str) -> anyh
         }
         let bindings: Vec<Value> =
             all_bindings.iter().filter(|b| meta::namespace(b) == Some(namespace)).cloned().collect();
+        let (pacing, moves) = pacing::read(placement, settings.damping);
         let inputs = Inputs {
             placement,
             clusters: &clusters,
@@ -208,9 +223,21 @@ async fn hub(shard: &Shard, rows: &Rows, leases: &Leases, cluster: &str) -> anyh
             scores: &scores,
             current: &current,
             other_decisions: &others,
+            pacing: &pacing,
+            moves: &moves,
             now,
         };
         let verdict = decide::decide(inputs);
+        if let Some(paced) = &verdict.pacing {
+            let rebalanced = paced.rebalanced.as_deref();
+            if let Err(error) =
+                pacing::write(shard, &rows.placements, placement, cluster, &paced.moves, rebalanced).await
+            {
+                tracing::warn!(%error, %cluster, namespace, name, "placement not written");
+                failed = Some(error);
+                continue;
+            }
+        }
         next = earliest(next, verdict.decision.as_ref().and_then(|d| d.requeue_at));
         // Each decision says why its cluster was picked, with the scores, as the
         // framework reports it; the scores go into the ScoreUpdate event too.
@@ -218,7 +245,9 @@ async fn hub(shard: &Shard, rows: &Rows, leases: &Leases, cluster: &str) -> anyh
         let written = write_pages(shard, rows, cluster, placement, &pages, &verdict.chosen, &reasons).await;
         let status = match written {
             Ok(names) => {
-                write_status(shard, rows, cluster, placement, &verdict.conditions, verdict.chosen.len(), &names).await
+                let mut conditions = verdict.conditions.to_vec();
+                conditions.extend(verdict.pacing.as_ref().and_then(|p| p.held_condition()));
+                write_status(shard, rows, cluster, placement, &conditions, verdict.chosen.len(), &names).await
             }
             Err(error) => Err(error),
         };

@@ -26,6 +26,7 @@ use super::rollout::{self, State};
 use super::scope::{MemberMemo, Rows, Selection, Settings, Triggers};
 use super::status::*;
 use super::*;
+use crate::controllers::pacing;
 use crate::state::Shard;
 use apiserver::objects;
 use apiserver::registry::ResourceType;
@@ -422,9 +423,13 @@ impl Hub<'_> {
         // Bound bindings are trimmed last when PickN shrinks, Scheduled ones first (KubeFleet).
         let bound = |b: &&Value| State::of(b) == State::Bound;
         let settled: Vec<String> = group.bindings.iter().filter(live).filter(bound).filter_map(target_of).collect();
-        let state = Now { now, current: current.clone(), other_decisions: BTreeMap::new(), settled };
-        let decision = placement::decide(&Profile::fleet(), &framework_policy, candidates, &state)
+        let state = Now { now, current: current.clone(), other_decisions: BTreeMap::new(), reconsider: false, settled };
+        let (pacing, moves) = pacing::read(crp, self.settings.damping);
+        let paced = placement::pace::decide(&Profile::fleet(), &framework_policy, candidates, &state, &pacing, &moves)
             .map_err(|e| anyhow::anyhow!("decide: {e}"))?;
+        pacing::write(self.shard, &self.rows.placements, crp, self.cluster, &paced.moves, paced.rebalanced.as_deref())
+            .await?;
+        let decision = paced.decision;
         for cluster in &decision.desired {
             let cluster_decision = cluster_decision(cluster, &decision, true);
             let existing = group.bindings.iter().find(|b| target_of(b).as_deref() == Some(cluster.as_str()));
@@ -539,12 +544,14 @@ impl Hub<'_> {
         let unavailable_period = jiff::SignedDuration::from_secs(unavailable_period.unwrap_or(60));
         // A cluster whose availability cannot be tracked becomes ready by time alone:
         // the placement is looked at again when the first such period ends.
-        selection.wake_at = work_states
+        let untrackable_ready = work_states
             .values()
             .filter(|w| w.available == Some(true))
             .filter_map(|w| w.untrackable_since?.checked_add(unavailable_period).ok())
             .filter(|at| *at > now)
             .min();
+        // Held voluntary moves are looked at again when pacing allows them.
+        selection.wake_at = crate::controllers::earliest(untrackable_ready, paced.resume_at);
         // An unavailable cluster blocks the rollout once its period is over: look again then.
         let unavailable_over = work_states
             .values()

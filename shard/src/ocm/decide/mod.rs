@@ -11,6 +11,7 @@
 
 use super::CLUSTER_SET_LABEL;
 use jiff::Timestamp;
+use placement::pace::{Moves, Swap};
 use placement::{Candidate, Decision, Outcome, Policy, Profile, State};
 use protocol::meta;
 use protocol::selector::LabelSelector;
@@ -21,6 +22,9 @@ use std::collections::{BTreeMap, BTreeSet};
 pub const MISCONFIGURED_CONDITION: &str = "PlacementMisconfigured";
 /// Type of the condition that says whether every wanted decision was made.
 pub const SATISFIED_CONDITION: &str = "PlacementSatisfied";
+/// Type of the condition (Atoll's) that says voluntary changes wait for damping or the
+/// disruption budget; absent when none wait.
+pub const HELD_CONDITION: &str = "PlacementChangesHeld";
 
 /// What one decision starts from: the Placement and the hub's objects it reads.
 #[derive(Debug, Clone, Copy)]
@@ -39,6 +43,10 @@ pub struct Inputs<'a> {
     pub current: &'a [String],
     /// How many decisions of other placements each cluster has (Balance).
     pub other_decisions: &'a BTreeMap<String, u64>,
+    /// How fast the decision may leave clusters that still qualify.
+    pub pacing: &'a placement::pace::Pacing,
+    /// The placement's recent voluntary moves.
+    pub moves: &'a Moves,
     /// The clock.
     pub now: Timestamp,
 }
@@ -65,6 +73,55 @@ pub struct Verdict {
     pub conditions: [Condition; 2],
     /// The framework's account, when it ran: per cluster why it was picked or rejected.
     pub decision: Option<Decision>,
+    /// What pacing made of the decision, when it ran.
+    pub pacing: Option<Pacing>,
+}
+
+/// What pacing ([`placement::pace`]) made of one decision.
+#[derive(Debug, Clone)]
+pub struct Pacing {
+    /// The voluntary moves to remember on the placement.
+    pub moves: Moves,
+    /// The rebalance request carried out by this decision.
+    pub rebalanced: Option<String>,
+    /// The voluntary changes that wait for damping or the disruption budget.
+    pub held: Vec<Swap>,
+    /// Whether a disruption budget (rather than damping alone) holds them.
+    pub budgeted: bool,
+    /// When the next of them may happen.
+    pub next: Option<Timestamp>,
+}
+
+impl Pacing {
+    /// The condition that says changes are held, when some are: a placement that waits
+    /// says so, and names what waits and until when, rather than looking settled.
+    pub fn held_condition(&self) -> Option<Condition> {
+        if self.held.is_empty() {
+            return None;
+        }
+        let swaps: Vec<String> = self
+            .held
+            .iter()
+            .map(|swap| match (&swap.out, &swap.into) {
+                (Some(out), Some(into)) => format!("{out} -> {into}"),
+                (Some(out), None) => format!("{out} leaves"),
+                (None, Some(into)) => format!("{into} joins"),
+                (None, None) => String::new(),
+            })
+            .collect();
+        let (reason, why) = if self.budgeted {
+            ("DisruptionBudgetExhausted", "the disruption budget")
+        } else {
+            ("ScoreChangeDamped", "score changes are damped")
+        };
+        let when = self.next.map_or_else(|| "when the budget allows".to_string(), |at| format!("from {at}"));
+        Some(Condition {
+            kind: HELD_CONDITION,
+            status: true,
+            reason: reason.into(),
+            message: format!("{} change(s) held by {why}, {when}: {}", self.held.len(), swaps.join(", ")),
+        })
+    }
 }
 
 /// Decides one placement.
@@ -98,6 +155,7 @@ pub fn decide(inputs: Inputs<'_>) -> Verdict {
         chosen: Vec::new(),
         conditions: [misconfigured, satisfied],
         decision: None,
+        pacing: None,
     };
     if bound.is_empty() {
         let message = "No valid ManagedClusterSetBindings found in placement namespace".to_string();
@@ -135,10 +193,21 @@ pub fn decide(inputs: Inputs<'_>) -> Verdict {
         now: inputs.now,
         current: inputs.current.to_vec(),
         other_decisions: inputs.other_decisions.clone(),
+        reconsider: false,
         settled: Vec::new(),
     };
-    let decision = match placement::decide(&Profile::ocm(), &policy, &candidates, &state) {
-        Ok(decision) => decision,
+    let paced = placement::pace::decide(&Profile::ocm(), &policy, &candidates, &state, inputs.pacing, inputs.moves);
+    let (decision, pacing) = match paced {
+        Ok(paced) => {
+            let pacing = Pacing {
+                moves: paced.moves,
+                rebalanced: paced.rebalanced,
+                held: paced.held,
+                budgeted: inputs.pacing.budget.is_some(),
+                next: paced.resume_at,
+            };
+            (paced.decision, Some(pacing))
+        }
         Err(error) => {
             let why = error.to_string();
             let satisfied = unsatisfied("NotAllDecisionsScheduled", why.clone());
@@ -159,7 +228,7 @@ pub fn decide(inputs: Inputs<'_>) -> Verdict {
     } else {
         unsatisfied("NotAllDecisionsScheduled", format!("{} cluster decisions unscheduled", decision.unsatisfied))
     };
-    Verdict { chosen: decision.desired.clone(), conditions: [configured, satisfied], decision: Some(decision) }
+    Verdict { chosen: decision.desired.clone(), conditions: [configured, satisfied], decision: Some(decision), pacing }
 }
 
 fn strings(value: Option<&Value>) -> Vec<String> {

@@ -61,6 +61,8 @@ impl World {
             scores: &self.scores,
             current,
             other_decisions: &other,
+            pacing: &placement::pace::Pacing::none(),
+            moves: &placement::pace::Moves::default(),
             now: "2026-11-25T10:00:00Z".parse().unwrap(),
         })
     }

@@ -1,0 +1,351 @@
+//! Pacing: how fast a placement may leave clusters that still qualify.
+//!
+//! A decision changes a placement in two ways. Forced changes apply at once: a current
+//! cluster that left or now fails a filter is replaced, and a changed count adds or
+//! trims. Voluntary changes replace a current cluster that still qualifies with one that
+//! ranks higher: a score moved (OCM's add-on scores and resource figures), a better
+//! cluster joined or recovered, or, where the placement opted in to rescheduling, a kept
+//! cluster was tainted. The *sticky* decision holds only the forced changes, the *ideal*
+//! one both. Pacing moves from the sticky decision toward the ideal one as fast as the
+//! placement allows:
+//!
+//! - **damping**: voluntary moves happen at most once per interval, so churning scores
+//!   move decisions at most that often (ocm#1436 discusses one minute);
+//! - **disruption budget**: at most N, or P% of the placement's clusters, change
+//!   voluntarily within any window of that interval;
+//! - **rebalance**: a one-shot request decides from scratch, as if nothing were placed
+//!   yet, and applies the result whole.
+//!
+//! Swaps are made best-first: the highest-ranked newcomer replaces the lowest-ranked
+//! cluster that leaves. The moves made are a short history ([`Moves`]) the controller
+//! keeps on the placement (an annotation), so a restart does not refill the budget. A
+//! held swap is named in the leaving cluster's reason, with the time it may happen, and
+//! the decision's `requeue_at` wakes the controller then. Pure: the clock is an input.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+
+use jiff::{SignedDuration, Timestamp};
+
+use crate::candidate::Candidate;
+use crate::decision::{Decision, Outcome};
+use crate::error::Error;
+use crate::framework::{decide as decide_once, diff};
+use crate::policy::{Policy, State};
+use crate::profile::Profile;
+
+/// Opts a sticky placement (Fleet) in to voluntary moves: `Enabled`.
+pub const RESCHEDULING_ANNOTATION: &str = "placement.atoll.io/rescheduling";
+/// At most this many clusters (`3`) or this share of the placement's clusters (`25%`)
+/// change voluntarily per interval.
+pub const BUDGET_ANNOTATION: &str = "placement.atoll.io/disruption-budget";
+/// The interval, in seconds, of the budget and of damping.
+pub const INTERVAL_ANNOTATION: &str = "placement.atoll.io/disruption-interval-seconds";
+/// A rebalance request: a new value asks for one decision from scratch.
+pub const REBALANCE_ANNOTATION: &str = "placement.atoll.io/rebalance";
+/// The rebalance request last carried out (written by the controller).
+pub const REBALANCED_ANNOTATION: &str = "placement.atoll.io/rebalanced";
+/// The voluntary moves of the last interval (written by the controller).
+pub const MOVES_ANNOTATION: &str = "placement.atoll.io/moves";
+
+/// How many clusters a budget allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// This many.
+    Count(u32),
+    /// This percentage of the placement's clusters, rounded up (as Kubernetes and
+    /// Fleet round maxUnavailable); at least one when above zero.
+    Percent(u32),
+}
+
+impl Limit {
+    /// Reads `3` or `25%`.
+    pub fn parse(text: &str) -> Result<Limit, String> {
+        let text = text.trim();
+        let number =
+            |digits: &str| digits.parse::<u32>().map_err(|_| format!("{text:?} is not a count or a percentage"));
+        match text.strip_suffix('%') {
+            Some(percent) => {
+                let percent = number(percent)?;
+                if percent > 100 {
+                    return Err(format!("{text:?} is above 100%"));
+                }
+                Ok(Limit::Percent(percent))
+            }
+            None => Ok(Limit::Count(number(text)?)),
+        }
+    }
+
+    /// The number of clusters out of `size`.
+    pub fn of(self, size: usize) -> usize {
+        match self {
+            Limit::Count(n) => n as usize,
+            Limit::Percent(0) => 0,
+            Limit::Percent(p) => (size * p as usize).div_ceil(100).max(1),
+        }
+    }
+}
+
+/// How fast one placement may move voluntarily.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pacing {
+    /// Damping and budget window.
+    pub interval: SignedDuration,
+    /// At most this many voluntary changes per window; `None`: any number, but at most
+    /// one round of moves per window (damping alone).
+    pub budget: Option<Limit>,
+    /// Sticky profiles move voluntarily only when this is set.
+    pub reschedule: bool,
+    /// A rebalance request not yet carried out.
+    pub rebalance: Option<String>,
+}
+
+impl Pacing {
+    /// No pacing: every voluntary move happens at once (a zero interval), nothing opted in.
+    pub fn none() -> Pacing {
+        Pacing { interval: SignedDuration::ZERO, budget: None, reschedule: false, rebalance: None }
+    }
+
+    /// The placement's pacing from its annotations, with `interval` (the installation's
+    /// damping interval) where the placement names none. Unreadable annotations are
+    /// ignored, and said so in the returned warnings.
+    pub fn from_annotations(annotations: &BTreeMap<String, String>, interval: SignedDuration) -> (Pacing, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut pacing = Pacing { interval, budget: None, reschedule: false, rebalance: None };
+        if let Some(text) = annotations.get(INTERVAL_ANNOTATION) {
+            match text.trim().parse::<i64>() {
+                Ok(seconds) if seconds >= 0 => pacing.interval = SignedDuration::from_secs(seconds),
+                _ => warnings.push(format!("{INTERVAL_ANNOTATION}: {text:?} is not a number of seconds; ignored")),
+            }
+        }
+        if let Some(text) = annotations.get(BUDGET_ANNOTATION) {
+            match Limit::parse(text) {
+                Ok(limit) => pacing.budget = Some(limit),
+                Err(why) => warnings.push(format!("{BUDGET_ANNOTATION}: {why}; ignored")),
+            }
+        }
+        match annotations.get(RESCHEDULING_ANNOTATION).map(String::as_str) {
+            None | Some("Disabled") => {}
+            Some("Enabled") => pacing.reschedule = true,
+            Some(other) => {
+                warnings.push(format!("{RESCHEDULING_ANNOTATION}: {other:?} is neither Enabled nor Disabled; ignored"))
+            }
+        }
+        let request = annotations.get(REBALANCE_ANNOTATION).filter(|r| !r.is_empty());
+        if request.is_some() && request != annotations.get(REBALANCED_ANNOTATION) {
+            pacing.rebalance = request.cloned();
+        }
+        (pacing, warnings)
+    }
+}
+
+/// The voluntary moves a placement made recently: when, and how many clusters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Moves(pub Vec<(Timestamp, u32)>);
+
+impl Moves {
+    /// Reads `2026-11-27T15:00:00Z=2,2026-11-27T15:05:00Z=1`; unreadable entries are
+    /// dropped (the budget then errs on the side of moving).
+    pub fn parse(text: &str) -> Moves {
+        let entries = text.split(',').filter_map(|entry| {
+            let (at, count) = entry.trim().split_once('=')?;
+            Some((at.parse().ok()?, count.parse().ok()?))
+        });
+        Moves(entries.collect())
+    }
+
+    /// The annotation's text.
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        for (at, count) in &self.0 {
+            if !text.is_empty() {
+                text.push(',');
+            }
+            let _ = write!(text, "{at}={count}");
+        }
+        text
+    }
+
+    /// The moves within the window that ends now.
+    fn within(&self, now: Timestamp, interval: SignedDuration) -> impl Iterator<Item = &(Timestamp, u32)> {
+        self.0.iter().filter(move |(at, _)| *at + interval > now)
+    }
+}
+
+/// One voluntary change: `out` leaves, `into` comes in (either may be absent).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Swap {
+    /// The current cluster that leaves.
+    pub out: Option<String>,
+    /// The cluster that replaces it.
+    pub into: Option<String>,
+}
+
+/// A paced decision.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Paced {
+    /// The decision to apply: the sticky one with the swaps made.
+    pub decision: Decision,
+    /// The history to keep, pruned to the window, with this decision's moves.
+    pub moves: Moves,
+    /// The swaps made now.
+    pub moved: Vec<Swap>,
+    /// The swaps the budget or damping holds back.
+    pub held: Vec<Swap>,
+    /// When the held swaps may start to happen (also in the decision's `requeue_at`).
+    pub resume_at: Option<Timestamp>,
+    /// The rebalance request carried out now.
+    pub rebalanced: Option<String>,
+}
+
+/// Decides like [`crate::decide`], then paces the voluntary part of the change.
+pub fn decide(
+    profile: &Profile,
+    policy: &Policy,
+    candidates: &[Candidate],
+    state: &State,
+    pacing: &Pacing,
+    moves: &Moves,
+) -> Result<Paced, Error> {
+    let now = state.now;
+    let kept_moves = || Moves(moves.within(now, pacing.interval).cloned().collect());
+    let unpaced = |decision: Decision| Paced {
+        decision,
+        moves: kept_moves(),
+        moved: vec![],
+        held: vec![],
+        resume_at: None,
+        rebalanced: None,
+    };
+    if let Some(request) = &pacing.rebalance {
+        let fresh = State { current: Vec::new(), reconsider: true, ..state.clone() };
+        let mut decision = decide_once(profile, policy, candidates, &fresh)?;
+        decision.bind = diff(&state.current, &decision.desired);
+        let mut history = kept_moves();
+        let changed = decision.bind.remove.len().max(decision.bind.add.len()) as u32;
+        if changed > 0 {
+            history.0.push((now, changed));
+        }
+        let moved = swaps(&decision.bind.remove, &decision.bind.add);
+        let rebalanced = Some(request.clone());
+        return Ok(Paced { decision, moves: history, moved, held: vec![], resume_at: None, rebalanced });
+    }
+    let base = decide_once(profile, policy, candidates, state)?;
+    let (sticky, ideal) = if profile.keep_current {
+        if !pacing.reschedule {
+            return Ok(unpaced(base));
+        }
+        let ideal = decide_once(profile, policy, candidates, &State { reconsider: true, ..state.clone() })?;
+        (base, ideal)
+    } else {
+        // Only a current cluster that still passes and was not picked is a voluntary move.
+        let voluntary =
+            base.clusters.iter().any(|r| r.outcome == Outcome::NotPicked && state.current.contains(&r.name));
+        if !voluntary {
+            return Ok(unpaced(base));
+        }
+        let sticky_profile = Profile { keep_current: true, ..profile.clone() };
+        (decide_once(&sticky_profile, policy, candidates, state)?, base)
+    };
+    Ok(pace(sticky, &ideal, &state.current, pacing, moves, now))
+}
+
+fn swaps(outs: &[String], ins: &[String]) -> Vec<Swap> {
+    let mut outs = outs.iter().cloned();
+    let mut ins = ins.iter().cloned();
+    std::iter::from_fn(|| match (outs.next(), ins.next()) {
+        (None, None) => None,
+        (out, into) => Some(Swap { out, into }),
+    })
+    .collect()
+}
+
+/// Moves from `sticky` toward `ideal` within the pacing.
+fn pace(
+    mut sticky: Decision,
+    ideal: &Decision,
+    current: &[String],
+    pacing: &Pacing,
+    moves: &Moves,
+    now: Timestamp,
+) -> Paced {
+    let in_ideal: BTreeSet<&str> = ideal.desired.iter().map(String::as_str).collect();
+    let in_sticky: BTreeSet<&str> = sticky.desired.iter().map(String::as_str).collect();
+    // Worst first leaves, best first comes in.
+    let outs: Vec<String> = sticky.desired.iter().rev().filter(|n| !in_ideal.contains(n.as_str())).cloned().collect();
+    let ins: Vec<String> = ideal.desired.iter().filter(|n| !in_sticky.contains(n.as_str())).cloned().collect();
+    let paired = outs.len().min(ins.len());
+    // Newcomers beyond those that replace someone are additions, which disrupt nothing.
+    let free_adds: Vec<String> = ins[paired..].to_vec();
+    let costly = swaps(&outs, &ins[..paired]);
+    let window: Vec<&(Timestamp, u32)> = moves.within(now, pacing.interval).collect();
+    let used: usize = window.iter().map(|(_, n)| *n as usize).sum();
+    let allowance = match pacing.budget {
+        None if window.is_empty() => usize::MAX,
+        None => 0,
+        Some(limit) => limit.of(sticky.desired.len().max(ideal.desired.len())).saturating_sub(used),
+    };
+    let taken = allowance.min(costly.len());
+    let (moved, held) = (costly[..taken].to_vec(), costly[taken..].to_vec());
+    let mut history = Moves(window.into_iter().cloned().collect());
+    if taken > 0 {
+        history.0.push((now, taken as u32));
+    }
+    // When the allowance grows again, counting this decision's moves: damping waits for
+    // the last move to age out, a budget for the oldest.
+    let times = history.0.iter().map(|(at, _)| *at);
+    let next_room = match pacing.budget {
+        None => times.max(),
+        Some(_) => times.min(),
+    }
+    .map(|at| at + pacing.interval);
+    let replaced: BTreeMap<&str, Option<&str>> =
+        moved.iter().filter_map(|s| Some((s.out.as_deref()?, s.into.as_deref()))).collect();
+    let mut desired: Vec<String> = Vec::with_capacity(sticky.desired.len() + free_adds.len());
+    for name in &sticky.desired {
+        match replaced.get(name.as_str()) {
+            Some(Some(into)) => desired.push(into.to_string()),
+            Some(None) => {}
+            None => desired.push(name.clone()),
+        }
+    }
+    desired.extend(free_adds.iter().cloned());
+    let newcomers: BTreeSet<&str> =
+        moved.iter().filter_map(|s| s.into.as_deref()).chain(free_adds.iter().map(String::as_str)).collect();
+    for report in &mut sticky.clusters {
+        if newcomers.contains(report.name.as_str()) {
+            if let Some(better) = ideal.report(&report.name) {
+                *report = better.clone();
+            }
+        }
+    }
+    let until = next_room.map_or_else(|| "the budget allows it".to_string(), |at| at.to_string());
+    for swap in &moved {
+        let Some(out) = &swap.out else { continue };
+        if let Ok(i) = sticky.clusters.binary_search_by(|r| r.name.as_str().cmp(out)) {
+            let report = &mut sticky.clusters[i];
+            report.outcome = Outcome::NotPicked;
+            report.reason = match &swap.into {
+                Some(into) => format!("rescheduled: replaced by {into}, which ranks higher; was {}", report.reason),
+                None => format!("rescheduled: no longer among the best; was {}", report.reason),
+            };
+        }
+    }
+    for swap in &held {
+        let Some(out) = &swap.out else { continue };
+        if let Ok(i) = sticky.clusters.binary_search_by(|r| r.name.as_str().cmp(out)) {
+            let report = &mut sticky.clusters[i];
+            let into = swap.into.as_deref().map_or(String::new(), |into| format!(" by {into}"));
+            let _ = write!(report.reason, "; to be replaced{into} when the disruption budget allows ({until})");
+        }
+    }
+    sticky.unsatisfied = sticky.wanted.map_or(0, |w| w.saturating_sub(desired.len()));
+    sticky.bind = diff(current, &desired);
+    sticky.desired = desired;
+    let resume_at = if held.is_empty() { None } else { next_room };
+    sticky.requeue_at = [sticky.requeue_at, resume_at].into_iter().flatten().min();
+    Paced { decision: sticky, moves: history, moved, held, resume_at, rebalanced: None }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,87 @@
+//! Pacing of placement decisions, shared by the Fleet and OCM hubs: a placement's
+//! annotations read into a [`Pacing`], and the voluntary moves a decision made written
+//! back onto it, before the decision itself is written, so a crash in between can only
+//! spend budget without moving, never move without spending it.
+
+use apiserver::registry::ResourceType;
+use apiserver::storage::{self, ObjectRef, WriteOptions};
+use placement::pace::{Moves, Pacing, MOVES_ANNOTATION, REBALANCED_ANNOTATION};
+use protocol::meta;
+use serde_json::Value;
+use std::time::Duration;
+
+use crate::state::Shard;
+
+/// A placement's pacing and its recent moves, from its annotations, with `damping` where
+/// it names no interval. Annotations that cannot be read are logged and ignored.
+pub fn read(placement: &Value, damping: Duration) -> (Pacing, Moves) {
+    let annotations = meta::annotations(placement);
+    let damping = jiff::SignedDuration::try_from(damping).unwrap_or(jiff::SignedDuration::ZERO);
+    let (pacing, warnings) = Pacing::from_annotations(&annotations, damping);
+    for warning in warnings {
+        tracing::warn!(placement = meta::name(placement).unwrap_or_default(), "{warning}");
+    }
+    let moves = annotations.get(MOVES_ANNOTATION).map(|text| Moves::parse(text)).unwrap_or_default();
+    (pacing, moves)
+}
+
+/// Whether the placement's annotations already say `moves` and `rebalanced`.
+fn recorded(placement: &Value, moves: &Moves, rebalanced: Option<&str>) -> bool {
+    let annotations = meta::annotations(placement);
+    let text = moves.render();
+    let moves_recorded = annotations.get(MOVES_ANNOTATION).map_or(text.is_empty(), |t| *t == text);
+    moves_recorded && rebalanced.is_none_or(|r| annotations.get(REBALANCED_ANNOTATION).map(String::as_str) == Some(r))
+}
+
+/// Writes `moves` and a carried-out rebalance request onto the placement when its
+/// annotations say otherwise. Metadata only: the placement's generation stays.
+pub async fn write(
+    shard: &Shard,
+    rt: &ResourceType,
+    placement: &Value,
+    cluster: &str,
+    moves: &Moves,
+    rebalanced: Option<&str>,
+) -> anyhow::Result<()> {
+    if recorded(placement, moves, rebalanced) {
+        return Ok(());
+    }
+    let name = meta::name(placement).unwrap_or_default();
+    let at = ObjectRef { cluster, namespace: meta::namespace(placement), name };
+    let text = moves.render();
+    storage::guaranteed_update(shard, rt, &at, None, WriteOptions::default(), |old| {
+        let mut new = old.clone();
+        let value = (!text.is_empty()).then_some(text.as_str());
+        meta::set_map_entry(&mut new, "annotations", MOVES_ANNOTATION, value);
+        if let Some(request) = rebalanced {
+            meta::set_annotation(&mut new, REBALANCED_ANNOTATION, request);
+        }
+        Ok(new)
+    })
+    .await
+    .map(|_| ())
+    .map_err(|e| anyhow::anyhow!("record the moves of placement {name}: {}", e.message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn moves_are_read_back_as_written() {
+        let placement = json!({"metadata": {"name": "p", "annotations": {
+            MOVES_ANNOTATION: "2026-11-27T12:00:00Z=2",
+            REBALANCED_ANNOTATION: "r1",
+            placement::pace::BUDGET_ANNOTATION: "1",
+        }}});
+        let (pacing, moves) = read(&placement, Duration::from_secs(60));
+        assert_eq!(pacing.budget, Some(placement::pace::Limit::Count(1)));
+        assert_eq!(pacing.interval, jiff::SignedDuration::from_secs(60));
+        assert_eq!(moves.0.len(), 1);
+        assert!(recorded(&placement, &moves, Some("r1")));
+        assert!(!recorded(&placement, &moves, Some("r2")));
+        assert!(!recorded(&placement, &Moves::default(), None));
+        assert!(recorded(&json!({"metadata": {"name": "q"}}), &Moves::default(), None));
+    }
+}

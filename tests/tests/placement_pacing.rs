@@ -1,0 +1,245 @@
+//! Pacing of placement decisions, end to end through the front-proxy with stock kubectl
+//! (Atoll's answer to OCM's score churn, ocm#1436, and to the stickiness Fleet and Karmada
+//! users ask to relax, fleet#715 and karmada#5172):
+//!
+//! - OCM: an add-on score change moves a decision at once, the next one within the
+//!   placement's damping interval is held, and the placement says so in a
+//!   `PlacementChangesHeld` condition naming the swap; a rebalance request applies it.
+//! - Fleet, with real member agents: a PickN placement that opts in to rescheduling moves
+//!   to its preferred member when that member joins, and away from it when it is tainted;
+//!   the same placement without the opt-in stays where it was put.
+
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use tests::agent::{wait_json, AgentProcess};
+use tests::installation::{Installation, InstallationOptions};
+
+/// An installation with a front-proxy and one workspace acting as the hub; returns it and
+/// the workspace's path.
+async fn hub(extra_args: Vec<String>) -> (Installation, String) {
+    let options = InstallationOptions { front_proxy: true, extra_args, ..InstallationOptions::default() };
+    let installation = Installation::start_with(options).await.expect("start the installation");
+    let placed = installation.place_workspaces("hub", 1, |p| p.values().any(|names| !names.is_empty())).await.unwrap();
+    let hub = format!("root:{}", placed.values().flatten().next().unwrap());
+    installation.proxy().wait_resolves(&hub).await.unwrap();
+    (installation, hub)
+}
+
+fn yaml(objects: &[Value]) -> String {
+    objects.iter().map(|o| serde_yaml_ng::to_string(o).unwrap()).collect::<Vec<_>>().join("---\n")
+}
+
+fn condition<'v>(object: &'v Value, kind: &str) -> Option<&'v Value> {
+    object["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == kind)
+}
+
+/// The clusters an OCM placement's decisions hold.
+fn decided(list: &Value) -> BTreeSet<String> {
+    let items = list["items"].as_array().cloned().unwrap_or_default();
+    items
+        .iter()
+        .flat_map(|d| d["status"]["decisions"].as_array().cloned().unwrap_or_default())
+        .filter_map(|d| d["clusterName"].as_str().map(str::to_string))
+        .collect()
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|n| n.to_string()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ocm_score_churn_is_damped_and_a_rebalance_applies_at_once() {
+    let (installation, hub) = hub(Vec::new()).await;
+    let proxy = installation.proxy();
+    let kubectl = || proxy.kubectl().cluster(&hub);
+    let clusters = ["a", "b", "c"];
+    let mut manifests: Vec<Value> = clusters
+        .iter()
+        .map(|name| {
+            json!({
+                "apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+                "metadata": {"name": name, "labels": {"cluster.open-cluster-management.io/clusterset": "all"}},
+                "spec": {"hubAcceptsClient": true},
+            })
+        })
+        .collect();
+    manifests.push(json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSet",
+        "metadata": {"name": "all"},
+    }));
+    manifests.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}}));
+    manifests.push(json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSetBinding",
+        "metadata": {"name": "all", "namespace": "apps"}, "spec": {"clusterSet": "all"},
+    }));
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&manifests)).ok();
+    let set_score = |cluster: &str, value: i64| {
+        let patch = json!({"status": {"scores": [{"name": "cpuRatio", "value": value}]}}).to_string();
+        let args = ["patch", "addonplacementscore", "cpu-ratio", "-n", cluster, "--subresource=status", "--type=merge"];
+        kubectl().args(args).args(["-p", &patch]).ok();
+    };
+    for (name, value) in [("a", 80), ("b", 50), ("c", 10)] {
+        wait_json(kubectl, &["namespace", name], "the hub's namespace for the cluster", |ns| {
+            ns["metadata"]["name"] == name
+        });
+        let score = json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1alpha1", "kind": "AddOnPlacementScore",
+            "metadata": {"name": "cpu-ratio", "namespace": name},
+        });
+        kubectl().args(["create", "-f", "-"]).stdin(score.to_string()).ok();
+        set_score(name, value);
+        // The registration agent's report, played by kubectl as in ocm_placement.rs.
+        let available = json!({"status": {"conditions": [{
+            "type": "ManagedClusterConditionAvailable", "status": "True", "reason": "ManagedClusterAvailable",
+            "message": "Managed cluster is available", "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }]}})
+        .to_string();
+        kubectl()
+            .args(["patch", "managedcluster", name, "--subresource=status", "--type=merge", "-p", &available])
+            .ok();
+    }
+    // One cluster by score; score changes may move it once an hour.
+    let placement = json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+        "metadata": {"name": "by-cpu", "namespace": "apps",
+            "annotations": {"placement.atoll.io/disruption-interval-seconds": "3600"}},
+        "spec": {
+            "numberOfClusters": 1,
+            "prioritizerPolicy": {"mode": "Exact", "configurations": [
+                {"scoreCoordinate": {"type": "AddOn", "addOn": {"resourceName": "cpu-ratio", "scoreName": "cpuRatio"}}, "weight": 1},
+            ]},
+        },
+    });
+    kubectl().args(["create", "-f", "-"]).stdin(placement.to_string()).ok();
+    let decisions = ["placementdecisions", "-n", "apps", "-l", "cluster.open-cluster-management.io/placement=by-cpu"];
+    let first = wait_json(kubectl, &decisions, "the first decision", |list| decided(list).len() == 1);
+    assert_eq!(decided(&first), set(&["a"]));
+
+    // The first score change moves the decision at once, and the move is remembered.
+    set_score("b", 95);
+    wait_json(kubectl, &decisions, "the decision moved to b", |list| decided(list) == set(&["b"]));
+    let placement_args = ["placement.cluster.open-cluster-management.io", "by-cpu", "-n", "apps"];
+    wait_json(kubectl, &placement_args, "the move recorded", |p| {
+        p["metadata"]["annotations"]["placement.atoll.io/moves"].as_str().is_some_and(|m| m.ends_with("=1"))
+    });
+
+    // The next one within the interval is held, and the placement says which and why.
+    set_score("c", 99);
+    let held = wait_json(kubectl, &placement_args, "the held change reported", |p| {
+        condition(p, "PlacementChangesHeld").is_some_and(|c| c["status"] == "True")
+    });
+    let reported = condition(&held, "PlacementChangesHeld").unwrap();
+    assert_eq!(reported["reason"], "ScoreChangeDamped", "{reported}");
+    assert!(reported["message"].as_str().unwrap().contains("b -> c"), "{reported}");
+    let still = kubectl().args(["get"]).args(decisions).args(["-o", "json"]).ok().json().unwrap();
+    assert_eq!(decided(&still), set(&["b"]), "a held change is not applied");
+    assert_eq!(condition(&held, "PlacementSatisfied").unwrap()["status"], "True");
+
+    // A rebalance request applies it at once, once.
+    kubectl().args(["annotate"]).args(placement_args).arg("placement.atoll.io/rebalance=first").ok();
+    wait_json(kubectl, &decisions, "the rebalanced decision", |list| decided(list) == set(&["c"]));
+    let done = wait_json(kubectl, &placement_args, "the rebalance recorded", |p| {
+        p["metadata"]["annotations"]["placement.atoll.io/rebalanced"] == "first"
+            && condition(p, "PlacementChangesHeld").is_none()
+    });
+    assert_eq!(done["metadata"]["generation"], 1, "pacing writes metadata only");
+}
+
+fn member_cluster(name: &str, tier: &str) -> Value {
+    json!({
+        "apiVersion": "cluster.kubernetes-fleet.io/v1", "kind": "MemberCluster",
+        "metadata": {"name": name, "labels": {"tier": tier}},
+        "spec": {"identity": {"kind": "User", "name": "fleet-agent", "apiGroup": "rbac.authorization.k8s.io"},
+            "heartbeatPeriodSeconds": 1},
+    })
+}
+
+/// The target clusters of a placement's bindings that are not Unscheduled.
+fn placed(bindings: &Value, crp: &str) -> BTreeSet<String> {
+    let items = bindings["items"].as_array().cloned().unwrap_or_default();
+    items
+        .iter()
+        .filter(|b| b["metadata"]["labels"]["kubernetes-fleet.io/parent-CRP"] == crp)
+        .filter(|b| b["spec"]["state"] != "Unscheduled")
+        .filter_map(|b| b["spec"]["targetCluster"].as_str().map(str::to_string))
+        .collect()
+}
+
+fn crp(name: &str, annotations: Value) -> Value {
+    json!({
+        "apiVersion": "placement.kubernetes-fleet.io/v1", "kind": "ClusterResourcePlacement",
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {
+            "resourceSelectors": [{"group": "", "version": "v1", "kind": "Namespace", "name": name}],
+            "policy": {"placementType": "PickN", "numberOfClusters": 1, "affinity": {"clusterAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 50, "preference": {
+                    "labelSelector": {"matchLabels": {"tier": "gold"}}}}],
+            }}},
+        },
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fleet_rescheduling_moves_to_a_recovered_member_and_off_a_tainted_one_only_when_opted_in() {
+    let (installation, hub) = hub(Vec::new()).await;
+    let proxy = installation.proxy();
+    let kubectl = || proxy.kubectl().cluster(&hub);
+    let names = ["bronze", "gold"];
+    let member = tests::ShardProcess::with_clusters(&names).await;
+    let logs = tempfile::tempdir().unwrap();
+    let identity = installation.user_identity("fleet-agent", &["system:masters"]).unwrap();
+    let hub_config = proxy.user_kubeconfig("fleet-agent", &identity, &hub).unwrap();
+    let start_agent = |name: &str| {
+        let config = member.user_kubeconfig(&format!("admin-{name}"), &["system:masters"], name).unwrap();
+        let log = logs.path().join(format!("{name}.log"));
+        let args = ["--heartbeat-interval-seconds", "1"];
+        AgentProcess::start_member_cluster(&hub_config, name, &config, &args, &log).unwrap()
+    };
+    let joined = |name: &str| {
+        wait_json(kubectl, &["membercluster", name], "joined by its agent", |m| {
+            condition(m, "Joined").is_some_and(|c| c["status"] == "True")
+        });
+    };
+
+    // Only bronze is in the fleet when both placements are made: both pick it.
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&[member_cluster("bronze", "bronze")])).ok();
+    let _bronze = start_agent("bronze");
+    joined("bronze");
+    let namespaces: Vec<Value> = ["sticky", "mobile"]
+        .iter()
+        .map(|n| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}))
+        .collect();
+    let mobile =
+        json!({"placement.atoll.io/rescheduling": "Enabled", "placement.atoll.io/disruption-interval-seconds": "1"});
+    let placements = [crp("sticky", json!({})), crp("mobile", mobile)];
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&namespaces)).ok();
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&placements)).ok();
+    let bindings = ["clusterresourcebindings"];
+    wait_json(kubectl, &bindings, "both placed on bronze", |b| {
+        placed(b, "sticky") == set(&["bronze"]) && placed(b, "mobile") == set(&["bronze"])
+    });
+
+    // The preferred member joins: only the placement that opted in moves to it.
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&[member_cluster("gold", "gold")])).ok();
+    let _gold = start_agent("gold");
+    joined("gold");
+    let moved = wait_json(kubectl, &bindings, "mobile moved to gold", |b| placed(b, "mobile") == set(&["gold"]));
+    assert_eq!(placed(&moved, "sticky"), set(&["bronze"]), "a placement that did not opt in stays");
+    // The workload follows: the namespace reaches gold's cluster.
+    let gold_config = member.user_kubeconfig("admin-gold-check", &["system:masters"], "gold").unwrap();
+    wait_json(
+        || member.kubectl_with(&gold_config),
+        &["namespace", "mobile"],
+        "mobile applied on gold",
+        |ns| ns["metadata"]["name"] == "mobile",
+    );
+
+    // gold is tainted NoSchedule: Fleet keeps what is there; the opted-in placement leaves.
+    let taint = json!({"spec": {"taints": [{"key": "maintenance", "value": "planned", "effect": "NoSchedule"}]}});
+    kubectl().args(["patch", "membercluster", "gold", "--type=merge", "-p", &taint.to_string()]).ok();
+    wait_json(kubectl, &bindings, "mobile left the tainted member", |b| placed(b, "mobile") == set(&["bronze"]));
+    let after = kubectl().args(["get", "clusterresourceplacement", "mobile", "-o", "json"]).ok().json().unwrap();
+    assert_eq!(after["metadata"]["generation"], 1, "pacing writes metadata only");
+    let sticky = kubectl().args(["get", "clusterresourcebindings", "-o", "json"]).ok().json().unwrap();
+    assert_eq!(placed(&sticky, "sticky"), set(&["bronze"]));
+}
