@@ -24,6 +24,56 @@ pub struct History {
     pub watches: Vec<WatchRequest>,
     /// What each collection held after healing, read once every client had stopped.
     pub final_states: Vec<FinalState>,
+    /// The spells during which a shard's disk was full (the disk-full scenario).
+    #[serde(default)]
+    pub disk_full: Vec<DiskFullSpell>,
+    /// Every Workspace of the storm's parent after healing (the workspace-storm scenario).
+    #[serde(default)]
+    pub workspaces: Vec<WorkspaceRecord>,
+    /// Every LogicalCluster owned by a Workspace, read from every shard after healing.
+    #[serde(default)]
+    pub logical_clusters: Vec<LogicalClusterRecord>,
+}
+
+/// A Workspace as the final read found it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct WorkspaceRecord {
+    /// Its name in the parent.
+    pub name: String,
+    /// Its UID, which its LogicalCluster names as owner.
+    pub uid: String,
+    /// `status.phase` (empty when unset).
+    pub phase: String,
+    /// `spec.cluster`: the logical cluster scheduled for it, if any.
+    pub cluster: Option<String>,
+    /// The shard `spec.URL` names, if any.
+    pub shard: Option<String>,
+    /// Whether it is being deleted (a deletionTimestamp).
+    pub deleting: bool,
+}
+
+/// A LogicalCluster owned by a Workspace, as the final read of one shard found it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LogicalClusterRecord {
+    /// The shard it is stored on.
+    pub shard: String,
+    /// The logical cluster's name.
+    pub name: String,
+    /// `spec.owner.name`: the owning Workspace's name.
+    pub owner_name: String,
+    /// `spec.owner.uid`: the owning Workspace's UID.
+    pub owner_uid: String,
+}
+
+/// A spell during which the filesystem under one shard's store had no free space.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DiskFullSpell {
+    /// The shard whose disk was full.
+    pub shard: String,
+    /// When the filler had filled the disk.
+    pub from_ms: u64,
+    /// When the filler was removed.
+    pub to_ms: u64,
 }
 
 /// One injected fault, as logged.

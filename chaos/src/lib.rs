@@ -9,6 +9,7 @@
 //!   drop, blackhole, cut (RST) and heal, per direction.
 //! - [`injector`] pauses and resumes processes (SIGSTOP / SIGCONT); kill -9 and restart on
 //!   the same data dir come from the `tests` harness.
+//! - [`disk`] puts a shard's store on a small tmpfs of the run's own and fills and frees it.
 //! - [`workload`] runs bounded writers (ConfigMap create / update / delete with
 //!   preconditions, get, list) and watchers (list, then watch with bookmarks, resuming
 //!   from the last RV after every disconnect) and records each request in a
@@ -16,9 +17,11 @@
 //! - [`scenario`] wires it together: starts the installation, the proxies and the
 //!   workload, injects the schedule, heals, reads the final state and runs the checkers.
 //! - [`check`] holds the checkers, pure functions from a history to violations: the
-//!   acknowledged-write ledger and the watch validator.
+//!   acknowledged-write ledger, the watch validator and the storage checker (what a
+//!   full disk told clients).
 
 pub mod check;
+pub mod disk;
 pub mod history;
 pub mod injector;
 pub mod netproxy;

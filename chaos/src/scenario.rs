@@ -11,7 +11,8 @@ use tests::installation::Installation;
 use tests::{ShardProcess, TlsHttp};
 
 use crate::check::{check_all, Violation};
-use crate::history::{FinalState, History, OperationKind, Outcome};
+use crate::disk::{SmallDisk, STORE_DISK_MB};
+use crate::history::{DiskFullSpell, FinalState, History, OperationKind, Outcome};
 use crate::netproxy::{FaultProxy, NetFault};
 use crate::schedule::{self, Action, Mix, Step};
 use crate::workload::{self, Recorder, Target, NAMESPACE};
@@ -22,14 +23,16 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("network", "cut, blackhole, drop and delay the clients' connections to the shards"),
     ("pause", "SIGSTOP / SIGCONT shards while clients hold connections to them"),
     ("mixed", "all of the above, drawn from the seed"),
+    ("disk-full", "fill the disk under a shard's store while clients write, then free it"),
 ];
 
 fn mix(scenario: &str) -> anyhow::Result<Mix> {
     Ok(match scenario {
-        "shard-kill" => Mix { network: false, kill: true, pause: false },
-        "network" => Mix { network: true, kill: false, pause: false },
-        "pause" => Mix { network: false, kill: false, pause: true },
-        "mixed" => Mix { network: true, kill: true, pause: true },
+        "shard-kill" => Mix { network: false, kill: true, pause: false, disk_full: false },
+        "network" => Mix { network: true, kill: false, pause: false, disk_full: false },
+        "pause" => Mix { network: false, kill: false, pause: true, disk_full: false },
+        "mixed" => Mix { network: true, kill: true, pause: true, disk_full: false },
+        "disk-full" => Mix { network: false, kill: false, pause: false, disk_full: true },
         other => anyhow::bail!("unknown scenario {other:?}; `atoll-chaos list` names them"),
     })
 }
@@ -94,6 +97,14 @@ pub fn summarize(history: &History, violations: &[Violation], elapsed: Option<Du
     out += &format!("watch requests: {} ({events} items, {gone} ended 410)\n", history.watches.len());
     let (reached, sessions) = crate::check::watch::converged_sessions(history);
     out += &format!("watch sessions that reached the final list's RV: {reached} of {sessions}\n");
+    if !history.disk_full.is_empty() {
+        let refused = history
+            .operations
+            .iter()
+            .filter(|op| matches!(&op.outcome, Outcome::Unknown { reason } if reason.starts_with("HTTP 507")))
+            .count();
+        out += &format!("disk-full spells: {} ({refused} writes refused with 507)\n", history.disk_full.len());
+    }
     out += &format!("violations: {}\n", violations.len());
     for violation in violations {
         out += &format!("  {violation}\n");
@@ -111,6 +122,14 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
         println!("  at {:>6} ms for {:>5} ms: shard #{} {:?}", step.at_ms, step.hold_ms, step.target, step.action);
     }
     let mut installation = Installation::start(1).await.context("start the installation")?;
+    // Declared after the installation, so dropped before it: unmounted (lazily) even when
+    // the run fails.
+    let mut disks = Vec::new();
+    if mix.disk_full {
+        for target in 0..2 {
+            disks.push(SmallDisk::under_store(shard_mut(&mut installation, target), STORE_DISK_MB).await?);
+        }
+    }
     let mut proxies = Vec::new();
     let mut targets = Vec::new();
     for (index, shard) in [&installation.root, &installation.shards[0]].into_iter().enumerate() {
@@ -136,7 +155,7 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
             watchers.push(tokio::spawn(workload::watcher(recorder.clone(), target.clone(), index as u32 * 100 + i)));
         }
     }
-    let phase = inject(&mut installation, &proxies, &steps, &recorder).await;
+    let phase = inject(&mut installation, &proxies, &disks, &steps, &recorder).await;
     for proxy in &proxies {
         proxy.heal();
     }
@@ -194,6 +213,7 @@ fn shard_mut(installation: &mut Installation, target: usize) -> &mut ShardProces
 async fn inject(
     installation: &mut Installation,
     proxies: &[FaultProxy],
+    disks: &[SmallDisk],
     steps: &[Step],
     recorder: &Recorder,
 ) -> anyhow::Result<()> {
@@ -225,6 +245,20 @@ async fn inject(
                 crate::injector::pause(pid)?;
                 tokio::time::sleep(hold).await;
                 crate::injector::resume(pid)?;
+            }
+            Action::DiskFull => {
+                let disk = disks.get(step.target).context("a disk-full step on a shard without a small disk")?;
+                let bytes = disk.fill()?;
+                let from_ms = recorder.now_ms();
+                recorder.fault(format!("shard {name}: disk full (filler took {bytes} bytes) for {} ms", step.hold_ms));
+                tokio::time::sleep(hold).await;
+                let to_ms = recorder.now_ms();
+                disk.free()?;
+                // RocksDB keeps refusing writes after ENOSPC until the store is opened
+                // again (no DB::Resume in the binding): what an operator must do too.
+                shard.restart().await.with_context(|| format!("restart shard {name} after freeing its disk"))?;
+                recorder.fault(format!("shard {name}: disk space freed, shard restarted"));
+                recorder.disk_full(DiskFullSpell { shard: name.clone(), from_ms, to_ms });
             }
         }
     }

@@ -20,6 +20,8 @@ pub enum Action {
     Kill9,
     /// SIGSTOP, then SIGCONT after the hold: the process keeps its connections open.
     Pause,
+    /// Fill the filesystem under the shard's store, then free it after the hold.
+    DiskFull,
 }
 
 /// One scheduled fault.
@@ -44,6 +46,8 @@ pub struct Mix {
     pub kill: bool,
     /// SIGSTOP / SIGCONT.
     pub pause: bool,
+    /// A full disk under a shard's store.
+    pub disk_full: bool,
 }
 
 /// The shortest and longest hold of a fault, and the calm after it.
@@ -68,6 +72,9 @@ pub fn draw(seed: u64, duration_ms: u64, targets: usize, mix: Mix) -> Vec<Step> 
     if mix.pause {
         actions.push(Action::Pause);
     }
+    if mix.disk_full {
+        actions.push(Action::DiskFull);
+    }
     let mut steps = Vec::new();
     if actions.is_empty() || targets == 0 {
         return steps;
@@ -90,7 +97,7 @@ pub fn draw(seed: u64, duration_ms: u64, targets: usize, mix: Mix) -> Vec<Step> 
 mod tests {
     use super::*;
 
-    const ALL: Mix = Mix { network: true, kill: true, pause: true };
+    const ALL: Mix = Mix { network: true, kill: true, pause: true, disk_full: true };
 
     #[test]
     fn the_same_seed_draws_the_same_schedule() {
@@ -114,8 +121,8 @@ mod tests {
 
     #[test]
     fn the_mix_limits_the_actions() {
-        let kills = draw(3, 60_000, 1, Mix { network: false, kill: true, pause: false });
+        let kills = draw(3, 60_000, 1, Mix { network: false, kill: true, pause: false, disk_full: false });
         assert!(kills.iter().all(|s| s.action == Action::Kill9), "{kills:?}");
-        assert!(draw(3, 60_000, 1, Mix { network: false, kill: false, pause: false }).is_empty());
+        assert!(draw(3, 60_000, 1, Mix { network: false, kill: false, pause: false, disk_full: false }).is_empty());
     }
 }

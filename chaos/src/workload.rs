@@ -105,6 +105,11 @@ impl Recorder {
         self.with(|h| h.faults.push(crate::history::FaultRecord { at_ms, what }));
     }
 
+    /// Records a spell of full disk under `shard`'s store.
+    pub fn disk_full(&self, spell: crate::history::DiskFullSpell) {
+        self.with(|h| h.disk_full.push(spell));
+    }
+
     /// Tells writers to stop after their current operation.
     pub fn stop_writers(&self) {
         self.stop.store(true, Ordering::SeqCst);
@@ -170,7 +175,11 @@ fn classify(status: http::StatusCode, body: &[u8], read: bool) -> Outcome {
     match status.as_u16() {
         200..=299 => Outcome::Ok { rv: rv_of(&object).unwrap_or(0), value: value_of(&object) },
         404 if read => Outcome::NotFound,
-        429 | 500..=599 => Outcome::Unknown { reason: format!("HTTP {status}") },
+        // The Status's message goes into the history: a 5xx must say what went wrong.
+        429 | 500..=599 => {
+            let message = object["message"].as_str().unwrap_or("(no Status message)");
+            Outcome::Unknown { reason: format!("HTTP {status}: {message}") }
+        }
         code => Outcome::Fail { status: code },
     }
 }

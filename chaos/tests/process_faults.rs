@@ -16,11 +16,21 @@ fn options(scenario: &str, seed: u64, fault_seconds: u64) -> RunOptions {
     }
 }
 
+/// Runs `scenario` with `seed`, judges it as [`judge`] does, and returns the report.
+async fn judge_report(scenario: &str, seed: u64, fault_seconds: u64, min_faults: usize) -> chaos::scenario::Report {
+    let report = run(&options(scenario, seed, fault_seconds)).await.expect("the scenario runs to a verdict");
+    assert_key_steps(&report, min_faults);
+    report
+}
+
 /// Runs `scenario` with `seed` and asserts the run did what it is for (at least
 /// `min_faults` faults, acknowledged writes, watch events, every watcher judged against the
 /// final list) and that the checkers found nothing.
 async fn judge(scenario: &str, seed: u64, fault_seconds: u64, min_faults: usize) {
-    let report = run(&options(scenario, seed, fault_seconds)).await.expect("the scenario runs to a verdict");
+    judge_report(scenario, seed, fault_seconds, min_faults).await;
+}
+
+fn assert_key_steps(report: &chaos::scenario::Report, min_faults: usize) {
     let summary = report.summary();
     println!("{summary}");
     let history = &report.history;
@@ -54,4 +64,28 @@ async fn kills_partitions_and_pauses_each_lose_nothing() {
     judge("shard-kill", 3, 8, 1).await;
     judge("network", 5, 8, 1).await;
     judge("pause", 7, 8, 1).await;
+}
+
+/// A full disk under a shard's store (a tmpfs of the run's own, filled by a filler file
+/// and freed again) while clients write: writes are refused with 507 naming the disk,
+/// reads keep working, nothing acknowledged is lost (the ledger), and writes are
+/// acknowledged again once space is freed, without a restart (the storage checker).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_refuses_writes_clearly_loses_nothing_and_recovers() {
+    if let Err(why) = chaos::disk::can_mount() {
+        eprintln!("SKIPPED: the disk-full scenario needs a tmpfs of its own: {why:#}");
+        return;
+    }
+    let report = judge_report("disk-full", 13, 8, 1).await;
+    let history = &report.history;
+    assert!(!history.disk_full.is_empty(), "a disk filled up:\n{}", report.summary());
+    let refused = history
+        .operations
+        .iter()
+        .filter(|op| {
+            op.kind.is_write()
+                && matches!(&op.outcome, chaos::history::Outcome::Unknown { reason } if reason.starts_with("HTTP 507"))
+        })
+        .count();
+    assert!(refused > 0, "writes met the full disk and were refused with 507:\n{}", report.summary());
 }

@@ -41,6 +41,11 @@ pub enum StoreError {
     /// RocksDB reported an error; the operation had no effect.
     #[error("rocksdb: {0}")]
     Rocks(String),
+    /// The disk under the store is full (RocksDB's ENOSPC): the write had no effect and
+    /// reads still work. RocksDB then holds a hard background error and refuses every
+    /// write, even after space is freed, until the store is opened again (a restart).
+    #[error("no space left on the store's disk: {0}")]
+    NoSpace(String),
     /// Stored bytes failed to decode: a corrupted record.
     #[error("corrupt record: {0}")]
     Corrupt(String),
@@ -48,6 +53,13 @@ pub enum StoreError {
 
 impl From<rocksdb::Error> for StoreError {
     fn from(e: rocksdb::Error) -> Self {
-        StoreError::Rocks(e.into_string())
+        let message = e.into_string();
+        // RocksDB reports ENOSPC only as text (an IOError whose subcode the C API drops),
+        // and keeps answering writes with the same background error until it recovers.
+        if message.contains("No space left on device") {
+            StoreError::NoSpace(message)
+        } else {
+            StoreError::Rocks(message)
+        }
     }
 }

@@ -166,6 +166,12 @@ impl ApiError {
         Self::new(500, "InternalError", format!("Internal error occurred: {}", message.into()))
     }
 
+    /// 507: the server cannot store the write (its disk is full). Not retried by clients
+    /// as 503 would be: freeing space takes an operator, and the message says so.
+    pub fn insufficient_storage(message: impl Into<String>) -> Self {
+        Self::new(507, "InsufficientStorage", message)
+    }
+
     /// 503: temporarily unable to serve.
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(503, "ServiceUnavailable", message)
@@ -228,6 +234,10 @@ impl From<store::StoreError> for ApiError {
                 ApiError::timeout(format!("Too large resource version: {requested}, current: {current}"))
             }
             Closed => ApiError::unavailable("storage is shutting down; retry against a running shard"),
+            NoSpace(detail) => ApiError::insufficient_storage(format!(
+                "the shard's disk is full, so it cannot store writes; reads still work. Free space \
+                 on the disk of its data dir, then restart the shard to take writes again ({detail})"
+            )),
             other => ApiError::internal(other.to_string()),
         }
     }

@@ -3,6 +3,7 @@
 //! that plant exactly one violation.
 
 pub mod ledger;
+pub mod storage;
 pub mod watch;
 
 use serde::{Deserialize, Serialize};
@@ -36,5 +37,6 @@ impl std::fmt::Display for Violation {
 pub fn check_all(history: &History) -> Vec<Violation> {
     let mut violations = ledger::check(history);
     violations.extend(watch::check(history));
+    violations.extend(storage::check(history));
     violations
 }
