@@ -16,6 +16,8 @@
 //!   [`history::History`].
 //! - [`scenario`] wires it together: starts the installation, the proxies and the
 //!   workload, injects the schedule, heals, reads the final state and runs the checkers.
+//! - [`storm`] is the workspace storm: Workspaces created and deleted while a shard is
+//!   killed, and the final Workspaces and LogicalClusters read from every shard.
 //! - [`check`] holds the checkers, pure functions from a history to violations: the
 //!   acknowledged-write ledger, the watch validator and the storage checker (what a
 //!   full disk told clients).
@@ -27,4 +29,5 @@ pub mod injector;
 pub mod netproxy;
 pub mod scenario;
 pub mod schedule;
+pub mod storm;
 pub mod workload;

@@ -24,6 +24,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("pause", "SIGSTOP / SIGCONT shards while clients hold connections to them"),
     ("mixed", "all of the above, drawn from the seed"),
     ("disk-full", "fill the disk under a shard's store while clients write, then free it"),
+    ("workspace-storm", "create and delete Workspaces while the shard hosting half their clusters is killed"),
 ];
 
 fn mix(scenario: &str) -> anyhow::Result<Mix> {
@@ -97,6 +98,14 @@ pub fn summarize(history: &History, violations: &[Violation], elapsed: Option<Du
     out += &format!("watch requests: {} ({events} items, {gone} ended 410)\n", history.watches.len());
     let (reached, sessions) = crate::check::watch::converged_sessions(history);
     out += &format!("watch sessions that reached the final list's RV: {reached} of {sessions}\n");
+    if !history.workspaces.is_empty() || !history.logical_clusters.is_empty() {
+        let ready = history.workspaces.iter().filter(|w| w.phase == "Ready").count();
+        out += &format!(
+            "final workspaces: {} ({ready} Ready), logical clusters owned by workspaces: {}\n",
+            history.workspaces.len(),
+            history.logical_clusters.len()
+        );
+    }
     if !history.disk_full.is_empty() {
         let refused = history
             .operations
@@ -114,6 +123,9 @@ pub fn summarize(history: &History, violations: &[Violation], elapsed: Option<Du
 
 /// Runs one scenario to its verdict.
 pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
+    if options.scenario == "workspace-storm" {
+        return crate::storm::run(options).await;
+    }
     let started = Instant::now();
     let mix = mix(&options.scenario)?;
     let steps = schedule::draw(options.seed, options.fault_seconds * 1000, 2, mix);

@@ -89,3 +89,20 @@ async fn a_full_disk_refuses_writes_clearly_loses_nothing_and_recovers() {
         .count();
     assert!(refused > 0, "writes met the full disk and were refused with 507:\n{}", report.summary());
 }
+
+/// Workspaces created and deleted in root while shard-1 (where about half of their
+/// logical clusters land) is killed and restarted: after healing and a bounded wait, every
+/// Ready Workspace has exactly its one LogicalCluster, no LogicalCluster outlives its
+/// Workspace, and none is stuck in Scheduling (the workspace checker).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspace_storms_under_shard_kills_leave_consistent_workspaces() {
+    let report = run(&options("workspace-storm", 17, 8)).await.expect("the storm runs to a verdict");
+    let summary = report.summary();
+    println!("{summary}");
+    let history = &report.history;
+    assert!(!history.faults.is_empty(), "shard-1 was killed:\n{summary}");
+    assert!(!history.workspaces.is_empty(), "Workspaces were left to judge:\n{summary}");
+    let on_shard_1 = history.logical_clusters.iter().filter(|lc| lc.shard == "shard-1").count();
+    assert!(on_shard_1 > 0, "some logical clusters live on the killed shard:\n{summary}");
+    assert!(report.violations.is_empty(), "violations:\n{summary}");
+}

@@ -5,6 +5,7 @@
 pub mod ledger;
 pub mod storage;
 pub mod watch;
+pub mod workspaces;
 
 use serde::{Deserialize, Serialize};
 
@@ -38,5 +39,6 @@ pub fn check_all(history: &History) -> Vec<Violation> {
     let mut violations = ledger::check(history);
     violations.extend(watch::check(history));
     violations.extend(storage::check(history));
+    violations.extend(workspaces::check(history));
     violations
 }

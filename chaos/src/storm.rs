@@ -1,0 +1,154 @@
+//! The workspace storm: Workspaces created and deleted in root (hosted by the root shard)
+//! while shard-1, where about half of their logical clusters land, is killed and
+//! restarted from the seed's schedule. After healing and a bounded wait for scheduling
+//! and deletions to settle, every Workspace of root and every LogicalCluster of every
+//! shard is recorded, and the workspace checker judges them.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::Value;
+use tests::installation::{workspaces_path, Installation};
+
+use crate::check::check_all;
+use crate::history::{FaultRecord, History, LogicalClusterRecord, WorkspaceRecord};
+use crate::scenario::{Report, RunOptions};
+use crate::schedule::{self, Mix};
+
+/// The pause between two storm operations: bounds the load on two cores.
+const OPERATION_INTERVAL: Duration = Duration::from_millis(150);
+
+/// How long scheduling and deletions may take to settle after the faults stop.
+const SETTLE: Duration = Duration::from_secs(60);
+
+/// Runs the storm to its verdict.
+pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
+    let started = Instant::now();
+    let mix = Mix { network: false, kill: true, pause: false, disk_full: false };
+    // One target: shard-1 (root hosts the parent and must answer the storm's requests).
+    let steps = schedule::draw(options.seed, options.fault_seconds * 1000, 1, mix);
+    println!("scenario {} seed {}: {} faults scheduled", options.scenario, options.seed, steps.len());
+    let mut installation = Installation::start(1).await.context("start the installation")?;
+    let mut history = History { seed: options.seed, scenario: options.scenario.clone(), ..History::default() };
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let storm = tokio::spawn(storm(installation.root.http(), options.seed, stop.clone()));
+    let phase_start = Instant::now();
+    for step in &steps {
+        tokio::time::sleep_until((phase_start + Duration::from_millis(step.at_ms)).into()).await;
+        let shard = &mut installation.shards[0];
+        let at_ms = started.elapsed().as_millis() as u64;
+        history
+            .faults
+            .push(FaultRecord { at_ms, what: format!("shard-1: kill -9, restart after {} ms", step.hold_ms) });
+        println!("[{at_ms:>6} ms] fault: shard-1: kill -9 for {} ms", step.hold_ms);
+        shard.kill9();
+        tokio::time::sleep(Duration::from_millis(step.hold_ms)).await;
+        shard.restart().await.context("restart shard-1 after kill -9")?;
+    }
+    tokio::time::sleep_until((phase_start + Duration::from_secs(options.fault_seconds)).into()).await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (created, deleted) = storm.await.context("join the storm")?;
+    println!("storm: {created} workspaces created, {deleted} deleted");
+    settle(&installation).await;
+    history.workspaces = workspaces(&installation).await?;
+    for shard in installation.all() {
+        history.logical_clusters.extend(logical_clusters(shard).await?);
+    }
+    anyhow::ensure!(created > 0 && deleted > 0, "the storm created {created} and deleted {deleted} workspaces");
+    let violations = check_all(&history);
+    Ok(Report { history, violations, elapsed: started.elapsed() })
+}
+
+/// Creates and deletes Workspaces in root until told to stop; returns how many creates
+/// and deletes were acknowledged. Failures (shard-1 down) are expected and only counted
+/// out: the checker judges the end state, not each answer.
+async fn storm(root: tests::TlsHttp, seed: u64, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> (u32, u32) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let (mut created, mut deleted) = (0, 0);
+    let mut live: Vec<String> = Vec::new();
+    let mut next = 0;
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        if live.is_empty() || rng.gen_bool(0.75) {
+            let name = format!("storm-{next}");
+            next += 1;
+            let body = serde_json::json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace",
+                "metadata": {"name": name}});
+            if root.post_json(&workspaces_path("root"), &body).await.is_ok_and(|r| r.status.is_success()) {
+                created += 1;
+                live.push(name);
+            }
+        } else {
+            let name = live.swap_remove(rng.gen_range(0..live.len()));
+            let path = format!("{}/{name}", workspaces_path("root"));
+            let answer = root.send(http::Method::DELETE, &path, &[], bytes::Bytes::new()).await;
+            if answer.is_ok_and(|r| r.status.is_success()) {
+                deleted += 1;
+            } else {
+                live.push(name);
+            }
+        }
+        tokio::time::sleep(OPERATION_INTERVAL).await;
+    }
+    (created, deleted)
+}
+
+/// Waits (at most [`SETTLE`]) until no Workspace of root is scheduling, initializing or
+/// being deleted; the checker then judges whatever state it reached.
+async fn settle(installation: &Installation) {
+    let deadline = Instant::now() + SETTLE;
+    while Instant::now() < deadline {
+        let settled =
+            workspaces(installation).await.is_ok_and(|all| all.iter().all(|w| w.phase == "Ready" && !w.deleting));
+        if settled {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Every Workspace of root, read from the root shard.
+async fn workspaces(installation: &Installation) -> anyhow::Result<Vec<WorkspaceRecord>> {
+    let list = items(&installation.root.http(), &workspaces_path("root")).await?;
+    Ok(list
+        .iter()
+        .map(|w| {
+            let url = w.pointer("/spec/URL").and_then(Value::as_str);
+            WorkspaceRecord {
+                name: text(w, "/metadata/name"),
+                uid: text(w, "/metadata/uid"),
+                phase: text(w, "/status/phase"),
+                cluster: w.pointer("/spec/cluster").and_then(Value::as_str).map(str::to_string),
+                shard: url.and_then(|url| installation.shard_for_url(url).ok()).map(|s| s.name().to_string()),
+                deleting: w.pointer("/metadata/deletionTimestamp").is_some_and(Value::is_string),
+            }
+        })
+        .collect())
+}
+
+/// The LogicalClusters `shard` holds that a Workspace owns.
+async fn logical_clusters(shard: &tests::ShardProcess) -> anyhow::Result<Vec<LogicalClusterRecord>> {
+    let list = items(&shard.http(), "/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters").await?;
+    Ok(list
+        .iter()
+        .filter(|lc| lc.pointer("/spec/owner/resource").and_then(Value::as_str) == Some("workspaces"))
+        .map(|lc| LogicalClusterRecord {
+            shard: shard.name().to_string(),
+            name: text(lc, "/metadata/annotations/kcp.io~1cluster"),
+            owner_name: text(lc, "/spec/owner/name"),
+            owner_uid: text(lc, "/spec/owner/uid"),
+        })
+        .collect())
+}
+
+async fn items(http: &tests::TlsHttp, path: &str) -> anyhow::Result<Vec<Value>> {
+    let response = http.get(path).await.with_context(|| format!("list {path}"))?;
+    anyhow::ensure!(response.status.is_success(), "list {path}: HTTP {}: {}", response.status, response.text());
+    let list = response.json()?;
+    Ok(list["items"].as_array().cloned().unwrap_or_default())
+}
+
+fn text(value: &Value, pointer: &str) -> String {
+    value.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string()
+}
