@@ -31,7 +31,7 @@ use crate::candidate::Candidate;
 use crate::decision::{Decision, Outcome};
 use crate::error::Error;
 use crate::framework::{decide as decide_once, diff};
-use crate::policy::{Policy, State};
+use crate::policy::{Number, Policy, State, TopologyKeyType, WhenUnsatisfiable};
 use crate::profile::Profile;
 
 /// Opts a sticky placement (Fleet) in to voluntary moves: `Enabled`.
@@ -47,6 +47,9 @@ pub const REBALANCE_ANNOTATION: &str = "placement.atoll.io/rebalance";
 pub const REBALANCED_ANNOTATION: &str = "placement.atoll.io/rebalanced";
 /// The voluntary moves of the last interval (written by the controller).
 pub const MOVES_ANNOTATION: &str = "placement.atoll.io/moves";
+
+/// The longest interval a placement may name: a week.
+pub const MAX_INTERVAL_SECONDS: i64 = 7 * 24 * 3600;
 
 /// How many clusters a budget allows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +104,12 @@ pub struct Pacing {
 }
 
 impl Pacing {
+    /// The end of the window that a move at `at` opens; a move recorded in the future (a
+    /// clock that stepped back) counts as made now.
+    fn window_end(&self, at: Timestamp, now: Timestamp) -> Timestamp {
+        at.min(now).checked_add(self.interval).unwrap_or(Timestamp::MAX)
+    }
+
     /// No pacing: every voluntary move happens at once (a zero interval), nothing opted in.
     pub fn none() -> Pacing {
         Pacing { interval: SignedDuration::ZERO, budget: None, reschedule: false, rebalance: None }
@@ -114,8 +123,12 @@ impl Pacing {
         let mut pacing = Pacing { interval, budget: None, reschedule: false, rebalance: None };
         if let Some(text) = annotations.get(INTERVAL_ANNOTATION) {
             match text.trim().parse::<i64>() {
-                Ok(seconds) if seconds >= 0 => pacing.interval = SignedDuration::from_secs(seconds),
-                _ => warnings.push(format!("{INTERVAL_ANNOTATION}: {text:?} is not a number of seconds; ignored")),
+                Ok(seconds) if (0..=MAX_INTERVAL_SECONDS).contains(&seconds) => {
+                    pacing.interval = SignedDuration::from_secs(seconds)
+                }
+                _ => warnings.push(format!(
+                    "{INTERVAL_ANNOTATION}: {text:?} is not a number of seconds from 0 to {MAX_INTERVAL_SECONDS}; ignored"
+                )),
             }
         }
         if let Some(text) = annotations.get(BUDGET_ANNOTATION) {
@@ -167,8 +180,8 @@ impl Moves {
     }
 
     /// The moves within the window that ends now.
-    fn within(&self, now: Timestamp, interval: SignedDuration) -> impl Iterator<Item = &(Timestamp, u32)> {
-        self.0.iter().filter(move |(at, _)| *at + interval > now)
+    fn within<'m>(&'m self, pacing: &'m Pacing, now: Timestamp) -> impl Iterator<Item = &'m (Timestamp, u32)> {
+        self.0.iter().filter(move |(at, _)| pacing.window_end(*at, now) > now)
     }
 }
 
@@ -208,7 +221,7 @@ pub fn decide(
     moves: &Moves,
 ) -> Result<Paced, Error> {
     let now = state.now;
-    let kept_moves = || Moves(moves.within(now, pacing.interval).cloned().collect());
+    let kept_moves = || Moves(moves.within(pacing, now).cloned().collect());
     let unpaced = |decision: Decision| Paced {
         decision,
         moves: kept_moves(),
@@ -247,7 +260,7 @@ pub fn decide(
         let sticky_profile = Profile { keep_current: true, ..profile.clone() };
         (decide_once(&sticky_profile, policy, candidates, state)?, base)
     };
-    Ok(pace(sticky, &ideal, &state.current, pacing, moves, now))
+    Ok(pace(sticky, &ideal, &Inputs { policy, candidates, state, pacing, moves }))
 }
 
 fn swaps(outs: &[String], ins: &[String]) -> Vec<Swap> {
@@ -260,48 +273,97 @@ fn swaps(outs: &[String], ins: &[String]) -> Vec<Swap> {
     .collect()
 }
 
+/// What pacing reads besides the two decisions.
+struct Inputs<'a> {
+    policy: &'a Policy,
+    candidates: &'a [Candidate],
+    state: &'a State,
+    pacing: &'a Pacing,
+    moves: &'a Moves,
+}
+
+impl Inputs<'_> {
+    /// The values a cluster has for the policy's DoNotSchedule spread keys; empty when
+    /// no such constraint applies (only picking N spreads).
+    fn domain(&self, name: &str) -> Vec<Option<String>> {
+        if !matches!(self.policy.number, Number::N(_)) {
+            return Vec::new();
+        }
+        let candidate = self.candidates.iter().find(|c| c.name == name);
+        self.policy
+            .spread
+            .iter()
+            .filter(|c| c.when_unsatisfiable == WhenUnsatisfiable::DoNotSchedule)
+            .map(|c| {
+                let values = match c.topology_key_type {
+                    TopologyKeyType::Label => candidate.map(|c| &c.labels),
+                    TopologyKeyType::Claim => candidate.map(|c| &c.claims),
+                };
+                values.and_then(|v| v.get(&c.topology_key)).cloned()
+            })
+            .collect()
+    }
+}
+
 /// Moves from `sticky` toward `ideal` within the pacing.
-fn pace(
-    mut sticky: Decision,
-    ideal: &Decision,
-    current: &[String],
-    pacing: &Pacing,
-    moves: &Moves,
-    now: Timestamp,
-) -> Paced {
+///
+/// Leavers go unsettled first (Fleet's Scheduled before Bound), worst-ranked first;
+/// each is paired with the best newcomer of its own spread domain, so that a partial
+/// round keeps every domain's count. Swaps across domains, and additions, change the
+/// counts: under DoNotSchedule spread they happen only when the whole move fits in one
+/// round (the ideal set satisfies the spread; a part of the way may not). Picking N
+/// never leaves a cluster without a replacement: only the count does that.
+fn pace(mut sticky: Decision, ideal: &Decision, inputs: &Inputs<'_>) -> Paced {
+    let (state, pacing) = (inputs.state, inputs.pacing);
+    let now = state.now;
     let in_ideal: BTreeSet<&str> = ideal.desired.iter().map(String::as_str).collect();
     let in_sticky: BTreeSet<&str> = sticky.desired.iter().map(String::as_str).collect();
-    // Worst first leaves, best first comes in.
-    let outs: Vec<String> = sticky.desired.iter().rev().filter(|n| !in_ideal.contains(n.as_str())).cloned().collect();
-    let ins: Vec<String> = ideal.desired.iter().filter(|n| !in_sticky.contains(n.as_str())).cloned().collect();
-    let paired = outs.len().min(ins.len());
-    // Newcomers beyond those that replace someone are additions, which disrupt nothing.
-    let free_adds: Vec<String> = ins[paired..].to_vec();
-    let costly = swaps(&outs, &ins[..paired]);
-    let window: Vec<&(Timestamp, u32)> = moves.within(now, pacing.interval).collect();
-    let used: usize = window.iter().map(|(_, n)| *n as usize).sum();
-    let allowance = match pacing.budget {
-        None if window.is_empty() => usize::MAX,
-        None => 0,
-        Some(limit) => limit.of(sticky.desired.len().max(ideal.desired.len())).saturating_sub(used),
+    let current: BTreeSet<&str> = state.current.iter().map(String::as_str).collect();
+    let settled: BTreeSet<&str> = state.settled.iter().map(String::as_str).collect();
+    let mut outs: Vec<&str> =
+        sticky.desired.iter().rev().map(String::as_str).filter(|n| !in_ideal.contains(n)).collect();
+    outs.sort_by_key(|n| settled.contains(n));
+    // A current cluster the sticky decision let go was cut by the count: not a newcomer.
+    let mut ins: Vec<&str> =
+        ideal.desired.iter().map(String::as_str).filter(|n| !in_sticky.contains(n) && !current.contains(n)).collect();
+    let mut same = Vec::new();
+    let mut unpaired = Vec::new();
+    for out in outs {
+        match ins.iter().position(|i| inputs.domain(i) == inputs.domain(out)) {
+            Some(at) => same.push(Swap { out: Some(out.to_string()), into: Some(ins.remove(at).to_string()) }),
+            None => unpaired.push(out),
+        }
+    }
+    let mut cross = Vec::new();
+    for out in unpaired {
+        if !ins.is_empty() {
+            cross.push(Swap { out: Some(out.to_string()), into: Some(ins.remove(0).to_string()) });
+        } else if !matches!(inputs.policy.number, Number::N(_)) {
+            cross.push(Swap { out: Some(out.to_string()), into: None });
+        }
+    }
+    let adds: Vec<String> = ins.iter().map(|n| n.to_string()).collect();
+    let spread = !inputs.domain(sticky.desired.first().map_or("", String::as_str)).is_empty();
+    let window: Vec<&(Timestamp, u32)> = inputs.moves.within(pacing, now).collect();
+    // One round of moves per interval, of at most the budget.
+    let allowance = match (window.is_empty(), pacing.budget) {
+        (false, _) => 0,
+        (true, None) => usize::MAX,
+        (true, Some(limit)) => limit.of(sticky.desired.len().max(ideal.desired.len())),
     };
-    let taken = allowance.min(costly.len());
+    let costly: Vec<Swap> = same.iter().chain(&cross).cloned().collect();
+    let whole = allowance >= costly.len();
+    let taken = if spread && !whole { allowance.min(same.len()) } else { allowance.min(costly.len()) };
+    let adds_now = !spread || whole;
     let (moved, held) = (costly[..taken].to_vec(), costly[taken..].to_vec());
     let mut history = Moves(window.into_iter().cloned().collect());
     if taken > 0 {
         history.0.push((now, taken as u32));
     }
-    // When the allowance grows again, counting this decision's moves: damping waits for
-    // the last move to age out, a budget for the oldest.
-    let times = history.0.iter().map(|(at, _)| *at);
-    let next_room = match pacing.budget {
-        None => times.max(),
-        Some(_) => times.min(),
-    }
-    .map(|at| at + pacing.interval);
+    let next_round = history.0.iter().map(|(at, _)| pacing.window_end(*at, now)).max();
     let replaced: BTreeMap<&str, Option<&str>> =
         moved.iter().filter_map(|s| Some((s.out.as_deref()?, s.into.as_deref()))).collect();
-    let mut desired: Vec<String> = Vec::with_capacity(sticky.desired.len() + free_adds.len());
+    let mut desired: Vec<String> = Vec::with_capacity(sticky.desired.len() + adds.len());
     for name in &sticky.desired {
         match replaced.get(name.as_str()) {
             Some(Some(into)) => desired.push(into.to_string()),
@@ -309,9 +371,10 @@ fn pace(
             None => desired.push(name.clone()),
         }
     }
-    desired.extend(free_adds.iter().cloned());
+    let added: &[String] = if adds_now { &adds } else { &[] };
+    desired.extend(added.iter().cloned());
     let newcomers: BTreeSet<&str> =
-        moved.iter().filter_map(|s| s.into.as_deref()).chain(free_adds.iter().map(String::as_str)).collect();
+        moved.iter().filter_map(|s| s.into.as_deref()).chain(added.iter().map(String::as_str)).collect();
     for report in &mut sticky.clusters {
         if newcomers.contains(report.name.as_str()) {
             if let Some(better) = ideal.report(&report.name) {
@@ -319,30 +382,41 @@ fn pace(
             }
         }
     }
-    let until = next_room.map_or_else(|| "the budget allows it".to_string(), |at| at.to_string());
+    let report_of = |clusters: &mut Vec<crate::decision::ClusterReport>, name: &str| {
+        clusters.binary_search_by(|r| r.name.as_str().cmp(name)).ok()
+    };
     for swap in &moved {
         let Some(out) = &swap.out else { continue };
-        if let Ok(i) = sticky.clusters.binary_search_by(|r| r.name.as_str().cmp(out)) {
-            let report = &mut sticky.clusters[i];
-            report.outcome = Outcome::NotPicked;
-            report.reason = match &swap.into {
-                Some(into) => format!("rescheduled: replaced by {into}, which ranks higher; was {}", report.reason),
-                None => format!("rescheduled: no longer among the best; was {}", report.reason),
-            };
-        }
+        let Some(i) = report_of(&mut sticky.clusters, out) else { continue };
+        let rejected = ideal.report(out).filter(|r| r.outcome == Outcome::Rejected);
+        let report = &mut sticky.clusters[i];
+        report.outcome = Outcome::NotPicked;
+        report.reason = match (rejected, &swap.into) {
+            (Some(ideal_report), _) => format!("rescheduled: {}", ideal_report.reason),
+            (None, Some(into)) => format!("rescheduled: replaced by {into}, which ranks higher"),
+            (None, None) => "rescheduled: no longer among the picked".to_string(),
+        };
     }
+    let cause = match pacing.budget {
+        Some(Limit::Count(n)) => format!("at most {n} change(s)"),
+        Some(Limit::Percent(p)) => format!("at most {p}% of the clusters changed"),
+        None => "one round of moves".to_string(),
+    };
+    let when = next_round.map_or_else(|| "later".to_string(), |at| format!("from {at}"));
     for swap in &held {
         let Some(out) = &swap.out else { continue };
-        if let Ok(i) = sticky.clusters.binary_search_by(|r| r.name.as_str().cmp(out)) {
-            let report = &mut sticky.clusters[i];
-            let into = swap.into.as_deref().map_or(String::new(), |into| format!(" by {into}"));
-            let _ = write!(report.reason, "; to be replaced{into} when the disruption budget allows ({until})");
-        }
+        let Some(i) = report_of(&mut sticky.clusters, out) else { continue };
+        let into = swap.into.as_deref().map_or(String::new(), |into| format!(" by {into}"));
+        let _ = write!(
+            sticky.clusters[i].reason,
+            "; to be replaced{into} {when} ({cause} per {}s)",
+            pacing.interval.as_secs()
+        );
     }
     sticky.unsatisfied = sticky.wanted.map_or(0, |w| w.saturating_sub(desired.len()));
-    sticky.bind = diff(current, &desired);
+    sticky.bind = diff(&state.current, &desired);
     sticky.desired = desired;
-    let resume_at = if held.is_empty() { None } else { next_room };
+    let resume_at = if held.is_empty() && (adds_now || adds.is_empty()) { None } else { next_round };
     sticky.requeue_at = [sticky.requeue_at, resume_at].into_iter().flatten().min();
     Paced { decision: sticky, moves: history, moved, held, resume_at, rebalanced: None }
 }

@@ -24,6 +24,8 @@
 //!   baseline of the front-proxy benchmark.
 //! - [`otlp`] receives the OpenTelemetry spans processes export ([`otlp::Receiver`]), for
 //!   the tracing test and the benchmarks' tracing-on runs.
+//! - [`placement`] is what the Fleet, OCM and pacing tests read and write alike
+//!   (conditions, MemberClusters, the clusters bindings or decisions hold).
 //! - [`process`] owns child processes so that nothing outlives the test that started it.
 
 pub mod agent;
@@ -38,6 +40,7 @@ pub mod kubeconfig;
 pub mod kubectl;
 pub mod nginx;
 pub mod otlp;
+pub mod placement;
 pub mod ports;
 pub mod process;
 pub mod shard;

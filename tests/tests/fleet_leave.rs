@@ -18,40 +18,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 use tests::agent::{wait_json, AgentProcess};
 use tests::installation::{Installation, InstallationOptions};
+use tests::placement::{condition, is_true, member_cluster, placed, yaml};
 
 const MEMBERS: [&str; 3] = ["m1", "m2", "m3"];
-
-fn member_cluster(name: &str) -> Value {
-    json!({
-        "apiVersion": "cluster.kubernetes-fleet.io/v1", "kind": "MemberCluster",
-        "metadata": {"name": name, "labels": {"member": name}},
-        "spec": {"identity": {"kind": "User", "name": "fleet-agent", "apiGroup": "rbac.authorization.k8s.io"},
-            "heartbeatPeriodSeconds": 1},
-    })
-}
-
-fn yaml(objects: &[Value]) -> String {
-    objects.iter().map(|o| serde_yaml_ng::to_string(o).unwrap()).collect::<Vec<_>>().join("---\n")
-}
-
-fn condition<'v>(object: &'v Value, kind: &str) -> Option<&'v Value> {
-    object["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == kind)
-}
-
-fn is_true(object: &Value, kind: &str) -> bool {
-    condition(object, kind).is_some_and(|c| c["status"] == "True")
-}
-
-/// The target clusters of a placement's bindings that are not Unscheduled.
-fn placed(bindings: &Value, crp: &str) -> BTreeSet<String> {
-    let items = bindings["items"].as_array().cloned().unwrap_or_default();
-    items
-        .iter()
-        .filter(|b| b["metadata"]["labels"]["kubernetes-fleet.io/parent-CRP"] == crp)
-        .filter(|b| b["spec"]["state"] != "Unscheduled")
-        .filter_map(|b| b["spec"]["targetCluster"].as_str().map(str::to_string))
-        .collect()
-}
 
 /// Waits until `done` holds, polling.
 fn wait_until(what: &str, done: impl Fn() -> bool) {
@@ -78,7 +47,7 @@ async fn fleet_says_what_blocks_a_rollout_and_members_leave_alive_or_dead() {
     let kubectl = || proxy.kubectl().cluster(&hub);
 
     let member = tests::ShardProcess::with_clusters(&MEMBERS).await;
-    let members: Vec<Value> = MEMBERS.iter().map(|n| member_cluster(n)).collect();
+    let members: Vec<Value> = MEMBERS.iter().map(|n| member_cluster(n, json!({"member": n}))).collect();
     kubectl().args(["apply", "-f", "-"]).stdin(yaml(&members)).ok();
     let logs = tempfile::tempdir().unwrap();
     let identity = installation.user_identity("fleet-agent", &["system:masters"]).unwrap();

@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 use tests::agent::{wait_json, AgentProcess};
 use tests::installation::{Installation, InstallationOptions};
+use tests::placement::{condition, is_true, member_cluster, placed, yaml};
 
 const MEMBERS: [(&str, &str, &str); 5] = [
     ("m1", "east", "prod"),
@@ -31,38 +32,6 @@ const MEMBERS: [(&str, &str, &str); 5] = [
     ("m4", "west", "prod"),
     ("m5", "west", "canary"),
 ];
-
-fn member_cluster(name: &str, region: &str, env: &str) -> Value {
-    json!({
-        "apiVersion": "cluster.kubernetes-fleet.io/v1", "kind": "MemberCluster",
-        "metadata": {"name": name, "labels": {"region": region, "env": env}},
-        "spec": {"identity": {"kind": "User", "name": "fleet-agent", "apiGroup": "rbac.authorization.k8s.io"},
-            "heartbeatPeriodSeconds": 1},
-    })
-}
-
-fn yaml(objects: &[Value]) -> String {
-    objects.iter().map(|o| serde_yaml_ng::to_string(o).unwrap()).collect::<Vec<_>>().join("---\n")
-}
-
-fn condition<'v>(object: &'v Value, kind: &str) -> Option<&'v Value> {
-    object["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == kind)
-}
-
-fn is_true(object: &Value, kind: &str) -> bool {
-    condition(object, kind).is_some_and(|c| c["status"] == "True")
-}
-
-/// The target clusters of a placement's bindings that are not Unscheduled.
-fn placed(bindings: &Value, crp: &str) -> BTreeSet<String> {
-    let items = bindings["items"].as_array().cloned().unwrap_or_default();
-    items
-        .iter()
-        .filter(|b| b["metadata"]["labels"]["kubernetes-fleet.io/parent-CRP"] == crp)
-        .filter(|b| b["spec"]["state"] != "Unscheduled")
-        .filter_map(|b| b["spec"]["targetCluster"].as_str().map(str::to_string))
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fleet_places_rolls_out_scales_and_survives_a_silent_member() {
@@ -82,7 +51,8 @@ async fn fleet_places_rolls_out_scales_and_survives_a_silent_member() {
     // Five members: logical clusters of a second installation, one agent each.
     let names: Vec<&str> = MEMBERS.iter().map(|(n, _, _)| *n).collect();
     let member = tests::ShardProcess::with_clusters(&names).await;
-    let members: Vec<Value> = MEMBERS.iter().map(|(n, r, e)| member_cluster(n, r, e)).collect();
+    let members: Vec<Value> =
+        MEMBERS.iter().map(|(n, r, e)| member_cluster(n, json!({"region": r, "env": e}))).collect();
     kubectl().args(["apply", "-f", "-"]).stdin(yaml(&members)).ok();
     let logs = tempfile::tempdir().unwrap();
     let identity = installation.user_identity("fleet-agent", &["system:masters"]).unwrap();

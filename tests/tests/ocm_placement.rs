@@ -16,6 +16,7 @@ use std::time::Duration;
 use tests::agent::wait_json;
 use tests::installation::{Installation, InstallationOptions};
 use tests::kubectl::Kubectl;
+use tests::placement::decided;
 
 fn cluster(name: &str, set: &str) -> Value {
     json!({
@@ -39,16 +40,6 @@ fn score(cluster: &str, value: i64) -> Value {
         "metadata": {"name": "cpu-ratio", "namespace": cluster},
         "status": {"scores": [{"name": "cpuRatio", "value": value}]},
     })
-}
-
-/// The clusters a placement's decisions hold.
-fn decided(list: &Value) -> BTreeSet<String> {
-    let items = list["items"].as_array().cloned().unwrap_or_default();
-    items
-        .iter()
-        .flat_map(|d| d["status"]["decisions"].as_array().cloned().unwrap_or_default())
-        .filter_map(|d| d["clusterName"].as_str().map(str::to_string))
-        .collect()
 }
 
 /// An installation with a front-proxy and one workspace to act as the hub, resolvable

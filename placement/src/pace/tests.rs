@@ -285,3 +285,152 @@ fn picking_all_has_nothing_to_pace() {
     assert_eq!(paced.decision.desired.len(), 2);
     assert!(paced.held.is_empty());
 }
+
+fn zoned(names: &[(&str, &str, &str)]) -> Vec<Candidate> {
+    names
+        .iter()
+        .map(|(name, zone, tier)| {
+            let mut candidate = Candidate::new(*name);
+            candidate.labels.insert("zone".into(), zone.to_string());
+            candidate.labels.insert("tier".into(), tier.to_string());
+            candidate
+        })
+        .collect()
+}
+
+/// A partial round under DoNotSchedule spread swaps within a zone, so every zone keeps
+/// its count; the rest waits.
+#[test]
+fn a_partial_round_keeps_topology_spread() {
+    let yaml = "number: 4
+preferred:
+- weight: 50
+  preference: {labelSelector: {matchLabels: {tier: gold}}}
+spread:
+- {topologyKey: zone, maxSkew: 1, whenUnsatisfiable: DoNotSchedule}
+";
+    let policy: Policy = serde_yaml_ng::from_str(yaml).expect("policy");
+    let candidates = zoned(&[
+        ("a1", "a", "bronze"),
+        ("a2", "a", "bronze"),
+        ("b1", "b", "bronze"),
+        ("b2", "b", "bronze"),
+        ("a3", "a", "gold"),
+        ("b3", "b", "gold"),
+    ]);
+    let pacing = Pacing { reschedule: true, budget: Some(Limit::Count(1)), ..damping(60) };
+    let paced = decide(
+        &Profile::fleet(),
+        &policy,
+        &candidates,
+        &state(at(0), &["a1", "a2", "b1", "b2"]),
+        &pacing,
+        &Moves::default(),
+    )
+    .expect("decision");
+    assert_eq!(paced.moved.len(), 1);
+    assert_eq!(paced.held.len(), 1);
+    let zone_a = paced.decision.desired.iter().filter(|n| n.starts_with('a')).count();
+    assert_eq!((zone_a, paced.decision.desired.len()), (2, 4), "{:?}", paced.decision.desired);
+}
+
+/// Shrinking keeps settled clusters (KubeFleet's downscale), and rescheduling does not
+/// bring back the unsettled one the count cut.
+#[test]
+fn rescheduling_does_not_undo_a_downscale_by_binding_state() {
+    let candidates = fleet_members(&["gold-1", "bronze-1", "bronze-2"]);
+    let mut current = state(at(0), &["gold-1", "bronze-1", "bronze-2"]);
+    current.settled = names(&["bronze-1", "bronze-2"]);
+    let pacing = Pacing { reschedule: true, ..damping(60) };
+    let paced = decide(&Profile::fleet(), &fleet_policy(2), &candidates, &current, &pacing, &Moves::default())
+        .expect("decision");
+    let mut desired = paced.decision.desired.clone();
+    desired.sort();
+    assert_eq!(desired, names(&["bronze-1", "bronze-2"]));
+    assert!(paced.moved.is_empty() && paced.held.is_empty(), "{paced:?}");
+}
+
+/// A picked cluster that is tainted with nowhere better to go stays: picking N never
+/// leaves a cluster without a replacement.
+#[test]
+fn a_tainted_only_cluster_is_not_left_without_a_replacement() {
+    let mut candidates = fleet_members(&["gold-1"]);
+    candidates[0].taints.push(Taint {
+        key: "k".into(),
+        value: String::new(),
+        effect: TaintEffect::NoSchedule,
+        time_added: None,
+    });
+    let pacing = Pacing { reschedule: true, ..damping(0) };
+    let paced = decide(
+        &Profile::fleet(),
+        &fleet_policy(1),
+        &candidates,
+        &state(at(0), &["gold-1"]),
+        &pacing,
+        &Moves::default(),
+    )
+    .expect("decision");
+    assert_eq!(paced.decision.desired, names(&["gold-1"]));
+}
+
+/// With a budget too, one round per interval: a move back within the window waits.
+#[test]
+fn a_budget_does_not_lift_damping() {
+    let profile = Profile::ocm();
+    let pacing = Pacing { budget: Some(Limit::Count(2)), ..damping(60) };
+    let first = decide(
+        &profile,
+        &ocm_policy(1),
+        &scored(&[("a", 10), ("b", 90)]),
+        &state(at(0), &["a"]),
+        &pacing,
+        &Moves::default(),
+    )
+    .expect("decision");
+    assert_eq!(first.decision.desired, names(&["b"]));
+    let back = decide(
+        &profile,
+        &ocm_policy(1),
+        &scored(&[("a", 90), ("b", 10)]),
+        &state(at(10), &["b"]),
+        &pacing,
+        &first.moves,
+    )
+    .expect("decision");
+    assert_eq!(back.decision.desired, names(&["b"]));
+    assert_eq!(back.decision.requeue_at, Some(at(60)));
+}
+
+/// A forced and a voluntary change in one decision: the forced one applies, the
+/// voluntary one is paced.
+#[test]
+fn forced_and_voluntary_changes_together() {
+    let profile = Profile::ocm();
+    let moves = Moves(vec![(at(0), 1)]);
+    // a is gone (forced); c now outranks b (voluntary, within the window: held).
+    let candidates = scored(&[("b", 10), ("c", 90), ("d", 50)]);
+    let paced = decide(&profile, &ocm_policy(2), &candidates, &state(at(5), &["a", "b"]), &damping(60), &moves)
+        .expect("decision");
+    let mut desired = paced.decision.desired.clone();
+    desired.sort();
+    assert_eq!(desired, names(&["b", "c"]), "a replaced at once by the best, b kept for now");
+    assert_eq!(paced.held, vec![Swap { out: Some("b".into()), into: Some("d".into()) }]);
+}
+
+/// Absurd annotations neither panic nor stop decisions: an interval beyond a week is
+/// refused, and a move recorded in the future counts as made now.
+#[test]
+fn absurd_annotations_do_not_panic() {
+    let annotations = BTreeMap::from([(super::INTERVAL_ANNOTATION.to_string(), "999999999999".to_string())]);
+    let (pacing, warnings) = Pacing::from_annotations(&annotations, SignedDuration::from_secs(60));
+    assert_eq!(pacing.interval, SignedDuration::from_secs(60));
+    assert_eq!(warnings.len(), 1);
+    let far = Moves::parse("9999-01-01T00:00:00Z=1");
+    assert_eq!(far.0.len(), 1);
+    let week = Pacing { interval: SignedDuration::from_secs(super::MAX_INTERVAL_SECONDS), ..damping(0) };
+    let paced =
+        decide(&Profile::ocm(), &ocm_policy(1), &scored(&[("a", 10), ("b", 90)]), &state(at(0), &["a"]), &week, &far)
+            .expect("decision");
+    assert_eq!(paced.decision.desired, names(&["a"]), "held: the future move counts as now");
+}

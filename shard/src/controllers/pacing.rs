@@ -1,7 +1,9 @@
 //! Pacing of placement decisions, shared by the Fleet and OCM hubs: a placement's
 //! annotations read into a [`Pacing`], and the voluntary moves a decision made written
-//! back onto it, before the decision itself is written, so a crash in between can only
-//! spend budget without moving, never move without spending it.
+//! back onto it. Moves are recorded before the decision is written, so a crash in
+//! between can only spend budget without moving, never move without spending it; a
+//! rebalance request is marked carried out only after its decision is written, so a
+//! failed write repeats it rather than losing it.
 
 use apiserver::registry::ResourceType;
 use apiserver::storage::{self, ObjectRef, WriteOptions};
@@ -25,34 +27,30 @@ pub fn read(placement: &Value, damping: Duration) -> (Pacing, Moves) {
     (pacing, moves)
 }
 
-/// Whether the placement's annotations already say `moves` and `rebalanced`.
-fn recorded(placement: &Value, moves: &Moves, rebalanced: Option<&str>) -> bool {
-    let annotations = meta::annotations(placement);
-    let text = moves.render();
-    let moves_recorded = annotations.get(MOVES_ANNOTATION).map_or(text.is_empty(), |t| *t == text);
-    moves_recorded && rebalanced.is_none_or(|r| annotations.get(REBALANCED_ANNOTATION).map(String::as_str) == Some(r))
-}
-
-/// Writes `moves` and a carried-out rebalance request onto the placement when its
-/// annotations say otherwise. Metadata only: the placement's generation stays.
+/// Records on the placement the moves a decision made (`moves`, the pruned history with
+/// them) or a rebalance request carried out. Nothing is written when neither is given,
+/// so moves ageing out of the window cost no write (they are pruned when read).
+/// Metadata only: the placement's generation stays.
 pub async fn write(
     shard: &Shard,
     rt: &ResourceType,
     placement: &Value,
     cluster: &str,
-    moves: &Moves,
+    moves: Option<&Moves>,
     rebalanced: Option<&str>,
 ) -> anyhow::Result<()> {
-    if recorded(placement, moves, rebalanced) {
+    if moves.is_none() && rebalanced.is_none() {
         return Ok(());
     }
     let name = meta::name(placement).unwrap_or_default();
     let at = ObjectRef { cluster, namespace: meta::namespace(placement), name };
-    let text = moves.render();
+    let text = moves.map(Moves::render);
     storage::guaranteed_update(shard, rt, &at, None, WriteOptions::default(), |old| {
         let mut new = old.clone();
-        let value = (!text.is_empty()).then_some(text.as_str());
-        meta::set_map_entry(&mut new, "annotations", MOVES_ANNOTATION, value);
+        if let Some(text) = &text {
+            let value = (!text.is_empty()).then_some(text.as_str());
+            meta::set_map_entry(&mut new, "annotations", MOVES_ANNOTATION, value);
+        }
         if let Some(request) = rebalanced {
             meta::set_annotation(&mut new, REBALANCED_ANNOTATION, request);
         }
@@ -74,14 +72,12 @@ mod tests {
             MOVES_ANNOTATION: "2026-11-27T12:00:00Z=2",
             REBALANCED_ANNOTATION: "r1",
             placement::pace::BUDGET_ANNOTATION: "1",
+            placement::pace::REBALANCE_ANNOTATION: "r1",
         }}});
         let (pacing, moves) = read(&placement, Duration::from_secs(60));
         assert_eq!(pacing.budget, Some(placement::pace::Limit::Count(1)));
         assert_eq!(pacing.interval, jiff::SignedDuration::from_secs(60));
-        assert_eq!(moves.0.len(), 1);
-        assert!(recorded(&placement, &moves, Some("r1")));
-        assert!(!recorded(&placement, &moves, Some("r2")));
-        assert!(!recorded(&placement, &Moves::default(), None));
-        assert!(recorded(&json!({"metadata": {"name": "q"}}), &Moves::default(), None));
+        assert_eq!(pacing.rebalance, None, "r1 was carried out");
+        assert_eq!(moves.render(), "2026-11-27T12:00:00Z=2");
     }
 }

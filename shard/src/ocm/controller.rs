@@ -228,15 +228,11 @@ async fn hub(
             now,
         };
         let verdict = decide::decide(inputs);
-        if let Some(paced) = &verdict.pacing {
-            let rebalanced = paced.rebalanced.as_deref();
-            if let Err(error) =
-                pacing::write(shard, &rows.placements, placement, cluster, &paced.moves, rebalanced).await
-            {
-                tracing::warn!(%error, %cluster, namespace, name, "placement not written");
-                failed = Some(error);
-                continue;
-            }
+        let moves = verdict.pacing.as_ref().and_then(|p| p.moves.as_ref());
+        if let Err(error) = pacing::write(shard, &rows.placements, placement, cluster, moves, None).await {
+            tracing::warn!(%error, %cluster, namespace, name, "placement not written");
+            failed = Some(error);
+            continue;
         }
         next = earliest(next, verdict.decision.as_ref().and_then(|d| d.requeue_at));
         // Each decision says why its cluster was picked, with the scores, as the
@@ -249,6 +245,11 @@ async fn hub(
                 conditions.extend(verdict.pacing.as_ref().and_then(|p| p.held_condition()));
                 write_status(shard, rows, cluster, placement, &conditions, verdict.chosen.len(), &names).await
             }
+            Err(error) => Err(error),
+        };
+        let rebalanced = verdict.pacing.as_ref().and_then(|p| p.rebalanced.as_deref());
+        let status = match status {
+            Ok(()) => pacing::write(shard, &rows.placements, placement, cluster, None, rebalanced).await,
             Err(error) => Err(error),
         };
         if let Err(error) = status {

@@ -427,8 +427,8 @@ impl Hub<'_> {
         let (pacing, moves) = pacing::read(crp, self.settings.damping);
         let paced = placement::pace::decide(&Profile::fleet(), &framework_policy, candidates, &state, &pacing, &moves)
             .map_err(|e| anyhow::anyhow!("decide: {e}"))?;
-        pacing::write(self.shard, &self.rows.placements, crp, self.cluster, &paced.moves, paced.rebalanced.as_deref())
-            .await?;
+        let moves = (!paced.moved.is_empty()).then_some(&paced.moves);
+        pacing::write(self.shard, &self.rows.placements, crp, self.cluster, moves, None).await?;
         let decision = paced.decision;
         for cluster in &decision.desired {
             let cluster_decision = cluster_decision(cluster, &decision, true);
@@ -508,6 +508,9 @@ impl Hub<'_> {
             keep(&mut group.bindings, updated);
             moved = true;
         }
+        // The bindings say the rebalanced decision now: the request is carried out.
+        let rebalanced = paced.rebalanced.as_deref();
+        pacing::write(self.shard, &self.rows.placements, crp, self.cluster, None, rebalanced).await?;
         let written = self.policy_snapshot_status(crp, &policy_snapshot, &decision).await?;
         if let Some(written) = written {
             keep(&mut group.policy_snapshots, written);

@@ -80,8 +80,8 @@ pub struct Verdict {
 /// What pacing ([`placement::pace`]) made of one decision.
 #[derive(Debug, Clone)]
 pub struct Pacing {
-    /// The voluntary moves to remember on the placement.
-    pub moves: Moves,
+    /// The voluntary moves to remember on the placement, when this decision made some.
+    pub moves: Option<Moves>,
     /// The rebalance request carried out by this decision.
     pub rebalanced: Option<String>,
     /// The voluntary changes that wait for damping or the disruption budget.
@@ -200,10 +200,10 @@ pub fn decide(inputs: Inputs<'_>) -> Verdict {
     let (decision, pacing) = match paced {
         Ok(paced) => {
             let pacing = Pacing {
-                moves: paced.moves,
+                moves: (!paced.moved.is_empty()).then_some(paced.moves),
                 rebalanced: paced.rebalanced,
                 held: paced.held,
-                budgeted: inputs.pacing.budget.is_some(),
+                budgeted: inputs.pacing.budget.is_some() && !paced.moved.is_empty(),
                 next: paced.resume_at,
             };
             (paced.decision, Some(pacing))
