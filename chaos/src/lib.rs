@@ -31,3 +31,13 @@ pub mod scenario;
 pub mod schedule;
 pub mod storm;
 pub mod workload;
+
+/// Runs one scenario to its verdict: the workspace storm ([`storm`]) or a process
+/// scenario ([`scenario`]).
+pub async fn run(options: &scenario::RunOptions) -> anyhow::Result<scenario::Report> {
+    if options.scenario == "workspace-storm" {
+        storm::run(options).await
+    } else {
+        scenario::run(options).await
+    }
+}

@@ -121,11 +121,9 @@ pub fn summarize(history: &History, violations: &[Violation], elapsed: Option<Du
     out
 }
 
-/// Runs one scenario to its verdict.
+/// Runs one process scenario (every one but the workspace storm, see [`crate::run`]) to
+/// its verdict.
 pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
-    if options.scenario == "workspace-storm" {
-        return crate::storm::run(options).await;
-    }
     let started = Instant::now();
     let mix = mix(&options.scenario)?;
     let steps = schedule::draw(options.seed, options.fault_seconds * 1000, 2, mix);

@@ -3,7 +3,8 @@
 //! them. The checkers must find nothing, and the run must show that its key steps took
 //! place: faults were injected, writes were acknowledged and watch events arrived.
 
-use chaos::scenario::{run, RunOptions};
+use chaos::run;
+use chaos::scenario::RunOptions;
 
 fn options(scenario: &str, seed: u64, fault_seconds: u64) -> RunOptions {
     RunOptions {

@@ -85,7 +85,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                 watchers_per_shard: watchers,
                 history_file: Some(history_file.clone()),
             };
-            let report = tests::load_generator_runtime()?.block_on(scenario::run(&options))?;
+            let report = tests::load_generator_runtime()?.block_on(chaos::run(&options))?;
             print!("{}", report.summary());
             println!("history kept in {} (replay: atoll-chaos replay FILE)", history_file.display());
             println!(
