@@ -430,6 +430,8 @@ impl Hub<'_> {
         let moves = (!paced.moved.is_empty()).then_some(&paced.moves);
         pacing::write(self.shard, &self.rows.placements, crp, self.cluster, moves, None).await?;
         let decision = paced.decision;
+        // New bindings, not yet written: the rollout below decides their first state.
+        let mut unwritten: BTreeSet<String> = BTreeSet::new();
         for cluster in &decision.desired {
             let cluster_decision = cluster_decision(cluster, &decision, true);
             let existing = group.bindings.iter().find(|b| target_of(b).as_deref() == Some(cluster.as_str()));
@@ -466,11 +468,14 @@ impl Hub<'_> {
                     }
                 }
                 None => {
+                    // Written once the rollout has looked at it: Bound at once when the
+                    // strategy lets it be, so a new binding costs one write, not two.
+                    let binding_name = binding_name(&name, cluster);
                     let binding = json!({
                         "apiVersion": format!("{PLACEMENT_GROUP}/v1"),
                         "kind": "ClusterResourceBinding",
                         "metadata": {
-                            "name": binding_name(&name, cluster),
+                            "name": binding_name,
                             "labels": {PARENT_CRP_LABEL: name},
                             "ownerReferences": [owner("ClusterResourcePlacement", crp)],
                         },
@@ -481,8 +486,8 @@ impl Hub<'_> {
                             "clusterDecision": cluster_decision,
                         },
                     });
-                    let created = self.create(&self.rows.bindings, binding).await?;
-                    keep(&mut group.bindings, created);
+                    group.bindings.push(binding);
+                    unwritten.insert(binding_name);
                     moved = true;
                 }
             }
@@ -508,13 +513,6 @@ impl Hub<'_> {
             keep(&mut group.bindings, updated);
             moved = true;
         }
-        // The bindings say the rebalanced decision now: the request is carried out.
-        let rebalanced = paced.rebalanced.as_deref();
-        pacing::write(self.shard, &self.rows.placements, crp, self.cluster, None, rebalanced).await?;
-        let written = self.policy_snapshot_status(crp, &policy_snapshot, &decision).await?;
-        if let Some(written) = written {
-            keep(&mut group.policy_snapshots, written);
-        }
 
         // How far each placed cluster got with the Work it has now: the rollout's readiness.
         let snapshot_name = meta::name(&resource_snapshot).unwrap_or_default().to_string();
@@ -539,10 +537,23 @@ impl Hub<'_> {
             _ => fleet_policy::wanted(policy).unwrap_or(0),
         };
         let rolling = crp.pointer("/spec/strategy/rollingUpdate");
-        let max_unavailable = rollout::scaled(rolling.and_then(|r| r.get("maxUnavailable")), 25, target)
-            .map_err(|e| anyhow::anyhow!("spec.strategy.rollingUpdate.maxUnavailable: {e}"))?;
-        let max_surge = rollout::scaled(rolling.and_then(|r| r.get("maxSurge")), 25, target)
-            .map_err(|e| anyhow::anyhow!("spec.strategy.rollingUpdate.maxSurge: {e}"))?;
+        let limits = rollout::scaled(rolling.and_then(|r| r.get("maxUnavailable")), 25, target)
+            .map_err(|e| anyhow::anyhow!("spec.strategy.rollingUpdate.maxUnavailable: {e}"))
+            .and_then(|unavailable| {
+                let surge = rollout::scaled(rolling.and_then(|r| r.get("maxSurge")), 25, target)
+                    .map_err(|e| anyhow::anyhow!("spec.strategy.rollingUpdate.maxSurge: {e}"))?;
+                Ok((unavailable, surge))
+            });
+        let (max_unavailable, max_surge) = match limits {
+            Ok(limits) => limits,
+            Err(error) => {
+                // No rollout: the scheduler's decision still stands, as Scheduled bindings.
+                for binding in group.bindings.iter().filter(|b| meta::name(b).is_some_and(|n| unwritten.contains(n))) {
+                    self.create(&self.rows.bindings, binding.clone()).await?;
+                }
+                return Err(error);
+            }
+        };
         let unavailable_period = rolling.and_then(|r| r.get("unavailablePeriodSeconds")).and_then(Value::as_i64);
         let unavailable_period = jiff::SignedDuration::from_secs(unavailable_period.unwrap_or(60));
         // A cluster whose availability cannot be tracked becomes ready by time alone:
@@ -584,7 +595,28 @@ impl Hub<'_> {
         roll.sort_by(|a, b| a.name.cmp(&b.name));
         let plan = rollout::plan(&roll, target, max_unavailable, max_surge);
         let blockers = rollout::blockers(&roll, &plan);
-        for binding_name in plan.bind.iter().chain(&plan.update) {
+        // The new bindings: Bound to the latest snapshot when the rollout binds them now
+        // (what a Scheduled binding bound at once would hold), else Scheduled.
+        let mut creates = Vec::new();
+        for binding in group.bindings.iter().filter(|b| meta::name(b).is_some_and(|n| unwritten.contains(n))) {
+            let mut binding = binding.clone();
+            if plan.bind.iter().any(|b| Some(b.as_str()) == meta::name(&binding)) {
+                binding["spec"]["state"] = json!("Bound");
+                binding["spec"]["resourceSnapshotName"] = json!(snapshot_name);
+            }
+            creates.push(self.create(&self.rows.bindings, binding));
+        }
+        for binding in futures::future::try_join_all(creates).await? {
+            keep(&mut group.bindings, binding);
+        }
+        // The bindings say the rebalanced decision now: the request is carried out.
+        let rebalanced = paced.rebalanced.as_deref();
+        pacing::write(self.shard, &self.rows.placements, crp, self.cluster, None, rebalanced).await?;
+        let written = self.policy_snapshot_status(crp, &policy_snapshot, &decision).await?;
+        if let Some(written) = written {
+            keep(&mut group.policy_snapshots, written);
+        }
+        for binding_name in plan.bind.iter().chain(&plan.update).filter(|b| !unwritten.contains(*b)) {
             let updated = self
                 .update(&self.rows.bindings, None, binding_name, None, |old| {
                     let mut new = old.clone();
@@ -611,6 +643,7 @@ impl Hub<'_> {
             .filter(|b| !meta::is_deleting(b) && State::of(b) != State::Scheduled)
             .cloned()
             .collect();
+        let mut jobs = Vec::new();
         for binding in &placed {
             let cluster = target_of(binding).unwrap_or_default();
             let Some(member) = members.iter().find(|m| meta::name(m) == Some(cluster.as_str())) else { continue };
@@ -640,7 +673,15 @@ impl Hub<'_> {
                 }
             };
             overridden.insert(cluster.clone(), any_override);
-            let (state, written) = self.work(crp, binding, &cluster, binding_snapshot, manifests, &group.works).await?;
+            jobs.push((cluster, binding, binding_snapshot, manifests));
+        }
+        // The Works are independent objects: written together, they share the store's commits.
+        let works = &group.works;
+        let writes = jobs.into_iter().map(|(cluster, binding, snapshot, manifests)| async move {
+            let done = self.work(crp, binding, &cluster, snapshot, manifests, works).await?;
+            anyhow::Ok((cluster, done))
+        });
+        for (cluster, (state, written)) in futures::future::try_join_all(writes).await? {
             if let Some(work) = written {
                 keep_work(&mut group.works, work);
                 moved = true;
@@ -653,6 +694,7 @@ impl Hub<'_> {
         // Statuses: each binding's, then the placement's.
         let blocked: BTreeSet<&String> = plan.blocked.iter().collect();
         let mut per_cluster = Vec::new();
+        let mut statuses = Vec::new();
         for binding in group.bindings.iter().filter(|b| !meta::is_deleting(b)) {
             let cluster = target_of(binding).unwrap_or_default();
             let binding_name = meta::name(binding).unwrap_or_default().to_string();
@@ -666,11 +708,12 @@ impl Hub<'_> {
             );
             let mut wanted = binding.get("status").cloned().unwrap_or_else(|| json!({}));
             wanted["conditions"] = Value::Array(conditions.clone());
-            self.write_status(&self.rows.bindings, binding, wanted).await?;
+            statuses.push(self.write_status(&self.rows.bindings, binding, wanted));
             if State::of(binding) != State::Unscheduled {
                 per_cluster.push((cluster, binding.clone(), conditions));
             }
         }
+        futures::future::try_join_all(statuses).await?;
         let status = placement_status(crp, &decision, &per_cluster, &objects, &resource_index, &blockers);
         self.write_placement_status(crp, status).await?;
         Ok(moved)
