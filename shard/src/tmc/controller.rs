@@ -70,13 +70,23 @@ struct Tmc {
     queue: WorkQueue<Item>,
     /// Scheduled namespaces (cluster, namespace) and what they hand down.
     scheduled: Mutex<HashMap<(String, String), Inherited>>,
+    /// Workspaces whose last whole pass found no Placement and left no namespace
+    /// scheduled: until a Placement appears, a namespace write there has nothing to
+    /// schedule, and their namespaces are not listed again (a hub workspace creating
+    /// thousands of namespaces would otherwise pay for all of them at every one).
+    idle: Mutex<HashSet<String>>,
 }
 
 /// Runs the TMC controllers until the process ends.
 pub async fn run(shard: Arc<Shard>, settings: Settings) {
     let Some(placements) = shard.registry.get(SCHEDULING_KCP_GROUP, "v1alpha1", PLACEMENT_RESOURCE) else { return };
-    let tmc =
-        Arc::new(Tmc { shard: shard.clone(), settings, queue: WorkQueue::default(), scheduled: Mutex::default() });
+    let tmc = Arc::new(Tmc {
+        shard: shard.clone(),
+        settings,
+        queue: WorkQueue::default(),
+        scheduled: Mutex::default(),
+        idle: Mutex::default(),
+    });
     let mut watched = vec![placements, shard.registry.namespaces()];
     watched.extend(shard.registry.get(protocol::types::APIS_KCP_GROUP, "v1alpha1", "apibindings"));
     for rt in watched {
@@ -190,6 +200,11 @@ impl Tmc {
         let bindings = objects::list_in_cluster(&shard.store, &bindings_rt, cluster).map_err(error)?;
         self.default_placements(cluster, &placements_rt, &bindings_rt, &bindings).await?;
         let placements = objects::list_in_cluster(&shard.store, &placements_rt, cluster).map_err(error)?;
+        let scheduled_here = |tmc: &Tmc| tmc.scheduled.lock().keys().any(|(c, _)| c == cluster);
+        let idle = placements.is_empty() && !scheduled_here(self);
+        if idle && self.idle.lock().contains(cluster) {
+            return Ok(None);
+        }
         let namespaces =
             objects::list_in_cluster(&shard.store, &shard.registry.namespaces(), cluster).map_err(error)?;
         let bound = schedule::bound_apis(&bindings);
@@ -238,6 +253,11 @@ impl Tmc {
                 }
             };
             self.note_scheduled(cluster, name, &written);
+        }
+        if idle && failed.is_none() && !scheduled_here(self) {
+            self.idle.lock().insert(cluster.to_string());
+        } else {
+            self.idle.lock().remove(cluster);
         }
         match failed {
             Some(error) => Err(error),
