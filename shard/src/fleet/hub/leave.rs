@@ -93,19 +93,6 @@ impl Hub<'_> {
             member.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
         conditions.retain(|c| c.get("type").and_then(Value::as_str) != Some("Joined"));
         conditions.push(left);
-        let wanted = json!({"conditions": conditions});
-        let current = json!({"conditions": member.pointer("/status/conditions").cloned().unwrap_or(Value::Null)});
-        if apiserver::conditions::same_status(&current, &wanted) {
-            return Ok(false);
-        }
-        let name = meta::name(member).unwrap_or_default();
-        self.update(&self.rows.members, None, name, Some("status"), |old| {
-            let mut new = old.clone();
-            let merged = apiserver::conditions::with_transition_times(old.get("status"), &wanted);
-            new["status"]["conditions"] = merged["conditions"].clone();
-            new
-        })
-        .await?;
-        Ok(true)
+        self.member_conditions(member, conditions).await
     }
 }

@@ -351,11 +351,18 @@ impl Hub<'_> {
         );
         // Only the conditions are the hub's: the agent writes the rest of the status, and a
         // heartbeat written meanwhile must not be lost.
-        let wanted = json!({"conditions": [ready, joined]});
+        self.member_conditions(member, vec![ready, joined]).await
+    }
+
+    /// Writes a member's `status.conditions` when they say something new (and only them:
+    /// a heartbeat written meanwhile stays); whether it was written.
+    async fn member_conditions(&self, member: &Value, conditions: Vec<Value>) -> anyhow::Result<bool> {
+        let wanted = json!({"conditions": conditions});
         let current = json!({"conditions": member.pointer("/status/conditions").cloned().unwrap_or(Value::Null)});
         if apiserver::conditions::same_status(&current, &wanted) {
             return Ok(false);
         }
+        let name = meta::name(member).unwrap_or_default();
         self.update(&self.rows.members, None, name, Some("status"), |old| {
             let mut new = old.clone();
             let merged = apiserver::conditions::with_transition_times(old.get("status"), &wanted);
