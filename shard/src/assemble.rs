@@ -29,6 +29,7 @@ pub fn registry(shard: Weak<Shard>, paths: Arc<PathIndex>, base_url: String, roo
     crate::tmc::register(&mut registry, shard.clone());
     crate::ocm::register(&mut registry);
     crate::fleet::register(&mut registry);
+    registry.add_write_admission(Arc::new(crate::controllers::pacing::Reserved));
     crate::tenancy::strategy::register(&mut registry, shard.clone(), paths, base_url);
     crate::crd::strategy::register(&mut registry);
     crate::apis::register(&mut registry);
