@@ -22,16 +22,16 @@
 //! held swap is named in the leaving cluster's reason, with the time it may happen, and
 //! the decision's `requeue_at` wakes the controller then. Pure: the clock is an input.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
 
 use jiff::{SignedDuration, Timestamp};
 
 use crate::candidate::Candidate;
-use crate::decision::{Decision, Outcome};
+use crate::decision::{ClusterReport, Decision, Outcome};
 use crate::error::Error;
 use crate::framework::{decide as decide_once, diff};
-use crate::policy::{Number, Policy, State, TopologyKeyType, WhenUnsatisfiable};
+use crate::policy::{Number, Policy, SpreadConstraint, State, TopologyKeyType, WhenUnsatisfiable};
 use crate::profile::Profile;
 
 /// Opts a sticky placement (Fleet) in to voluntary moves: `Enabled`.
@@ -283,23 +283,33 @@ struct Inputs<'a> {
 }
 
 impl Inputs<'_> {
-    /// The values a cluster has for the policy's DoNotSchedule spread keys; empty when
-    /// no such constraint applies (only picking N spreads).
-    fn domain(&self, name: &str) -> Vec<Option<String>> {
+    /// The policy's DoNotSchedule spread constraints, when they apply (only picking N
+    /// spreads).
+    fn hard_spread(&self) -> Vec<&SpreadConstraint> {
         if !matches!(self.policy.number, Number::N(_)) {
             return Vec::new();
         }
-        let candidate = self.candidates.iter().find(|c| c.name == name);
-        self.policy
-            .spread
-            .iter()
-            .filter(|c| c.when_unsatisfiable == WhenUnsatisfiable::DoNotSchedule)
-            .map(|c| {
-                let values = match c.topology_key_type {
-                    TopologyKeyType::Label => candidate.map(|c| &c.labels),
-                    TopologyKeyType::Claim => candidate.map(|c| &c.claims),
-                };
-                values.and_then(|v| v.get(&c.topology_key)).cloned()
+        self.policy.spread.iter().filter(|c| c.when_unsatisfiable == WhenUnsatisfiable::DoNotSchedule).collect()
+    }
+
+    /// Each named candidate's values for the hard spread keys (its domain).
+    fn domains<'n>(&self, names: impl Iterator<Item = &'n str>) -> HashMap<&'n str, Vec<Option<String>>> {
+        let constraints = self.hard_spread();
+        let by_name: HashMap<&str, &Candidate> = self.candidates.iter().map(|c| (c.name.as_str(), c)).collect();
+        names
+            .map(|name| {
+                let candidate = by_name.get(name);
+                let domain = constraints
+                    .iter()
+                    .map(|c| {
+                        let values = match c.topology_key_type {
+                            TopologyKeyType::Label => candidate.map(|c| &c.labels),
+                            TopologyKeyType::Claim => candidate.map(|c| &c.claims),
+                        };
+                        values.and_then(|v| v.get(&c.topology_key)).cloned()
+                    })
+                    .collect();
+                (name, domain)
             })
             .collect()
     }
@@ -326,10 +336,11 @@ fn pace(mut sticky: Decision, ideal: &Decision, inputs: &Inputs<'_>) -> Paced {
     // A current cluster the sticky decision let go was cut by the count: not a newcomer.
     let mut ins: Vec<&str> =
         ideal.desired.iter().map(String::as_str).filter(|n| !in_sticky.contains(n) && !current.contains(n)).collect();
+    let domains = inputs.domains(outs.iter().chain(&ins).copied());
     let mut same = Vec::new();
     let mut unpaired = Vec::new();
     for out in outs {
-        match ins.iter().position(|i| inputs.domain(i) == inputs.domain(out)) {
+        match ins.iter().position(|i| domains[i] == domains[out]) {
             Some(at) => same.push(Swap { out: Some(out.to_string()), into: Some(ins.remove(at).to_string()) }),
             None => unpaired.push(out),
         }
@@ -343,7 +354,7 @@ fn pace(mut sticky: Decision, ideal: &Decision, inputs: &Inputs<'_>) -> Paced {
         }
     }
     let adds: Vec<String> = ins.iter().map(|n| n.to_string()).collect();
-    let spread = !inputs.domain(sticky.desired.first().map_or("", String::as_str)).is_empty();
+    let spread = !inputs.hard_spread().is_empty();
     let window: Vec<&(Timestamp, u32)> = inputs.moves.within(pacing, now).collect();
     // One round of moves per interval, of at most the budget.
     let allowance = match (window.is_empty(), pacing.budget) {
@@ -382,12 +393,11 @@ fn pace(mut sticky: Decision, ideal: &Decision, inputs: &Inputs<'_>) -> Paced {
             }
         }
     }
-    let report_of = |clusters: &mut Vec<crate::decision::ClusterReport>, name: &str| {
-        clusters.binary_search_by(|r| r.name.as_str().cmp(name)).ok()
-    };
+    let report_of =
+        |clusters: &[ClusterReport], name: &str| clusters.binary_search_by(|r| r.name.as_str().cmp(name)).ok();
     for swap in &moved {
         let Some(out) = &swap.out else { continue };
-        let Some(i) = report_of(&mut sticky.clusters, out) else { continue };
+        let Some(i) = report_of(&sticky.clusters, out) else { continue };
         let rejected = ideal.report(out).filter(|r| r.outcome == Outcome::Rejected);
         let report = &mut sticky.clusters[i];
         report.outcome = Outcome::NotPicked;
@@ -405,7 +415,7 @@ fn pace(mut sticky: Decision, ideal: &Decision, inputs: &Inputs<'_>) -> Paced {
     let when = next_round.map_or_else(|| "later".to_string(), |at| format!("from {at}"));
     for swap in &held {
         let Some(out) = &swap.out else { continue };
-        let Some(i) = report_of(&mut sticky.clusters, out) else { continue };
+        let Some(i) = report_of(&sticky.clusters, out) else { continue };
         let into = swap.into.as_deref().map_or(String::new(), |into| format!(" by {into}"));
         let _ = write!(
             sticky.clusters[i].reason,

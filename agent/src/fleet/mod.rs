@@ -506,30 +506,15 @@ impl Applier {
     /// (whatever the Works still want: the member is leaving), then takes the agent's
     /// finalizer off every Work. How many objects went.
     async fn leave(&mut self) -> anyhow::Result<usize> {
-        let works: Vec<Value> = self
-            .works
-            .list(&ListParams::default())
-            .await
-            .context("list the Works")?
-            .items
-            .iter()
-            .map(to_value)
-            .collect();
+        let works = self.list_works().await?;
         for work in &works {
             self.learn_types(work).await;
         }
         let selector = ListParams::default().labels(manifest::WORK_LABEL);
         let mut removed = 0;
         for found in self.applied_types.values() {
-            let api: Api<DynamicObject> = Api::all_with(self.member.clone(), &found.resource);
-            let objects = match api.list(&selector).await {
-                Ok(list) => list.items,
-                Err(kube::Error::Api(status)) if status.code == 404 => continue,
-                Err(error) => {
-                    return Err(error).with_context(|| format!("list the member's {}", found.resource.plural))
-                }
-            };
-            for object in objects.iter().map(to_value) {
+            let objects = self.applied(found, &selector).await?;
+            for object in objects {
                 if manifest::applied_from(&object, &self.namespace).is_some() {
                     self.delete(found, &object).await?;
                     removed += 1;
@@ -563,28 +548,13 @@ impl Applier {
         let selector =
             ListParams::default().labels(&format!("{}={}", manifest::WORK_LABEL, manifest::label_value(name)));
         // Another placement's Work may want the same object: then it stays.
-        let others: Vec<Value> = self
-            .works
-            .list(&ListParams::default())
-            .await
-            .context("list the Works")?
-            .items
-            .iter()
-            .map(to_value)
-            .filter(|w| text(w, "/metadata/name") != name)
-            .collect();
+        let mut others = self.list_works().await?;
+        others.retain(|w| text(w, "/metadata/name") != name);
         let mut removed = 0;
         for found in self.applied_types.values() {
-            let api: Api<DynamicObject> = Api::all_with(self.member.clone(), &found.resource);
-            let objects = match api.list(&selector).await {
-                Ok(list) => list.items,
-                Err(kube::Error::Api(status)) if status.code == 404 => continue,
-                Err(error) => {
-                    return Err(error).with_context(|| format!("list the member's {}", found.resource.plural))
-                }
-            };
+            let objects = self.applied(found, &selector).await?;
             let (group, kind) = (found.resource.group.as_str(), found.resource.kind.as_str());
-            for object in objects.iter().map(to_value) {
+            for object in objects {
                 if manifest::applied_from(&object, &self.namespace) != Some(name) {
                     continue;
                 }
@@ -607,16 +577,9 @@ impl Applier {
     async fn sweep(&self, works: &[Value]) -> anyhow::Result<()> {
         let selector = ListParams::default().labels(manifest::WORK_LABEL);
         for found in self.applied_types.values() {
-            let api: Api<DynamicObject> = Api::all_with(self.member.clone(), &found.resource);
-            let objects = match api.list(&selector).await {
-                Ok(list) => list.items,
-                Err(kube::Error::Api(status)) if status.code == 404 => continue,
-                Err(error) => {
-                    return Err(error).with_context(|| format!("list the member's {}", found.resource.plural))
-                }
-            };
+            let objects = self.applied(found, &selector).await?;
             let (group, kind) = (found.resource.group.as_str(), found.resource.kind.as_str());
-            for object in objects.iter().map(to_value) {
+            for object in objects {
                 let Some(work) = manifest::applied_from(&object, &self.namespace) else { continue };
                 let (namespace, name) = (text(&object, "/metadata/namespace"), text(&object, "/metadata/name"));
                 // Wanted by the Work that applied it last, or by another (two placements
@@ -633,6 +596,23 @@ impl Applier {
             }
         }
         Ok(())
+    }
+
+    /// Every Work of the member's namespace.
+    async fn list_works(&self) -> anyhow::Result<Vec<Value>> {
+        let list = self.works.list(&ListParams::default()).await.context("list the Works")?;
+        Ok(list.items.iter().map(to_value).collect())
+    }
+
+    /// The member's objects of one applied resource that `selector` matches; none when
+    /// the member no longer serves the resource.
+    async fn applied(&self, found: &Resolved, selector: &ListParams) -> anyhow::Result<Vec<Value>> {
+        let api: Api<DynamicObject> = Api::all_with(self.member.clone(), &found.resource);
+        match api.list(selector).await {
+            Ok(list) => Ok(list.items.iter().map(to_value).collect()),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(Vec::new()),
+            Err(error) => Err(error).with_context(|| format!("list the member's {}", found.resource.plural)),
+        }
     }
 
     /// Deletes one object of the member; one already gone is fine.
