@@ -1,10 +1,74 @@
-//! A MemberCluster's finalizer and its leave flow on the hub: the I/O around the pure
-//! steps of [`crate::fleet::leave`].
+//! A MemberCluster on the hub: its namespace and the hub's conditions, its finalizer, and
+//! its leave flow (the I/O around the pure steps of [`crate::fleet::leave`]).
 
 use super::*;
 use crate::fleet::leave::{self, Namespace, Step, MEMBER_CLUSTER_FINALIZER};
 
 impl Hub<'_> {
+    /// A member's namespace and its hub conditions; whether anything was written.
+    pub(super) async fn member(&self, member: &Value) -> anyhow::Result<bool> {
+        if meta::is_deleting(member) {
+            return self.leave(member).await;
+        }
+        self.hold_member(member).await?;
+        let name = meta::name(member).unwrap_or_default();
+        let namespace = member_namespace(name);
+        let at = ObjectRef { cluster: self.cluster, namespace: None, name: &namespace };
+        if storage::get(self.shard, &self.rows.namespaces, &at).is_err() {
+            let object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+                "name": namespace,
+                "labels": {FLEET_RESOURCE_LABEL: "true", MEMBER_NAME_LABEL: name},
+                "ownerReferences": [owner("MemberCluster", member)],
+            }});
+            self.create(&self.rows.namespaces, object).await?;
+        }
+        let generation = meta::generation(member);
+        let agent = member
+            .pointer("/status/agentStatus")
+            .and_then(Value::as_array)
+            .and_then(|agents| agents.iter().find(|a| a.get("type").and_then(Value::as_str) == Some("MemberAgent")));
+        let joined = agent
+            .and_then(|a| a.get("conditions"))
+            .and_then(Value::as_array)
+            .and_then(|conditions| conditions.iter().find(|c| c.get("type").and_then(Value::as_str) == Some("Joined")));
+        let joined = match joined.and_then(|c| c.get("status")).and_then(Value::as_str) {
+            Some("True") => {
+                condition("Joined", true, "MemberClusterJoined", "all the agents joined".into(), generation)
+            }
+            Some("False") => condition("Joined", false, "MemberClusterLeft", "all the agents left".into(), generation),
+            _ => unknown("Joined", "MemberClusterJoinStateUnknown", "the member agent has not reported", generation),
+        };
+        let ready = condition(
+            "ReadyToJoin",
+            true,
+            "MemberClusterReadyToJoin",
+            format!("the hub is ready for the member: namespace {namespace}"),
+            generation,
+        );
+        // Only the conditions are the hub's: the agent writes the rest of the status, and a
+        // heartbeat written meanwhile must not be lost.
+        self.member_conditions(member, vec![ready, joined]).await
+    }
+
+    /// Writes a member's `status.conditions` when they say something new (and only them:
+    /// a heartbeat written meanwhile stays); whether it was written.
+    async fn member_conditions(&self, member: &Value, conditions: Vec<Value>) -> anyhow::Result<bool> {
+        let wanted = json!({"conditions": conditions});
+        let current = json!({"conditions": member.pointer("/status/conditions").cloned().unwrap_or(Value::Null)});
+        if apiserver::conditions::same_status(&current, &wanted) {
+            return Ok(false);
+        }
+        let name = meta::name(member).unwrap_or_default();
+        self.update(&self.rows.members, None, name, Some("status"), |old| {
+            let mut new = old.clone();
+            let merged = apiserver::conditions::with_transition_times(old.get("status"), &wanted);
+            new["status"]["conditions"] = merged["conditions"].clone();
+            new
+        })
+        .await?;
+        Ok(true)
+    }
+
     /// Puts the hub's finalizer on a member that is not being deleted, so that deleting
     /// it runs the leave flow; whether it was written.
     pub(super) async fn hold_member(&self, member: &Value) -> anyhow::Result<bool> {
