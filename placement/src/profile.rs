@@ -28,6 +28,12 @@ pub struct Profile {
     pub scorers: Vec<ScorerEntry>,
     /// What orders candidates with equal scores.
     pub tie_break: TieBreak,
+    /// What orders kept decisions with equal scores when the policy wants fewer of them
+    /// (a downscale): the last in this order go first. `None`: the `tie_break`. Fleet's
+    /// is `NameDescending`, so that of two equal clusters the smaller name is trimmed,
+    /// as KubeFleet's downscale trims (`sortByClusterScoreAndName`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trim_tie_break: Option<TieBreak>,
     /// Whether current decisions that still pass every filter are kept before anything
     /// new is picked (kcp and Fleet are sticky; OCM re-ranks everything and relies on its
     /// Steady prioritizer).
@@ -114,6 +120,7 @@ impl Profile {
             filters: vec![filter(FilterPlugin::LocationResource), filter(FilterPlugin::RequiredTerms)],
             scorers: vec![scorer(ScorerPlugin::PreferredTerms, 1, 0)],
             tie_break: TieBreak::StableHash,
+            trim_tie_break: None,
             keep_current: true,
             prioritizer_tier: None,
         }
@@ -134,6 +141,7 @@ impl Profile {
             ],
             scorers: vec![scorer(ScorerPlugin::PreferredTerms, 1, 0)],
             tie_break: TieBreak::StableHash,
+            trim_tie_break: None,
             keep_current: true,
             prioritizer_tier: None,
         }
@@ -144,7 +152,8 @@ impl Profile {
     /// preference for already picked clusters score, in that order of significance.
     /// Current decisions are kept while eligible and matching (taints do not evict them).
     /// Ties go to the smaller name (upstream Fleet prefers the larger; use
-    /// `TieBreak::NameDescending` to reproduce it).
+    /// `TieBreak::NameDescending` to reproduce it). Scaling down trims the smaller name
+    /// of two equal clusters first, as KubeFleet's downscale does.
     pub fn fleet() -> Profile {
         Profile {
             name: "fleet".to_string(),
@@ -161,6 +170,7 @@ impl Profile {
                 scorer(ScorerPlugin::Steady, 1, 2),
             ],
             tie_break: TieBreak::Name,
+            trim_tie_break: Some(TieBreak::NameDescending),
             keep_current: true,
             prioritizer_tier: None,
         }
@@ -184,6 +194,7 @@ impl Profile {
                 scorer(ScorerPlugin::Steady, 1, 1),
             ],
             tie_break: TieBreak::Name,
+            trim_tie_break: None,
             keep_current: false,
             prioritizer_tier: Some(1),
         }

@@ -99,6 +99,8 @@ struct Decider<'a> {
     prepared_scorers: Vec<Box<dyn Scorer + 'a>>,
     dynamic_filters: filter::Prepared<'a>,
     ranker: Ranker<'a>,
+    /// Orders kept decisions when a downscale trims them (the profile's trim tie-break).
+    trimmer: Ranker<'a>,
     entries: Vec<Entry>,
     /// Per candidate: in the desired set so far (what spread constraints count).
     placed: Vec<bool>,
@@ -126,6 +128,11 @@ impl<'a> Decider<'a> {
             prepared_scorers: Vec::new(),
             dynamic_filters: Vec::new(),
             ranker: Ranker::new(profile.tie_break, &context.policy.tie_break_key, context.candidates),
+            trimmer: Ranker::new(
+                profile.trim_tie_break.unwrap_or(profile.tie_break),
+                &context.policy.tie_break_key,
+                context.candidates,
+            ),
             entries,
             placed: vec![false; context.candidates.len()],
             desired: Vec::new(),
@@ -198,7 +205,8 @@ impl<'a> Decider<'a> {
 
     /// Drops kept decisions when the policy now wants fewer (Fleet's downscale; kcp's
     /// N = 1 with two current targets): the unsettled ones first, worst first, then the
-    /// settled ones (`State::settled`), worst first.
+    /// settled ones (`State::settled`), worst first; equal ones in the reverse of the
+    /// profile's trim tie-break.
     fn trim_kept(&mut self, wanted: Option<usize>) {
         self.ranker.sort(&mut self.desired, &self.entries);
         let Some(wanted) = wanted else {
@@ -207,6 +215,7 @@ impl<'a> Decider<'a> {
         if self.desired.len() <= wanted {
             return;
         }
+        self.trimmer.sort(&mut self.desired, &self.entries);
         let settled: HashSet<&str> = self.context.state.settled.iter().map(String::as_str).collect();
         let candidates = self.context.candidates;
         // Settled first, each part still best first: the tail is what goes.

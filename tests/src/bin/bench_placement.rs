@@ -143,6 +143,7 @@ fn profile() -> Profile {
             scorer(ScorerPlugin::PreferredTerms, 1),
         ],
         tie_break: TieBreak::Name,
+        trim_tie_break: None,
         keep_current: false,
         prioritizer_tier: None,
     }
