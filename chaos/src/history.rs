@@ -33,6 +33,108 @@ pub struct History {
     /// Every LogicalCluster owned by a Workspace, read from every shard after healing.
     #[serde(default)]
     pub logical_clusters: Vec<LogicalClusterRecord>,
+    /// The spells during which a process was down or frozen (the front-proxy scenario),
+    /// which the availability checker judges the other shards' requests against.
+    #[serde(default)]
+    pub fault_windows: Vec<FaultWindow>,
+    /// What the front-proxy resolved after healing (the front-proxy scenario).
+    #[serde(default)]
+    pub index: Option<IndexRecord>,
+    /// What the shards and caches held after healing (the cache scenario).
+    #[serde(default)]
+    pub replication: Option<ReplicationRecord>,
+}
+
+/// The replicated objects of the live shards and every cache's replicas, read after
+/// healing and a bounded wait for convergence.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ReplicationRecord {
+    /// The shards of the installation at the end (a replica of any other origin is left
+    /// over from a shard that is gone).
+    pub live_shards: Vec<String>,
+    /// Every replicated object the live shards hold (their wildcard lists).
+    pub sources: Vec<ReplicaRecord>,
+    /// Every replicated object whose delete a shard acknowledged during the run, by id.
+    pub deleted: Vec<String>,
+    /// What each cache held.
+    pub caches: Vec<CacheRecord>,
+}
+
+/// One cache's replicas.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CacheRecord {
+    /// The cache server's name.
+    pub cache: String,
+    /// Its replicas.
+    pub replicas: Vec<ReplicaRecord>,
+}
+
+/// A replicated object, on its shard or in a cache.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ReplicaRecord {
+    /// `origin/cluster/group/resource/[namespace/]name` (the group `core` when empty).
+    pub id: String,
+    /// The object's UID.
+    pub uid: String,
+    /// The resourceVersion on its origin shard.
+    pub source_rv: u64,
+}
+
+/// What a fault window took away.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub enum FaultTarget {
+    /// A shard, by name: its own requests may fail, every other shard's must not.
+    Shard(String),
+    /// The front-proxy: every request through it may fail.
+    FrontProxy,
+    /// A cache server, by name: it hosts no logical cluster, so every shard must keep
+    /// answering.
+    Cache(String),
+}
+
+/// A spell during which one process was killed or frozen, from the fault to the moment
+/// it served again (for a restarted front-proxy: once it routed every workload cluster).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FaultWindow {
+    /// What was faulted.
+    pub target: FaultTarget,
+    /// The fault, in words (`SIGSTOP`, `kill -9`).
+    pub what: String,
+    /// When the fault was injected.
+    pub from_ms: u64,
+    /// When it was lifted and the process served again.
+    pub to_ms: u64,
+}
+
+/// The front-proxy's routing after healing, probed through the proxy once every client
+/// had stopped and the Workspaces had settled.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct IndexRecord {
+    /// The parent the Workspaces were created in (`root`).
+    pub parent: String,
+    /// Every Workspace whose delete the front-proxy acknowledged during the run.
+    pub deleted: Vec<String>,
+    /// One probe per Workspace created (acknowledged) during the run, live or deleted.
+    pub probes: Vec<PathProbe>,
+    /// `atoll_front_proxy_indexed_logical_clusters`: how many logical clusters the proxy
+    /// routes to.
+    pub indexed_clusters: Option<u64>,
+    /// How many LogicalClusters the shards hold together (wildcard lists, every shard).
+    pub stored_clusters: u64,
+}
+
+/// `GET /clusters/<parent>:<workspace>/apis/core.kcp.io/v1alpha1/logicalclusters/cluster`
+/// through the front-proxy: where the path led.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PathProbe {
+    /// The Workspace's name in the parent.
+    pub workspace: String,
+    /// The HTTP status (0: no answer).
+    pub status: u16,
+    /// The answering LogicalCluster's `kcp.io/cluster` annotation, on a 2xx.
+    pub cluster: Option<String>,
+    /// The answering LogicalCluster's `spec.owner.uid`, on a 2xx.
+    pub owner_uid: Option<String>,
 }
 
 /// A Workspace as the final read found it.
@@ -176,6 +278,12 @@ pub struct WatchRequest {
     pub items: Vec<WatchItem>,
     /// How it ended.
     pub end: WatchEnd,
+    /// When the request left the watcher.
+    #[serde(default)]
+    pub opened_ms: u64,
+    /// When it ended (the stream closed, broke or went silent).
+    #[serde(default)]
+    pub ended_ms: u64,
 }
 
 /// One line of a watch stream.
@@ -244,10 +352,63 @@ impl WatchItem {
     }
 }
 
+impl History {
+    /// The watch requests that were open when `window` began and ended after it began,
+    /// on the faulted shard (or, for the front-proxy, on any): the streams a killed or
+    /// frozen process cut or held.
+    pub fn watches_open_at<'a>(&'a self, window: &'a FaultWindow) -> impl Iterator<Item = &'a WatchRequest> + 'a {
+        self.watches.iter().filter(move |w| {
+            let on_target = match &window.target {
+                FaultTarget::FrontProxy => true,
+                // Collections are named `<shard>/<cluster>/…`.
+                FaultTarget::Shard(shard) => w.collection.split('/').next() == Some(shard.as_str()),
+                FaultTarget::Cache(_) => false,
+            };
+            on_target && w.opened_ms < window.from_ms && window.from_ms < w.ended_ms
+        })
+    }
+}
+
 impl WatchRequest {
     /// The furthest RV this request proved it delivered everything up to: the start, the
     /// last event, or the last bookmark.
     pub fn progress_rv(&self) -> u64 {
         self.items.iter().map(WatchItem::rv).fold(self.start_rv, u64::max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn watch(collection: &str, opened_ms: u64, ended_ms: u64) -> WatchRequest {
+        WatchRequest {
+            collection: collection.to_string(),
+            watcher: 0,
+            session: 0,
+            start_rv: 1,
+            initial: None,
+            items: Vec::new(),
+            end: WatchEnd::Closed,
+            opened_ms,
+            ended_ms,
+        }
+    }
+
+    #[test]
+    fn watches_open_at_a_window_are_those_it_cut_on_its_target() {
+        let history = History {
+            watches: vec![
+                watch("shard-1/c/chaos/configmaps", 10, 200),
+                watch("root/c/chaos/configmaps", 10, 200),
+                watch("shard-1/c/chaos/configmaps", 10, 90),
+                watch("shard-1/c/chaos/configmaps", 150, 300),
+            ],
+            ..History::default()
+        };
+        let window = |target| FaultWindow { target, what: "SIGSTOP".to_string(), from_ms: 100, to_ms: 400 };
+        let on_shard = window(FaultTarget::Shard("shard-1".to_string()));
+        assert_eq!(history.watches_open_at(&on_shard).count(), 1);
+        assert_eq!(history.watches_open_at(&window(FaultTarget::FrontProxy)).count(), 2);
     }
 }

@@ -16,28 +16,42 @@
 //!   [`history::History`].
 //! - [`scenario`] wires it together: starts the installation, the proxies and the
 //!   workload, injects the schedule, heals, reads the final state and runs the checkers.
+//! - [`front_proxy`] is scenario 5: the same clients through a real front-proxy that is
+//!   killed mid-watch and restarted while the shards behind it are frozen and thawed,
+//!   with Workspaces created and deleted through it, judged also for availability per
+//!   shard and for the proxy's index after healing.
+//! - [`cache_faults`] is the cache-hierarchy scenario: replicated objects written while
+//!   the regional cache, its parent and a shard are killed and frozen, then every cache
+//!   judged against the shards.
 //! - [`storm`] is the workspace storm: Workspaces created and deleted while a shard is
 //!   killed, and the final Workspaces and LogicalClusters read from every shard.
 //! - [`check`] holds the checkers, pure functions from a history to violations: the
-//!   acknowledged-write ledger, the watch validator and the storage checker (what a
-//!   full disk told clients).
+//!   acknowledged-write ledger, the watch validator, the storage checker (what a full
+//!   disk told clients), the workspace checker, availability per shard, index
+//!   convergence and cache convergence.
+//! - [`summary`] is the text a run or a replay prints.
 
+pub mod cache_faults;
 pub mod check;
 pub mod disk;
+pub mod front_proxy;
 pub mod history;
 pub mod injector;
 pub mod netproxy;
 pub mod scenario;
 pub mod schedule;
 pub mod storm;
+pub mod summary;
 pub mod workload;
 
-/// Runs one scenario to its verdict: the workspace storm ([`storm`]) or a process
+/// Runs one scenario to its verdict: the workspace storm ([`storm`]), the front-proxy
+/// scenario ([`front_proxy`]), the cache hierarchy ([`cache_faults`]) or a process
 /// scenario ([`scenario`]).
 pub async fn run(options: &scenario::RunOptions) -> anyhow::Result<scenario::Report> {
-    if options.scenario == "workspace-storm" {
-        storm::run(options).await
-    } else {
-        scenario::run(options).await
+    match options.scenario.as_str() {
+        "workspace-storm" => storm::run(options).await,
+        front_proxy::NAME => front_proxy::run(options).await,
+        cache_faults::NAME => cache_faults::run(options).await,
+        _ => scenario::run(options).await,
     }
 }

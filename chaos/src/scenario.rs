@@ -12,7 +12,7 @@ use tests::{ShardProcess, TlsHttp};
 
 use crate::check::{check_all, Violation};
 use crate::disk::{SmallDisk, STORE_DISK_MB};
-use crate::history::{DiskFullSpell, FinalState, History, OperationKind, Outcome};
+use crate::history::{DiskFullSpell, FinalState, History};
 use crate::netproxy::{FaultProxy, NetFault};
 use crate::schedule::{self, Action, Mix, Step};
 use crate::workload::{self, Recorder, Target, NAMESPACE};
@@ -25,6 +25,8 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("mixed", "all of the above, drawn from the seed"),
     ("disk-full", "fill the disk under a shard's store while clients write, then free it"),
     ("workspace-storm", "create and delete Workspaces while the shard hosting half their clusters is killed"),
+    ("front-proxy", "kill -9 the front-proxy mid-watch and SIGSTOP shards behind it; availability per shard, index convergence"),
+    ("cache-hierarchy", "kill -9 and SIGSTOP the regional cache, its parent and a shard while replicated objects change; cache convergence"),
 ];
 
 fn mix(scenario: &str) -> anyhow::Result<Mix> {
@@ -69,56 +71,8 @@ pub struct Report {
 impl Report {
     /// A summary: seed, faults, operations per kind and outcome, watch figures, verdict.
     pub fn summary(&self) -> String {
-        summarize(&self.history, &self.violations, Some(self.elapsed))
+        crate::summary::summarize(&self.history, &self.violations, Some(self.elapsed))
     }
-}
-
-/// The summary of a judged history (shared by `run` and `replay`).
-pub fn summarize(history: &History, violations: &[Violation], elapsed: Option<Duration>) -> String {
-    let mut out = format!("scenario {} seed {}\n", history.scenario, history.seed);
-    if let Some(elapsed) = elapsed {
-        out += &format!("run time {:.1} s\n", elapsed.as_secs_f64());
-    }
-    out += &format!("faults injected: {}\n", history.faults.len());
-    for kind in
-        [OperationKind::Create, OperationKind::Update, OperationKind::Delete, OperationKind::Get, OperationKind::List]
-    {
-        let ops: Vec<_> = history.operations.iter().filter(|op| op.kind == kind).collect();
-        let count = |f: fn(&Outcome) -> bool| ops.iter().filter(|op| f(&op.outcome)).count();
-        out += &format!(
-            "{kind:?}: {} ({} ok, {} refused, {} unknown)\n",
-            ops.len(),
-            count(|o| matches!(o, Outcome::Ok { .. } | Outcome::NotFound)),
-            count(|o| matches!(o, Outcome::Fail { .. })),
-            count(|o| matches!(o, Outcome::Unknown { .. })),
-        );
-    }
-    let events: usize = history.watches.iter().map(|w| w.items.len()).sum();
-    let gone = history.watches.iter().filter(|w| w.end == crate::history::WatchEnd::Gone).count();
-    out += &format!("watch requests: {} ({events} items, {gone} ended 410)\n", history.watches.len());
-    let (reached, sessions) = crate::check::watch::converged_sessions(history);
-    out += &format!("watch sessions that reached the final list's RV: {reached} of {sessions}\n");
-    if !history.workspaces.is_empty() || !history.logical_clusters.is_empty() {
-        let ready = history.workspaces.iter().filter(|w| w.phase == "Ready").count();
-        out += &format!(
-            "final workspaces: {} ({ready} Ready), logical clusters owned by workspaces: {}\n",
-            history.workspaces.len(),
-            history.logical_clusters.len()
-        );
-    }
-    if !history.disk_full.is_empty() {
-        let refused = history
-            .operations
-            .iter()
-            .filter(|op| matches!(&op.outcome, Outcome::Unknown { reason } if reason.starts_with("HTTP 507")))
-            .count();
-        out += &format!("disk-full spells: {} ({refused} writes refused with 507)\n", history.disk_full.len());
-    }
-    out += &format!("violations: {}\n", violations.len());
-    for violation in violations {
-        out += &format!("  {violation}\n");
-    }
-    out
 }
 
 /// Runs one process scenario (every one but the workspace storm, see [`crate::run`]) to
@@ -153,18 +107,7 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
         proxies.push(proxy);
     }
     let recorder = Recorder::new(options.seed, &options.scenario);
-    let mut writers = Vec::new();
-    let mut watchers = Vec::new();
-    for (index, target) in targets.iter().enumerate() {
-        for i in 0..options.writers_per_shard {
-            let client = index as u32 * 100 + i;
-            let seed = options.seed ^ (u64::from(client) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            writers.push(tokio::spawn(workload::writer(recorder.clone(), target.clone(), client, seed)));
-        }
-        for i in 0..options.watchers_per_shard {
-            watchers.push(tokio::spawn(workload::watcher(recorder.clone(), target.clone(), index as u32 * 100 + i)));
-        }
-    }
+    let workload = Workload::spawn(&recorder, &targets, options);
     let phase = inject(&mut installation, &proxies, &disks, &steps, &recorder).await;
     for proxy in &proxies {
         proxy.heal();
@@ -172,27 +115,69 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
     phase?;
     // Let the workload run a little on the healed installation, then stop it.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    recorder.stop_writers();
-    for writer in writers {
-        writer.await.context("join a writer")?;
-    }
-    for (shard, target) in [&installation.root, &installation.shards[0]].into_iter().zip(&targets) {
-        recorder.finish(final_state(shard, target).await?);
-    }
-    for watcher in watchers {
-        watcher.await.context("join a watcher")?;
-    }
+    workload.finish(&recorder, &[&installation.root, &installation.shards[0]], &targets).await?;
     let history = recorder.snapshot();
-    if let Some(path) = &options.history_file {
-        let json = serde_json::to_vec_pretty(&history).context("serialize the history")?;
-        std::fs::write(path, json).with_context(|| format!("write the history to {}", path.display()))?;
-    }
+    save(&history, options.history_file.as_deref())?;
     let violations = check_all(&history);
     Ok(Report { history, violations, elapsed: started.elapsed() })
 }
 
+/// The writers and watchers of a run.
+pub(crate) struct Workload {
+    writers: Vec<tokio::task::JoinHandle<()>>,
+    watchers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Workload {
+    /// Starts the writers and watchers `options` ask for on every target.
+    pub(crate) fn spawn(recorder: &Recorder, targets: &[Target], options: &RunOptions) -> Workload {
+        let mut workload = Workload { writers: Vec::new(), watchers: Vec::new() };
+        for (index, target) in targets.iter().enumerate() {
+            for i in 0..options.writers_per_shard {
+                let client = index as u32 * 100 + i;
+                let seed = options.seed ^ (u64::from(client) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                let writer = workload::writer(recorder.clone(), target.clone(), client, seed);
+                workload.writers.push(tokio::spawn(writer));
+            }
+            for i in 0..options.watchers_per_shard {
+                let watcher = workload::watcher(recorder.clone(), target.clone(), index as u32 * 100 + i);
+                workload.watchers.push(tokio::spawn(watcher));
+            }
+        }
+        workload
+    }
+
+    /// Stops the writers, reads each target's final state directly from its shard
+    /// (`shards[i]` serves `targets[i]`), and waits until the watchers reached it.
+    pub(crate) async fn finish(
+        self,
+        recorder: &Recorder,
+        shards: &[&ShardProcess],
+        targets: &[Target],
+    ) -> anyhow::Result<()> {
+        recorder.stop_writers();
+        for writer in self.writers {
+            writer.await.context("join a writer")?;
+        }
+        for (shard, target) in shards.iter().zip(targets) {
+            recorder.finish(final_state(shard, target).await?);
+        }
+        for watcher in self.watchers {
+            watcher.await.context("join a watcher")?;
+        }
+        Ok(())
+    }
+}
+
+/// Keeps `history` as JSON at `path` (if given), for `atoll-chaos replay`.
+pub(crate) fn save(history: &History, path: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let Some(path) = path else { return Ok(()) };
+    let json = serde_json::to_vec_pretty(history).context("serialize the history")?;
+    std::fs::write(path, json).with_context(|| format!("write the history to {}", path.display()))
+}
+
 /// Creates the logical cluster and namespace the workload uses on `shard`.
-async fn prepare(shard: &ShardProcess, cluster: &str) -> anyhow::Result<()> {
+pub(crate) async fn prepare(shard: &ShardProcess, cluster: &str) -> anyhow::Result<()> {
     shard.create_logical_cluster(cluster).await?;
     let path = format!("/clusters/{cluster}/api/v1/namespaces");
     let body = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}});
@@ -256,6 +241,7 @@ async fn inject(
                 tokio::time::sleep(hold).await;
                 crate::injector::resume(pid)?;
             }
+            Action::ProxyKill9 => anyhow::bail!("a front-proxy step in a scenario without a front-proxy"),
             Action::DiskFull => {
                 let disk = disks.get(step.target).context("a disk-full step on a shard without a small disk")?;
                 let bytes = disk.fill()?;

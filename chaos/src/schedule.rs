@@ -22,6 +22,9 @@ pub enum Action {
     Pause,
     /// Fill the filesystem under the shard's store, then free it after the hold.
     DiskFull,
+    /// `kill -9` of the front-proxy (the step's target is ignored), then a restart on the
+    /// same port and data dir after the hold.
+    ProxyKill9,
 }
 
 /// One scheduled fault.
@@ -56,7 +59,6 @@ const CALM_MS: (u64, u64) = (500, 2_000);
 
 /// Draws the schedule for a fault phase of `duration_ms` over `targets` shards.
 pub fn draw(seed: u64, duration_ms: u64, targets: usize, mix: Mix) -> Vec<Step> {
-    let mut rng = StdRng::seed_from_u64(seed);
     let mut actions = Vec::new();
     if mix.network {
         actions.extend([
@@ -75,17 +77,45 @@ pub fn draw(seed: u64, duration_ms: u64, targets: usize, mix: Mix) -> Vec<Step> 
     if mix.disk_full {
         actions.push(Action::DiskFull);
     }
+    if actions.is_empty() {
+        return Vec::new();
+    }
+    steps(seed, duration_ms, targets, |rng, _| {
+        let action = actions[rng.gen_range(0..actions.len())];
+        if action == Action::Net(NetFault::Blackhole) && rng.gen_bool(0.3) {
+            // Sometimes slow rather than dead: delay both ways instead.
+            return Action::Net(NetFault::Delay(Direction::Downstream, rng.gen_range(20..=400)));
+        }
+        action
+    })
+}
+
+/// Draws a schedule that takes `actions` in turn (the first step does `actions[0]`, the
+/// next `actions[1]`, …), with targets, offsets and holds from the seed: a scenario
+/// whose point is a combination of faults meets every one of them even in a short run.
+pub fn draw_alternating(seed: u64, duration_ms: u64, targets: usize, actions: &[Action]) -> Vec<Step> {
+    if actions.is_empty() {
+        return Vec::new();
+    }
+    steps(seed, duration_ms, targets, |_, index| actions[index % actions.len()])
+}
+
+/// The steps of a phase: fault, hold, calm, and again, until `duration_ms` is used up;
+/// `action` names the fault of step `index`.
+fn steps(
+    seed: u64,
+    duration_ms: u64,
+    targets: usize,
+    mut action: impl FnMut(&mut StdRng, usize) -> Action,
+) -> Vec<Step> {
+    let mut rng = StdRng::seed_from_u64(seed);
     let mut steps = Vec::new();
-    if actions.is_empty() || targets == 0 {
+    if targets == 0 {
         return steps;
     }
     let mut at_ms = rng.gen_range(CALM_MS.0..=CALM_MS.1);
     while at_ms < duration_ms {
-        let mut action = actions[rng.gen_range(0..actions.len())];
-        if action == Action::Net(NetFault::Blackhole) && rng.gen_bool(0.3) {
-            // Sometimes slow rather than dead: delay both ways instead.
-            action = Action::Net(NetFault::Delay(Direction::Downstream, rng.gen_range(20..=400)));
-        }
+        let action = action(&mut rng, steps.len());
         let hold_ms = rng.gen_range(HOLD_MS.0..=HOLD_MS.1).min(duration_ms - at_ms);
         steps.push(Step { at_ms, target: rng.gen_range(0..targets), action, hold_ms });
         at_ms += hold_ms + rng.gen_range(CALM_MS.0..=CALM_MS.1);
@@ -124,5 +154,18 @@ mod tests {
         let kills = draw(3, 60_000, 1, Mix { network: false, kill: true, pause: false, disk_full: false });
         assert!(kills.iter().all(|s| s.action == Action::Kill9), "{kills:?}");
         assert!(draw(3, 60_000, 1, Mix { network: false, kill: false, pause: false, disk_full: false }).is_empty());
+    }
+
+    #[test]
+    fn an_alternating_schedule_takes_the_actions_in_turn() {
+        let actions = [Action::Pause, Action::ProxyKill9];
+        let steps = draw_alternating(5, 30_000, 2, &actions);
+        assert!(steps.len() >= 4, "{steps:?}");
+        for (index, step) in steps.iter().enumerate() {
+            assert_eq!(step.action, actions[index % 2], "{steps:?}");
+        }
+        assert!(steps.iter().any(|s| s.target == 0) && steps.iter().any(|s| s.target == 1), "{steps:?}");
+        assert_eq!(steps, draw_alternating(5, 30_000, 2, &actions));
+        assert!(draw_alternating(5, 30_000, 2, &[]).is_empty());
     }
 }

@@ -49,7 +49,8 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
     }
     tokio::time::sleep_until((phase_start + Duration::from_secs(options.fault_seconds)).into()).await;
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    let (created, deleted) = storm.await.context("join the storm")?;
+    let tally = storm.await.context("join the storm")?;
+    let (created, deleted) = (tally.created.len(), tally.deleted.len());
     println!("storm: {created} workspaces created, {deleted} deleted");
     settle(&installation).await;
     history.workspaces = workspaces(&installation).await?;
@@ -61,12 +62,26 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
     Ok(Report { history, violations, elapsed: started.elapsed() })
 }
 
-/// Creates and deletes Workspaces in root until told to stop; returns how many creates
-/// and deletes were acknowledged. Failures (shard-1 down) are expected and only counted
-/// out: the checker judges the end state, not each answer.
-async fn storm(root: tests::TlsHttp, seed: u64, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> (u32, u32) {
+/// The Workspaces a storm was told it created and deleted, by name.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Tally {
+    /// Acknowledged creates.
+    pub created: Vec<String>,
+    /// Acknowledged deletes.
+    pub deleted: Vec<String>,
+}
+
+/// Creates and deletes Workspaces in root (through `root`: the root shard, or a
+/// front-proxy) until told to stop; returns the creates and deletes acknowledged.
+/// Failures (a shard or the proxy down) are expected and only left out: the checkers
+/// judge the end state, not each answer.
+pub(crate) async fn storm(
+    root: tests::TlsHttp,
+    seed: u64,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Tally {
     let mut rng = StdRng::seed_from_u64(seed);
-    let (mut created, mut deleted) = (0, 0);
+    let mut tally = Tally::default();
     let mut live: Vec<String> = Vec::new();
     let mut next = 0;
     while !stop.load(std::sync::atomic::Ordering::SeqCst) {
@@ -76,7 +91,7 @@ async fn storm(root: tests::TlsHttp, seed: u64, stop: std::sync::Arc<std::sync::
             let body = serde_json::json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace",
                 "metadata": {"name": name}});
             if root.post_json(&workspaces_path("root"), &body).await.is_ok_and(|r| r.status.is_success()) {
-                created += 1;
+                tally.created.push(name.clone());
                 live.push(name);
             }
         } else {
@@ -84,19 +99,19 @@ async fn storm(root: tests::TlsHttp, seed: u64, stop: std::sync::Arc<std::sync::
             let path = format!("{}/{name}", workspaces_path("root"));
             let answer = root.send(http::Method::DELETE, &path, &[], bytes::Bytes::new()).await;
             if answer.is_ok_and(|r| r.status.is_success()) {
-                deleted += 1;
+                tally.deleted.push(name);
             } else {
                 live.push(name);
             }
         }
         tokio::time::sleep(OPERATION_INTERVAL).await;
     }
-    (created, deleted)
+    tally
 }
 
 /// Waits (at most [`SETTLE`]) until no Workspace of root is scheduling, initializing or
 /// being deleted; the checker then judges whatever state it reached.
-async fn settle(installation: &Installation) {
+pub(crate) async fn settle(installation: &Installation) {
     let deadline = Instant::now() + SETTLE;
     while Instant::now() < deadline {
         let settled =
@@ -109,7 +124,7 @@ async fn settle(installation: &Installation) {
 }
 
 /// Every Workspace of root, read from the root shard.
-async fn workspaces(installation: &Installation) -> anyhow::Result<Vec<WorkspaceRecord>> {
+pub(crate) async fn workspaces(installation: &Installation) -> anyhow::Result<Vec<WorkspaceRecord>> {
     let list = items(&installation.root.http(), &workspaces_path("root")).await?;
     Ok(list
         .iter()
@@ -128,7 +143,7 @@ async fn workspaces(installation: &Installation) -> anyhow::Result<Vec<Workspace
 }
 
 /// The LogicalClusters `shard` holds that a Workspace owns.
-async fn logical_clusters(shard: &tests::ShardProcess) -> anyhow::Result<Vec<LogicalClusterRecord>> {
+pub(crate) async fn logical_clusters(shard: &tests::ShardProcess) -> anyhow::Result<Vec<LogicalClusterRecord>> {
     let list = items(&shard.http(), "/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters").await?;
     Ok(list
         .iter()
@@ -142,13 +157,15 @@ async fn logical_clusters(shard: &tests::ShardProcess) -> anyhow::Result<Vec<Log
         .collect())
 }
 
-async fn items(http: &tests::TlsHttp, path: &str) -> anyhow::Result<Vec<Value>> {
+/// The items of the list at `path`, failing on anything but a 2xx.
+pub(crate) async fn items(http: &tests::TlsHttp, path: &str) -> anyhow::Result<Vec<Value>> {
     let response = http.get(path).await.with_context(|| format!("list {path}"))?;
     anyhow::ensure!(response.status.is_success(), "list {path}: HTTP {}: {}", response.status, response.text());
     let list = response.json()?;
     Ok(list["items"].as_array().cloned().unwrap_or_default())
 }
 
-fn text(value: &Value, pointer: &str) -> String {
+/// The string at `pointer` in `value`, or empty.
+pub(crate) fn text(value: &Value, pointer: &str) -> String {
     value.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string()
 }

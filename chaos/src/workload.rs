@@ -110,6 +110,11 @@ impl Recorder {
         self.with(|h| h.disk_full.push(spell));
     }
 
+    /// Records a spell during which a process was down or frozen.
+    pub fn window(&self, window: crate::history::FaultWindow) {
+        self.with(|h| h.fault_windows.push(window));
+    }
+
     /// Tells writers to stop after their current operation.
     pub fn stop_writers(&self) {
         self.stop.store(true, Ordering::SeqCst);
@@ -294,7 +299,8 @@ pub async fn watcher(recorder: Recorder, target: Target, watcher: u32) {
         };
         let mut initial = Some(objects);
         loop {
-            let request = watch_once(&target, watcher, session, rv, initial.take()).await;
+            let mut request = watch_once(&target, watcher, session, rv, initial.take(), recorder.now_ms()).await;
+            request.ended_ms = recorder.now_ms();
             let gone = request.end == WatchEnd::Gone;
             // A request that failed at once (a dead or refusing shard) is retried after a
             // pause, so a watcher does not spin on a fault.
@@ -322,13 +328,15 @@ fn past(recorder: &Recorder, collection: &str, give_up: &mut Option<Instant>, rv
     rv >= final_rv || Instant::now() >= deadline
 }
 
-/// One watch request from `start_rv`, read until it ends.
+/// One watch request from `start_rv`, opened at `opened_ms`, read until it ends (the
+/// caller stamps the end).
 async fn watch_once(
     target: &Target,
     watcher: u32,
     session: u32,
     start_rv: u64,
     initial: Option<Vec<(String, u64, Option<String>)>>,
+    opened_ms: u64,
 ) -> WatchRequest {
     let mut request = WatchRequest {
         collection: target.collection(),
@@ -338,6 +346,8 @@ async fn watch_once(
         initial,
         items: Vec::new(),
         end: WatchEnd::Closed,
+        opened_ms,
+        ended_ms: opened_ms,
     };
     let path = format!(
         "{}?watch=true&resourceVersion={start_rv}&allowWatchBookmarks=true&timeoutSeconds={WATCH_TIMEOUT_SECONDS}",

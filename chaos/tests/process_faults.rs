@@ -107,3 +107,57 @@ async fn workspace_storms_under_shard_kills_leave_consistent_workspaces() {
     assert!(on_shard_1 > 0, "some logical clusters live on the killed shard:\n{summary}");
     assert!(report.violations.is_empty(), "violations:\n{summary}");
 }
+
+/// Scenario 5: clients write, watch and churn Workspaces through a real front-proxy
+/// that is killed with -9 mid-watch and restarted, while the shards behind it are frozen
+/// and thawed in turn. Beyond the ledger and the watch validator, the run must show its
+/// key steps (a watch cut by the kill, watch streams the proxy held to a frozen shard, a
+/// healthy shard's rate judged during the other's freeze, live and deleted Workspaces
+/// probed through the proxy) and the availability and index checkers must find nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_front_proxy_killed_mid_watch_and_shards_frozen_behind_it_lose_nothing() {
+    use chaos::history::{FaultTarget, WatchEnd};
+    let report = judge_report("front-proxy", 19, 10, 2).await;
+    let summary = report.summary();
+    let history = &report.history;
+    let windows =
+        |proxy: bool| history.fault_windows.iter().filter(move |w| (w.target == FaultTarget::FrontProxy) == proxy);
+    assert!(
+        windows(true).any(|w| history.watches_open_at(w).any(|r| matches!(r.end, WatchEnd::Broken { .. }))),
+        "a watch through the proxy was cut by its kill:\n{summary}"
+    );
+    assert!(
+        windows(false).any(|w| history.watches_open_at(w).next().is_some()),
+        "the proxy held a watch stream to a frozen shard:\n{summary}"
+    );
+    let judged = chaos::check::availability::rates(history)
+        .into_iter()
+        .any(|r| r.healthy_during_faults.total >= chaos::check::availability::SAMPLES_MIN);
+    assert!(judged, "a healthy shard's rate during the other's freeze was judged:\n{summary}");
+    let index = history.index.as_ref().expect("the proxy's index was probed");
+    let resolving = index.probes.iter().filter(|p| p.status == 200).count();
+    let refused = index.probes.iter().filter(|p| index.deleted.contains(&p.workspace) && p.status != 200).count();
+    assert!(resolving > 0 && refused > 0, "live and deleted Workspaces were probed:\n{summary}");
+}
+
+/// The cache hierarchy: replicated ClusterRoles created, changed and deleted on both
+/// shards while the regional cache, its parent and shard-1 are killed and frozen in turn.
+/// After healing every cache must hold exactly the live shards' replicated objects at
+/// their source versions and nothing deleted (the cache convergence checker), and the
+/// run must show that faults hit caches and that deletions happened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn caches_converge_to_the_shards_after_kills_and_freezes() {
+    use chaos::history::FaultTarget;
+    let report = run(&options("cache-hierarchy", 23, 10)).await.expect("the scenario runs to a verdict");
+    let summary = report.summary();
+    println!("{summary}");
+    let history = &report.history;
+    let cache_faults = history.fault_windows.iter().filter(|w| matches!(w.target, FaultTarget::Cache(_))).count();
+    assert!(cache_faults >= 2, "caches were killed or frozen:\n{summary}");
+    let replication = history.replication.as_ref().expect("the caches were read");
+    assert!(!replication.deleted.is_empty(), "replicated objects were deleted:\n{summary}");
+    let written = replication.sources.iter().filter(|s| s.id.contains("/clusterroles/chaos-")).count();
+    assert!(written > 0, "the writers' objects are among the sources:\n{summary}");
+    assert_eq!(replication.caches.len(), 2, "both caches were read:\n{summary}");
+    assert!(report.violations.is_empty(), "violations:\n{summary}");
+}

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use chaos::scenario::{self, RunOptions, SCENARIOS};
+use chaos::scenario::{RunOptions, SCENARIOS};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -99,7 +99,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             let history: chaos::history::History =
                 serde_json::from_slice(&text).with_context(|| format!("parse history {}", file.display()))?;
             let violations = chaos::check::check_all(&history);
-            print!("{}", scenario::summarize(&history, &violations, None));
+            print!("{}", chaos::summary::summarize(&history, &violations, None));
             Ok(violations.is_empty())
         }
     }

@@ -2,6 +2,9 @@
 //! violations found in it. None does I/O, so each is unit-tested with hand-made histories
 //! that plant exactly one violation.
 
+pub mod availability;
+pub mod cache;
+pub mod index;
 pub mod ledger;
 pub mod storage;
 pub mod watch;
@@ -14,7 +17,7 @@ use crate::history::History;
 /// One broken promise, named by the checker and guarantee that caught it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Violation {
-    /// The checker (`ledger` or `watch`).
+    /// The checker (`ledger`, `watch`, `storage`, `workspaces`, `availability`, `index`, `cache`).
     pub checker: String,
     /// The guarantee broken (`lost-write`, `rv-backwards`, `ordered`, `reliable`, …).
     pub guarantee: String,
@@ -40,5 +43,8 @@ pub fn check_all(history: &History) -> Vec<Violation> {
     violations.extend(watch::check(history));
     violations.extend(storage::check(history));
     violations.extend(workspaces::check(history));
+    violations.extend(availability::check(history));
+    violations.extend(index::check(history));
+    violations.extend(cache::check(history));
     violations
 }

@@ -270,6 +270,8 @@ mod tests {
             initial: initial.then(Vec::new),
             items,
             end: WatchEnd::Closed,
+            opened_ms: 0,
+            ended_ms: 0,
         }
     }
 

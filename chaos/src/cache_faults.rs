@@ -1,0 +1,272 @@
+//! The cache-hierarchy scenario: root and shard-1 replicate to a regional cache
+//! (`cache-r`) that pushes everything it holds to a parent (`cache-p`); the shards'
+//! informers watch the parent. One writer per shard creates, updates and deletes
+//! replicated ClusterRoles (annotated `internal.kcp.io/replicate`) in a logical cluster of
+//! its shard, straight to the shard, while the seed's schedule takes turns between
+//! `kill -9` (restarted on the same data dir after the hold) and SIGSTOP / SIGCONT of
+//! the regional cache, the parent and shard-1.
+//!
+//! After healing, every shard's replicated objects and every cache's replicas are read
+//! until they agree or [`CONVERGE`] is over, and the cache convergence checker judges the
+//! last reading.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+use tests::cache::{sources, CacheTopology, ReplicaId};
+use tests::installation::{Installation, InstallationOptions};
+use tests::TlsHttp;
+
+use crate::check::{self, check_all};
+use crate::history::{CacheRecord, FaultTarget, FaultWindow, History, ReplicaRecord, ReplicationRecord};
+use crate::scenario::{self, Report, RunOptions};
+use crate::schedule::{self, Action, Step};
+use crate::workload::Recorder;
+
+/// The scenario's name.
+pub const NAME: &str = "cache-hierarchy";
+
+/// The processes the schedule targets, by index: the regional cache, the parent, shard-1.
+const TARGETS: [&str; 3] = [tests::cache::topology::REGION, tests::cache::topology::PARENT, "shard-1"];
+
+/// How long the caches may take, after the faults stopped, to equal the sources; the
+/// shards and caches resync every second in tests, so this bounds a bug.
+const CONVERGE: Duration = Duration::from_secs(30);
+
+/// The pause between two writes of one writer: bounds the load on two cores.
+const WRITE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// A writer's patience with one request.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The resource the writers replicate.
+const CLUSTER_ROLES: &str = "apis/rbac.authorization.k8s.io/v1/clusterroles";
+
+/// Runs the scenario to its verdict.
+pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
+    let started = Instant::now();
+    let steps = schedule::draw_alternating(
+        options.seed,
+        options.fault_seconds * 1000,
+        TARGETS.len(),
+        &[Action::Kill9, Action::Pause],
+    );
+    println!("scenario {} seed {}: {} faults scheduled", options.scenario, options.seed, steps.len());
+    for step in &steps {
+        println!("  at {:>6} ms for {:>5} ms: {} {:?}", step.at_ms, step.hold_ms, TARGETS[step.target], step.action);
+    }
+    let installation_options =
+        InstallationOptions { extra_shards: 1, caches: Some(CacheTopology::chain()), ..Default::default() };
+    let mut installation = Installation::start_with(installation_options).await.context("start the installation")?;
+    let recorder = Recorder::new(options.seed, &options.scenario);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for (index, shard) in installation.all().enumerate() {
+        let cluster = format!("chaos-{index}");
+        scenario::prepare(shard, &cluster).await?;
+        let http = shard.http().with_timeout(REQUEST_TIMEOUT);
+        let writer = Writer { http, shard: shard.name().to_string(), cluster, seed: options.seed + index as u64 };
+        writers.push(tokio::spawn(writer.run(stop.clone())));
+    }
+    inject(&mut installation, &steps, &recorder).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop.store(true, Ordering::SeqCst);
+    let mut tally = Tally::default();
+    for writer in writers {
+        tally.add(writer.await.context("join a writer")?);
+    }
+    println!(
+        "replicated writes: {} created, {} updated, {} deleted",
+        tally.created,
+        tally.updated,
+        tally.deleted.len()
+    );
+    let mut history = recorder.snapshot();
+    history.replication = Some(converged(&installation, &tally.deleted).await?);
+    scenario::save(&history, options.history_file.as_deref())?;
+    anyhow::ensure!(tally.created > 0 && !tally.deleted.is_empty(), "the writers created or deleted nothing");
+    let violations = check_all(&history);
+    Ok(Report { history, violations, elapsed: started.elapsed() })
+}
+
+/// Injects every step at its offset on its target, holds it and lifts it.
+async fn inject(installation: &mut Installation, steps: &[Step], recorder: &Recorder) -> anyhow::Result<()> {
+    let phase_start = Instant::now();
+    for step in steps {
+        tokio::time::sleep_until((phase_start + Duration::from_millis(step.at_ms)).into()).await;
+        let name = TARGETS[step.target];
+        let hold = Duration::from_millis(step.hold_ms);
+        let from_ms = recorder.now_ms();
+        let is_shard = installation.by_name(name).is_ok();
+        let what = match step.action {
+            Action::Kill9 => {
+                recorder.fault(format!("{name}: kill -9, restart after {} ms", step.hold_ms));
+                if is_shard {
+                    installation.shard_mut(name)?.kill9();
+                    tokio::time::sleep(hold).await;
+                    installation.shard_mut(name)?.restart().await.with_context(|| format!("restart {name}"))?;
+                } else {
+                    installation.cache_mut(name)?.kill9();
+                    tokio::time::sleep(hold).await;
+                    installation.cache_mut(name)?.restart().await.with_context(|| format!("restart {name}"))?;
+                }
+                "kill -9"
+            }
+            Action::Pause => {
+                let pid = if is_shard { installation.by_name(name)?.pid() } else { installation.cache(name)?.pid() };
+                let pid = pid.with_context(|| format!("{name} is not running"))?;
+                recorder.fault(format!("{name}: SIGSTOP for {} ms", step.hold_ms));
+                crate::injector::pause(pid)?;
+                tokio::time::sleep(hold).await;
+                crate::injector::resume(pid)?;
+                "SIGSTOP"
+            }
+            other => anyhow::bail!("the cache-hierarchy scenario does not inject {other:?}"),
+        };
+        recorder.fault(format!("{name}: serving again"));
+        let target = if is_shard { FaultTarget::Shard(name.to_string()) } else { FaultTarget::Cache(name.to_string()) };
+        recorder.window(FaultWindow { target, what: what.to_string(), from_ms, to_ms: recorder.now_ms() });
+    }
+    Ok(())
+}
+
+/// Reads the sources and every cache until the cache checker finds nothing or
+/// [`CONVERGE`] is over; returns the last reading.
+async fn converged(installation: &Installation, deleted: &[String]) -> anyhow::Result<ReplicationRecord> {
+    let deadline = Instant::now() + CONVERGE;
+    loop {
+        let record = read_replication(installation, deleted).await?;
+        let judged = History { replication: Some(record), ..History::default() };
+        if check::cache::check(&judged).is_empty() || Instant::now() >= deadline {
+            return judged.replication.context("the record just read");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// One reading: every live shard's replicated objects, then every cache's replicas.
+async fn read_replication(installation: &Installation, deleted: &[String]) -> anyhow::Result<ReplicationRecord> {
+    let mut record = ReplicationRecord { deleted: deleted.to_vec(), ..ReplicationRecord::default() };
+    for shard in installation.all() {
+        record.live_shards.push(shard.name().to_string());
+        for source in sources::replicated_sources(shard).await? {
+            let text = |pointer| source.object.pointer(pointer).and_then(Value::as_str).unwrap_or_default();
+            let source_rv = text("/metadata/resourceVersion").parse().unwrap_or(0);
+            record.sources.push(ReplicaRecord {
+                id: source.id.to_string(),
+                uid: text("/metadata/uid").into(),
+                source_rv,
+            });
+        }
+    }
+    for cache in &installation.caches {
+        let replicas = cache.replicas().await.with_context(|| format!("list the replicas of {}", cache.name()))?;
+        let replicas = replicas
+            .iter()
+            .filter_map(|r| {
+                let id = ReplicaId::from(r.key.as_ref()?).to_string();
+                Some(ReplicaRecord { id, uid: r.uid.clone(), source_rv: r.source_rv })
+            })
+            .collect();
+        record.caches.push(CacheRecord { cache: cache.name().to_string(), replicas });
+    }
+    Ok(record)
+}
+
+/// What the writers were told.
+#[derive(Debug, Default)]
+struct Tally {
+    created: usize,
+    updated: usize,
+    /// Ids (as in [`ReplicaRecord::id`]) of the objects whose delete was acknowledged.
+    deleted: Vec<String>,
+}
+
+impl Tally {
+    fn add(&mut self, other: Tally) {
+        self.created += other.created;
+        self.updated += other.updated;
+        self.deleted.extend(other.deleted);
+    }
+}
+
+/// One shard's writer of replicated ClusterRoles.
+struct Writer {
+    http: TlsHttp,
+    shard: String,
+    cluster: String,
+    seed: u64,
+}
+
+impl Writer {
+    /// Creates (half of the time), updates and deletes ClusterRoles until told to stop.
+    /// Unanswered requests are left out: the checker judges the end state, and an object
+    /// deleted without an answer is judged as one nobody saw deleted.
+    async fn run(self, stop: Arc<AtomicBool>) -> Tally {
+        let mut rng = StdRng::seed_from_u64(self.seed);
+        let mut tally = Tally::default();
+        let mut live: Vec<String> = Vec::new();
+        let collection = format!("/clusters/{}/{CLUSTER_ROLES}", self.cluster);
+        let mut sequence = 0u64;
+        while !stop.load(Ordering::SeqCst) {
+            sequence += 1;
+            let choice = rng.gen_range(0..10);
+            if live.is_empty() || choice < 5 {
+                let name = format!("chaos-{}-{sequence}", self.shard);
+                if self.send(http::Method::POST, &collection, &role(&name, sequence)).await == Some(true) {
+                    tally.created += 1;
+                    live.push(name);
+                }
+            } else if choice < 8 {
+                let name = &live[rng.gen_range(0..live.len())];
+                let patch = json!({"metadata": {"labels": {"chaos-sequence": sequence.to_string()}}});
+                let path = format!("{collection}/{name}");
+                if self.patch(&path, &patch).await {
+                    tally.updated += 1;
+                }
+            } else {
+                let name = live.swap_remove(rng.gen_range(0..live.len()));
+                let path = format!("{collection}/{name}");
+                match self.send(http::Method::DELETE, &path, &Value::Null).await {
+                    Some(true) => tally.deleted.push(self.id(&name)),
+                    _ => live.push(name),
+                }
+            }
+            tokio::time::sleep(WRITE_INTERVAL).await;
+        }
+        tally
+    }
+
+    /// Whether the shard acknowledged the request (`None`: no answer).
+    async fn send(&self, method: http::Method, path: &str, body: &Value) -> Option<bool> {
+        let body = if body.is_null() { Vec::new() } else { serde_json::to_vec(body).unwrap_or_default() };
+        let answer = self.http.send(method, path, &[("content-type", "application/json")], body).await.ok()?;
+        Some(answer.status.is_success())
+    }
+
+    async fn patch(&self, path: &str, patch: &Value) -> bool {
+        let body = serde_json::to_vec(patch).unwrap_or_default();
+        let headers = [("content-type", "application/merge-patch+json")];
+        self.http.send(http::Method::PATCH, path, &headers, body).await.is_ok_and(|r| r.status.is_success())
+    }
+
+    fn id(&self, name: &str) -> String {
+        format!("{}/{}/rbac.authorization.k8s.io/clusterroles/{name}", self.shard, self.cluster)
+    }
+}
+
+/// A replicated ClusterRole.
+fn role(name: &str, sequence: u64) -> Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name, "annotations": {"internal.kcp.io/replicate": "true"},
+                     "labels": {"chaos-sequence": sequence.to_string()}},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}],
+    })
+}

@@ -1,0 +1,122 @@
+//! The text a run or a replay prints: seed, faults, operations per kind and outcome,
+//! watch figures, what the scenario-specific records show, and the verdict.
+
+use std::time::Duration;
+
+use crate::check::availability::{self, HEALTHY_SUCCESS_MIN};
+use crate::check::Violation;
+use crate::history::{FaultTarget, History, OperationKind, Outcome, WatchEnd};
+
+/// The summary of a judged history (shared by `run` and `replay`).
+pub fn summarize(history: &History, violations: &[Violation], elapsed: Option<Duration>) -> String {
+    let mut out = format!("scenario {} seed {}\n", history.scenario, history.seed);
+    if let Some(elapsed) = elapsed {
+        out += &format!("run time {:.1} s\n", elapsed.as_secs_f64());
+    }
+    out += &format!("faults injected: {}\n", history.faults.len());
+    for kind in
+        [OperationKind::Create, OperationKind::Update, OperationKind::Delete, OperationKind::Get, OperationKind::List]
+    {
+        let ops: Vec<_> = history.operations.iter().filter(|op| op.kind == kind).collect();
+        let count = |f: fn(&Outcome) -> bool| ops.iter().filter(|op| f(&op.outcome)).count();
+        out += &format!(
+            "{kind:?}: {} ({} ok, {} refused, {} unknown)\n",
+            ops.len(),
+            count(|o| matches!(o, Outcome::Ok { .. } | Outcome::NotFound)),
+            count(|o| matches!(o, Outcome::Fail { .. })),
+            count(|o| matches!(o, Outcome::Unknown { .. })),
+        );
+    }
+    let events: usize = history.watches.iter().map(|w| w.items.len()).sum();
+    let gone = history.watches.iter().filter(|w| w.end == WatchEnd::Gone).count();
+    out += &format!("watch requests: {} ({events} items, {gone} ended 410)\n", history.watches.len());
+    let (reached, sessions) = crate::check::watch::converged_sessions(history);
+    out += &format!("watch sessions that reached the final list's RV: {reached} of {sessions}\n");
+    if !history.workspaces.is_empty() || !history.logical_clusters.is_empty() {
+        let ready = history.workspaces.iter().filter(|w| w.phase == "Ready").count();
+        out += &format!(
+            "final workspaces: {} ({ready} Ready), logical clusters owned by workspaces: {}\n",
+            history.workspaces.len(),
+            history.logical_clusters.len()
+        );
+    }
+    if !history.disk_full.is_empty() {
+        let refused = history
+            .operations
+            .iter()
+            .filter(|op| matches!(&op.outcome, Outcome::Unknown { reason } if reason.starts_with("HTTP 507")))
+            .count();
+        out += &format!("disk-full spells: {} ({refused} writes refused with 507)\n", history.disk_full.len());
+    }
+    out += &fault_windows(history);
+    out += &index(history);
+    out += &replication(history);
+    out += &format!("violations: {}\n", violations.len());
+    for violation in violations {
+        out += &format!("  {violation}\n");
+    }
+    out
+}
+
+/// The fault windows, the watches each cut across, and every shard's success rates.
+fn fault_windows(history: &History) -> String {
+    if history.fault_windows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    for window in &history.fault_windows {
+        let target = match &window.target {
+            FaultTarget::Shard(shard) => format!("shard {shard}"),
+            FaultTarget::FrontProxy => "front-proxy".to_string(),
+            FaultTarget::Cache(cache) => format!("cache {cache}"),
+        };
+        out += &format!(
+            "fault window {target} {} {}..{} ms: {} watch requests open across it\n",
+            window.what,
+            window.from_ms,
+            window.to_ms,
+            history.watches_open_at(window).count()
+        );
+    }
+    if history.operations.is_empty() {
+        return out;
+    }
+    out += &format!(
+        "availability per shard (healthy during faults on another shard, bound {:.0}%):\n",
+        HEALTHY_SUCCESS_MIN * 100.0
+    );
+    for rates in availability::rates(history) {
+        out += &format!(
+            "  {}: healthy during faults {}, calm {}, own faults {}, front-proxy down {}\n",
+            rates.shard, rates.healthy_during_faults, rates.calm, rates.own_faults, rates.proxy_down
+        );
+    }
+    out
+}
+
+/// What the front-proxy resolved after healing.
+fn index(history: &History) -> String {
+    let Some(index) = &history.index else { return String::new() };
+    let resolving = index.probes.iter().filter(|p| (200..300).contains(&p.status)).count();
+    format!(
+        "front-proxy index: {} paths probed ({resolving} resolve), {} workspaces deleted, {} logical clusters indexed, {} stored\n",
+        index.probes.len(),
+        index.deleted.len(),
+        index.indexed_clusters.map_or_else(|| "?".to_string(), |n| n.to_string()),
+        index.stored_clusters
+    )
+}
+
+/// What the shards and caches held after healing.
+fn replication(history: &History) -> String {
+    let Some(replication) = &history.replication else { return String::new() };
+    let mut out = format!(
+        "replicated objects on the live shards: {} ({} deleted during the run)\n",
+        replication.sources.len(),
+        replication.deleted.len()
+    );
+    for cache in &replication.caches {
+        out += &format!("  cache {}: {} replicas\n", cache.cache, cache.replicas.len());
+    }
+    out
+}
