@@ -194,6 +194,28 @@ pub struct Swap {
     pub into: Option<String>,
 }
 
+/// What holds back a paced decision's voluntary changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hold {
+    /// Damping: one round of moves per interval, and this interval's round was made.
+    Damping,
+    /// The disruption budget: this round may change only so many clusters (or none).
+    Budget,
+}
+
+/// The condition type (Atoll's) in which a placement of either dialect says that
+/// voluntary changes wait: True while some do, absent when none do.
+pub const HELD_CONDITION: &str = "PlacementChangesHeld";
+
+/// The reason and message of a placement's [`HELD_CONDITION`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    /// `DisruptionBudgetExhausted` or `ScoreChangeDamped`.
+    pub reason: &'static str,
+    /// How many changes wait, why, from when, and each as `leaving -> joining`.
+    pub message: String,
+}
+
 /// A paced decision.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Paced {
@@ -205,6 +227,8 @@ pub struct Paced {
     pub moved: Vec<Swap>,
     /// The swaps the budget or damping holds back.
     pub held: Vec<Swap>,
+    /// What holds them back, when some are held.
+    pub hold: Option<Hold>,
     /// When the held swaps may start to happen (also in the decision's `requeue_at`).
     pub resume_at: Option<Timestamp>,
     /// The rebalance request carried out now.
@@ -227,6 +251,7 @@ pub fn decide(
         moves: kept_moves(),
         moved: vec![],
         held: vec![],
+        hold: None,
         resume_at: None,
         rebalanced: None,
     };
@@ -241,7 +266,7 @@ pub fn decide(
         }
         let moved = swaps(&decision.bind.remove, &decision.bind.add);
         let rebalanced = Some(request.clone());
-        return Ok(Paced { decision, moves: history, moved, held: vec![], resume_at: None, rebalanced });
+        return Ok(Paced { decision, moves: history, moved, held: vec![], hold: None, resume_at: None, rebalanced });
     }
     let base = decide_once(profile, policy, candidates, state)?;
     let (sticky, ideal) = if profile.keep_current {
@@ -357,6 +382,7 @@ fn pace(mut sticky: Decision, ideal: &Decision, inputs: &Inputs<'_>) -> Paced {
     let spread = !inputs.hard_spread().is_empty();
     let window: Vec<&(Timestamp, u32)> = inputs.moves.within(pacing, now).collect();
     // One round of moves per interval, of at most the budget.
+    let spent = !window.is_empty();
     let allowance = match (window.is_empty(), pacing.budget) {
         (false, _) => 0,
         (true, None) => usize::MAX,
@@ -428,7 +454,38 @@ fn pace(mut sticky: Decision, ideal: &Decision, inputs: &Inputs<'_>) -> Paced {
     sticky.desired = desired;
     let resume_at = if held.is_empty() && (adds_now || adds.is_empty()) { None } else { next_round };
     sticky.requeue_at = [sticky.requeue_at, resume_at].into_iter().flatten().min();
-    Paced { decision: sticky, moves: history, moved, held, resume_at, rebalanced: None }
+    // This interval's round was made already (damping), or this round is the budget's.
+    let hold = match (held.is_empty(), spent, pacing.budget) {
+        (true, _, _) => None,
+        (false, false, Some(_)) => Some(Hold::Budget),
+        (false, _, _) => Some(Hold::Damping),
+    };
+    Paced { decision: sticky, moves: history, moved, held, hold, resume_at, rebalanced: None }
+}
+
+impl Paced {
+    /// What the placement's [`HELD_CONDITION`] says, when changes are held: a placement
+    /// that waits says so, naming what waits and from when, rather than looking settled.
+    pub fn held_report(&self) -> Option<Held> {
+        let hold = self.hold.filter(|_| !self.held.is_empty())?;
+        let swaps: Vec<String> = self
+            .held
+            .iter()
+            .map(|swap| match (&swap.out, &swap.into) {
+                (Some(out), Some(into)) => format!("{out} -> {into}"),
+                (Some(out), None) => format!("{out} leaves"),
+                (None, Some(into)) => format!("{into} joins"),
+                (None, None) => String::new(),
+            })
+            .collect();
+        let (reason, why) = match hold {
+            Hold::Budget => ("DisruptionBudgetExhausted", "the disruption budget"),
+            Hold::Damping => ("ScoreChangeDamped", "damping (one round of moves per interval)"),
+        };
+        let when = self.resume_at.map_or_else(|| "when the budget allows".to_string(), |at| format!("from {at}"));
+        let message = format!("{} change(s) held by {why}, {when}: {}", self.held.len(), swaps.join(", "));
+        Some(Held { reason, message })
+    }
 }
 
 #[cfg(test)]

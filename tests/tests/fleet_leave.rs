@@ -11,7 +11,10 @@
 //!   lets the MemberCluster go, and a PickN placement picks another member;
 //! - deleting a MemberCluster whose agent was killed (kill -9) ends after the hub's
 //!   force-delete wait: its Works' finalizers, its namespace and the MemberCluster go,
-//!   and what the dead agent applied stays on the member, as in KubeFleet.
+//!   and what the dead agent applied stays on the member, as in KubeFleet;
+//! - each member's joining and leaving is told in Events on the MemberCluster, once per
+//!   step: KubeFleet's MemberClusterJoined and MemberClusterLeft, the hub's leave steps,
+//!   and a warning when a dead agent's member was let go by force.
 
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,6 +24,24 @@ use tests::installation::{Installation, InstallationOptions};
 use tests::placement::{condition, is_true, member_cluster, placed, yaml};
 
 const MEMBERS: [&str; 3] = ["m1", "m2", "m3"];
+
+/// The Events about MemberCluster `member` (in the hub's `default` namespace): reason →
+/// (type, count, message), at most one Event per reason.
+fn member_events(kubectl: impl Fn() -> tests::Kubectl, member: &str) -> BTreeMap<String, (String, u64, String)> {
+    let events = kubectl().args(["get", "events", "-n", "default", "-o", "json"]).ok().json().unwrap();
+    let mut found = BTreeMap::new();
+    let about = events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["involvedObject"]["kind"] == "MemberCluster" && e["involvedObject"]["name"] == member);
+    for event in about {
+        let text = |field: &str| event[field].as_str().unwrap_or_default().to_string();
+        let entry = (text("type"), event["count"].as_u64().unwrap_or(0), text("message"));
+        assert!(found.insert(text("reason"), entry).is_none(), "one Event per reason: {event}");
+    }
+    found
+}
 
 /// Waits until `done` holds, polling.
 fn wait_until(what: &str, done: impl Fn() -> bool) {
@@ -191,6 +212,18 @@ async fn fleet_says_what_blocks_a_rollout_and_members_leave_alive_or_dead() {
         now.len() == 2 && !now.contains(&leaving)
     });
     assert!(placed(&bindings, "two").contains(&spare), "the spare member replaces the one that left");
+    // Its whole life in Events, each step told once.
+    wait_until("the leaving member's release told", || {
+        member_events(kubectl, &leaving).contains_key("MemberClusterReleased")
+    });
+    let told = member_events(kubectl, &leaving);
+    for reason in ["MemberClusterJoined", "MemberClusterLeft", "MemberClusterNamespaceDeleted", "MemberClusterReleased"]
+    {
+        let (kind, count, _) = told.get(reason).unwrap_or_else(|| panic!("{reason} missing: {told:?}"));
+        assert_eq!((kind.as_str(), *count), ("Normal", 1), "{reason}: {told:?}");
+    }
+    assert!(told["MemberClusterNamespaceDeleted"].2.contains(&namespace), "{told:?}");
+    assert!(!told.contains_key("MemberClusterForceDeleted"), "its agent left: {told:?}");
 
     // The other members: one's agent dies, then its MemberCluster is deleted. After the
     // force-delete wait the hub lets it go; what the agent applied stays on the member.
@@ -209,4 +242,13 @@ async fn fleet_says_what_blocks_a_rollout_and_members_leave_alive_or_dead() {
     let settings =
         in_member(&dead).args(["get", "configmap", "settings", "-n", "app", "-o", "json"]).ok().json().unwrap();
     assert_eq!(settings["data"]["version"], "2", "nobody removes what a dead agent applied");
+    // A member let go by force says so in a warning; its agent never said it left.
+    wait_until("the dead member's release told", || {
+        member_events(kubectl, &dead).contains_key("MemberClusterReleased")
+    });
+    let told = member_events(kubectl, &dead);
+    let (kind, count, message) = told.get("MemberClusterForceDeleted").unwrap_or_else(|| panic!("{told:?}"));
+    assert_eq!((kind.as_str(), *count), ("Warning", 1), "{told:?}");
+    assert!(message.contains("within 3s") && message.contains("stays on the member"), "{message}");
+    assert!(!told.contains_key("MemberClusterLeft") && !told.contains_key("MemberClusterNamespaceDeleted"), "{told:?}");
 }

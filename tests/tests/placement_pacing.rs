@@ -7,8 +7,13 @@
 //!   `PlacementChangesHeld` condition naming the swap; a rebalance request applies it.
 //! - Fleet, with real member agents: a PickN placement that opts in to rescheduling moves
 //!   to its preferred member when that member joins; when that member is tainted within
-//!   the placement's interval the move away waits, and a rebalance request makes it at
-//!   once; the same placement without the opt-in stays where it was put.
+//!   the placement's interval the move away waits, and the placement says so in the same
+//!   `PlacementChangesHeld` condition; a rebalance request makes it at once; the same
+//!   placement without the opt-in stays where it was put.
+//! - Fleet, a member whose agent is killed: placements keep what they have there (as
+//!   KubeFleet documents), except one that opted in to rescheduling, which moves to a
+//!   healthy member; one whose disruption budget allows no change holds and says so; when
+//!   the agent is back, the move back waits for the placement's interval.
 
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -205,11 +210,108 @@ async fn fleet_rescheduling_moves_to_a_recovered_member_and_off_a_tainted_one_on
     wait_json(kubectl, &["clusterresourceplacement", "mobile"], "the first move recorded", |p| {
         p["metadata"]["annotations"]["placement.atoll.io/moves"].as_str().is_some_and(|m| m.ends_with("=1"))
     });
+    let held = wait_json(kubectl, &["clusterresourceplacement", "mobile"], "the held move reported", |p| {
+        condition(p, "PlacementChangesHeld").is_some_and(|c| c["status"] == "True")
+    });
+    let reported = condition(&held, "PlacementChangesHeld").unwrap();
+    assert_eq!(reported["reason"], "ScoreChangeDamped", "{reported}");
+    assert!(reported["message"].as_str().unwrap().contains("gold -> bronze"), "{reported}");
+    let still = kubectl().args(["get", "clusterresourcebindings", "-o", "json"]).ok().json().unwrap();
+    assert_eq!(placed(&still, "mobile"), set(&["gold"]), "a held move is not made");
     kubectl().args(["annotate", "clusterresourceplacement", "mobile", "placement.atoll.io/rebalance=now"]).ok();
     wait_json(kubectl, &bindings, "mobile left the tainted member", |b| placed(b, "mobile") == set(&["bronze"]));
-    wait_json(kubectl, &["clusterresourceplacement", "mobile"], "the rebalance recorded", |p| {
+    wait_json(kubectl, &["clusterresourceplacement", "mobile"], "the rebalance recorded, nothing held", |p| {
         p["metadata"]["annotations"]["placement.atoll.io/rebalanced"] == "now"
+            && condition(p, "PlacementChangesHeld").is_none()
     });
     let sticky = kubectl().args(["get", "clusterresourcebindings", "-o", "json"]).ok().json().unwrap();
     assert_eq!(placed(&sticky, "sticky"), set(&["bronze"]));
+    let sticky = kubectl().args(["get", "clusterresourceplacement", "sticky", "-o", "json"]).ok().json().unwrap();
+    assert!(condition(&sticky, "PlacementChangesHeld").is_none(), "a sticky placement holds nothing: {sticky}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fleet_rescheduling_moves_off_a_silent_member_within_the_budget_and_waits_to_move_back() {
+    let (installation, hub) = hub(vec!["--fleet-heartbeat-timeout-seconds".into(), "5".into()]).await;
+    let proxy = installation.proxy();
+    let kubectl = || proxy.kubectl().cluster(&hub);
+    let names = ["bronze", "gold"];
+    let member = tests::ShardProcess::with_clusters(&names).await;
+    let logs = tempfile::tempdir().unwrap();
+    let identity = installation.user_identity("fleet-agent", &["system:masters"]).unwrap();
+    let hub_config = proxy.user_kubeconfig("fleet-agent", &identity, &hub).unwrap();
+    let start_agent = |name: &str| {
+        let config = member.user_kubeconfig(&format!("admin-{name}"), &["system:masters"], name).unwrap();
+        let log = logs.path().join(format!("{name}.log"));
+        let args = ["--heartbeat-interval-seconds", "1"];
+        AgentProcess::start_member_cluster(&hub_config, name, &config, &args, &log).unwrap()
+    };
+    let members =
+        [member_cluster("bronze", json!({"tier": "bronze"})), member_cluster("gold", json!({"tier": "gold"}))];
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&members)).ok();
+    let _bronze = start_agent("bronze");
+    let mut gold = start_agent("gold");
+    for name in names {
+        wait_json(kubectl, &["membercluster", name], "joined by its agent", |m| {
+            condition(m, "Joined").is_some_and(|c| c["status"] == "True")
+        });
+    }
+    // Three placements prefer gold: one sticky (Fleet's default), one that opted in to
+    // rescheduling with an hour's interval, one that opted in with a budget of no change.
+    let placements = ["sticky", "mobile", "frozen"];
+    let namespaces: Vec<Value> =
+        placements.iter().map(|n| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}})).collect();
+    let hour = "3600";
+    let mobile =
+        json!({"placement.atoll.io/rescheduling": "Enabled", "placement.atoll.io/disruption-interval-seconds": hour});
+    let frozen = json!({"placement.atoll.io/rescheduling": "Enabled", "placement.atoll.io/disruption-interval-seconds": hour,
+        "placement.atoll.io/disruption-budget": "0"});
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&namespaces)).ok();
+    let crps = [crp("sticky", json!({})), crp("mobile", mobile), crp("frozen", frozen)];
+    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&crps)).ok();
+    let bindings = ["clusterresourcebindings"];
+    wait_json(kubectl, &bindings, "all three placed on gold", |b| {
+        placements.iter().all(|p| placed(b, p) == set(&["gold"]))
+    });
+
+    // gold's agent dies: after the heartbeat timeout only the placement that opted in
+    // (and may move) leaves it, for the healthy member, and its workload follows.
+    gold.kill9();
+    let moved = wait_json(kubectl, &bindings, "mobile moved off the silent member", |b| {
+        placed(b, "mobile") == set(&["bronze"])
+    });
+    let bronze_config = member.user_kubeconfig("admin-bronze-check", &["system:masters"], "bronze").unwrap();
+    wait_json(
+        || member.kubectl_with(&bronze_config),
+        &["namespace", "mobile"],
+        "mobile applied on bronze",
+        |ns| ns["metadata"]["name"] == "mobile",
+    );
+    let held = wait_json(kubectl, &["clusterresourceplacement", "frozen"], "frozen's held move reported", |p| {
+        condition(p, "PlacementChangesHeld").is_some_and(|c| c["status"] == "True")
+    });
+    let reported = condition(&held, "PlacementChangesHeld").unwrap();
+    assert_eq!(reported["reason"], "DisruptionBudgetExhausted", "{reported}");
+    assert!(reported["message"].as_str().unwrap().contains("gold -> bronze"), "{reported}");
+    let now = kubectl().args(["get", "clusterresourcebindings", "-o", "json"]).ok().json().unwrap();
+    assert_eq!(placed(&now, "frozen"), set(&["gold"]), "a budget of no change holds the move");
+    assert_eq!(placed(&now, "sticky"), set(&["gold"]), "a sticky placement keeps the silent member");
+    assert_eq!(placed(&moved, "sticky"), set(&["gold"]));
+    let sticky = kubectl().args(["get", "clusterresourceplacement", "sticky", "-o", "json"]).ok().json().unwrap();
+    assert!(condition(&sticky, "PlacementChangesHeld").is_none(), "{sticky}");
+
+    // gold's agent is back: mobile would rather be on gold again, but it moved less than
+    // its hour ago, so the move back waits and is reported; frozen holds nothing now.
+    gold.restart().unwrap();
+    let back = wait_json(kubectl, &["clusterresourceplacement", "mobile"], "the move back held", |p| {
+        condition(p, "PlacementChangesHeld")
+            .is_some_and(|c| c["message"].as_str().unwrap_or_default().contains("bronze -> gold"))
+    });
+    assert_eq!(condition(&back, "PlacementChangesHeld").unwrap()["reason"], "ScoreChangeDamped");
+    wait_json(kubectl, &["clusterresourceplacement", "frozen"], "frozen holds nothing once gold is back", |p| {
+        condition(p, "PlacementChangesHeld").is_none()
+    });
+    let now = kubectl().args(["get", "clusterresourcebindings", "-o", "json"]).ok().json().unwrap();
+    assert_eq!(placed(&now, "mobile"), set(&["bronze"]), "the move back waits for the interval");
+    assert_eq!(placed(&now, "frozen"), set(&["gold"]));
 }

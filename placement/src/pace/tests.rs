@@ -2,7 +2,10 @@ use std::collections::BTreeMap;
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::{decide, Limit, Moves, Pacing, Swap, BUDGET_ANNOTATION, REBALANCED_ANNOTATION, REBALANCE_ANNOTATION};
+use super::{
+    decide, Hold, Limit, Moves, Pacing, Swap, BUDGET_ANNOTATION, HELD_CONDITION, REBALANCED_ANNOTATION,
+    REBALANCE_ANNOTATION,
+};
 use crate::candidate::{AddOnScores, Candidate, Taint, TaintEffect};
 use crate::decision::Outcome;
 use crate::policy::{Number, Policy, State};
@@ -179,19 +182,39 @@ fn a_disruption_budget_limits_voluntary_changes_per_window() {
     assert_eq!(paced.decision.desired.len(), 8);
     assert_eq!(paced.decision.bind.add, names(&["new-6", "new-7"]));
     assert_eq!(paced.decision.requeue_at, Some(at(300)));
-    // Within the same window the budget is spent.
+    // The placement says the budget holds six, naming each as `leaving -> joining`.
+    assert_eq!(paced.hold, Some(Hold::Budget));
+    let held = paced.held_report().expect("changes are held");
+    assert_eq!(held.reason, "DisruptionBudgetExhausted");
+    assert!(held.message.starts_with("6 change(s) held by the disruption budget, from 2026-11-27T12:05:00Z: "));
+    assert!(held.message.contains("old-2 -> new-5"), "{}", held.message);
+    // Within the same window the budget is spent: now damping holds them.
     let current: Vec<&str> = paced.decision.desired.iter().map(String::as_str).collect();
     let again =
         decide(&profile, &policy, &candidates, &state(at(100), &current), &pacing, &paced.moves).expect("decision");
     assert!(again.moved.is_empty());
     assert_eq!(again.held.len(), 6);
+    assert_eq!(again.hold, Some(Hold::Damping));
+    assert_eq!(again.held_report().expect("changes are held").reason, "ScoreChangeDamped");
     // A budget of 0 holds every voluntary change.
-    let frozen = Pacing { budget: Some(Limit::Count(0)), ..pacing };
+    let frozen = Pacing { budget: Some(Limit::Count(0)), ..pacing.clone() };
     let none =
         decide(&profile, &policy, &candidates, &state(at(0), &current), &frozen, &Moves::default()).expect("decision");
     let sorted = |names: &[String]| names.iter().cloned().collect::<std::collections::BTreeSet<_>>();
     assert_eq!(sorted(&none.decision.desired), sorted(&paced.decision.desired));
     assert_eq!(none.held.len(), 6);
+    assert_eq!(none.held_report().expect("changes are held").reason, "DisruptionBudgetExhausted");
+    // Nothing held: no condition at all.
+    let settled = decide(
+        &profile,
+        &policy,
+        &candidates,
+        &state(at(0), &["new-0", "new-1", "new-2", "new-3", "new-4", "new-5", "new-6", "new-7"]),
+        &pacing,
+        &Moves::default(),
+    )
+    .expect("decision");
+    assert_eq!((settled.hold, settled.held_report()), (None, None), "{HELD_CONDITION} is absent when nothing waits");
 }
 
 fn fleet_members(names: &[&str]) -> Vec<Candidate> {
@@ -249,6 +272,35 @@ fn fleet_moves_only_when_rescheduling_is_enabled() {
     let later =
         decide(&profile, &policy, &candidates, &state(at(61), &["gold-1"]), &opted, &held.moves).expect("decision");
     assert_eq!(later.decision.desired, names(&["bronze-1"]));
+}
+
+/// A member that keeps its current placements and takes no new ones (the Fleet hub's
+/// silent member: its agent stopped heartbeating) stays with a sticky placement; one
+/// that opted in to rescheduling leaves it for a healthy member, as a voluntary move
+/// that the budget can hold.
+#[test]
+fn a_member_that_takes_nothing_new_is_left_only_when_rescheduling_and_within_budget() {
+    let profile = Profile::fleet();
+    let policy = fleet_policy(1);
+    let mut candidates = fleet_members(&["bronze-1", "gold-1"]);
+    candidates[1].unschedulable = true;
+    let current = state(at(0), &["gold-1"]);
+    let sticky = decide(&profile, &policy, &candidates, &current, &damping(60), &Moves::default()).expect("decision");
+    assert_eq!(sticky.decision.desired, names(&["gold-1"]));
+    let opted = Pacing { reschedule: true, ..damping(60) };
+    let moved = decide(&profile, &policy, &candidates, &current, &opted, &Moves::default()).expect("decision");
+    assert_eq!(moved.decision.desired, names(&["bronze-1"]));
+    assert_eq!(moved.moved, vec![Swap { out: Some("gold-1".into()), into: Some("bronze-1".into()) }]);
+    let frozen = Pacing { budget: Some(Limit::Count(0)), ..opted.clone() };
+    let held = decide(&profile, &policy, &candidates, &current, &frozen, &Moves::default()).expect("decision");
+    assert_eq!(held.decision.desired, names(&["gold-1"]));
+    let report = held.held_report().expect("the move is held");
+    assert_eq!(report.reason, "DisruptionBudgetExhausted");
+    assert!(report.message.ends_with(": gold-1 -> bronze-1"), "{}", report.message);
+    // Nobody else takes it while it takes nothing new.
+    let fresh =
+        decide(&profile, &policy, &candidates, &state(at(0), &[]), &opted, &Moves::default()).expect("decision");
+    assert_eq!(fresh.decision.desired, names(&["bronze-1"]));
 }
 
 /// A rebalance decides from scratch and applies it whole, once.

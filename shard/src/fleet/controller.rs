@@ -39,6 +39,9 @@ const MEMBER_NAMESPACE_PREFIX: &str = "fleet-member-";
 
 /// The component the hub's events name (KubeFleet's placement controller).
 const EVENT_COMPONENT: &str = "cluster-resource-placement-controller";
+/// The component the Events on MemberClusters name as their source (KubeFleet's hub
+/// member-cluster controller's).
+const MEMBER_EVENT_COMPONENT: &str = "mcv1beta1";
 
 /// How often every hub is passed whole without a write.
 const RESYNC: Duration = Duration::from_secs(30);
@@ -186,6 +189,7 @@ pub async fn run(shard: Arc<Shard>, settings: Settings) {
     let retry = crate::controllers::REQUEUE_DELAY;
     tokio::spawn(async move { drive::run("fleet", &mut source, Backoff::new(retry, retry)).await });
     let recorder = crate::events::Recorder::new(EVENT_COMPONENT, &shard.name);
+    let member_recorder = crate::events::Recorder::new(MEMBER_EVENT_COMPONENT, &shard.name);
     let mut memos: HashMap<String, MemberMemo> = HashMap::new();
     let mut wakes: BTreeMap<(String, String), jiff::Timestamp> = BTreeMap::new();
     let mut resync = tokio::time::interval(RESYNC);
@@ -228,7 +232,14 @@ pub async fn run(shard: Arc<Shard>, settings: Settings) {
             // A pass may find nothing to wait for; let the shard's other work run between.
             tokio::task::yield_now().await;
             let started = std::time::Instant::now();
-            let hub = Hub { shard: &shard, rows: &rows, cluster: &cluster, settings, recorder: &recorder };
+            let hub = Hub {
+                shard: &shard,
+                rows: &rows,
+                cluster: &cluster,
+                settings,
+                recorder: &recorder,
+                member_recorder: &member_recorder,
+            };
             let memo = memos.entry(cluster.clone()).or_default();
             match hub.pass(&triggers, memo).await {
                 Ok(passed) => {

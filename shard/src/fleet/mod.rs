@@ -10,6 +10,7 @@
 //!   split; overrides and envelopes (pure).
 //! - [`rollout`]: the rolling update's choices within maxUnavailable and maxSurge (pure).
 //! - [`leave`]: KubeFleet's leave flow of a MemberCluster being deleted (pure).
+//! - [`member_events`]: the events about a MemberCluster joining and leaving (pure).
 //! - [`controller`]: what wakes the hub controller and what each pass covers.
 //! - `scope`: what a pass covers (triggers, rows, what members and placements last showed).
 //! - `hub`: one pass over a hub: snapshots, bindings, Works and statuses.
@@ -19,6 +20,7 @@ pub mod controller;
 pub mod definitions;
 mod hub;
 pub mod leave;
+pub mod member_events;
 pub mod policy;
 pub mod resources;
 pub mod rollout;

@@ -317,7 +317,8 @@ const CHAIN: &[(&str, &str, &str, &str, &str)] = &[
 ];
 
 /// The placement's status: Scheduled from the decision, one entry per placed cluster
-/// (and per cluster it is short of), and the chain of conditions rolled up over clusters.
+/// (and per cluster it is short of), the chain of conditions rolled up over clusters,
+/// and `PlacementChangesHeld` while pacing holds voluntary changes back (`held`).
 pub fn placement_status(
     crp: &Value,
     decision: &placement::Decision,
@@ -325,6 +326,7 @@ pub fn placement_status(
     objects: &[Value],
     resource_index: &str,
     blockers: &[String],
+    held: Option<&placement::pace::Held>,
 ) -> Value {
     let generation = meta::generation(crp);
     let scheduled = scheduled("ClusterResourcePlacementScheduled", decision, generation);
@@ -410,6 +412,12 @@ pub fn placement_status(
                 break;
             }
         }
+    }
+    // Atoll's, as on an OCM Placement: a placement whose moves wait says so (else it
+    // would look settled while it is not where its policy would put it).
+    if let Some(held) = held {
+        let kind = placement::pace::HELD_CONDITION;
+        conditions.push(condition(kind, true, held.reason, held.message.clone(), generation));
     }
     json!({
         "selectedResources": objects.iter().map(resources::identifier).collect::<Vec<_>>(),

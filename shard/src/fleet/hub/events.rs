@@ -1,9 +1,11 @@
 //! The placement's status written with KubeFleet's events about it: each condition that
 //! changed gives its event ([`crate::fleet::status::placement_events`]), written through
-//! the shard's event recorder, so a pass that writes nothing new records nothing.
+//! the shard's event recorder, so a pass that writes nothing new records nothing. The
+//! events about MemberClusters ([`crate::fleet::member_events`]) go out here too.
 
 use super::*;
 use crate::events::EventType;
+use crate::fleet::member_events::MemberEvent;
 
 impl Hub<'_> {
     /// Writes `wanted` as the placement's status when it says something new, and records
@@ -19,5 +21,11 @@ impl Hub<'_> {
             self.recorder.record(self.shard, self.cluster, &written, kind, event.reason, &event.message).await;
         }
         Ok(())
+    }
+
+    /// Records an event about a MemberCluster (as stored: with its uid).
+    pub(super) async fn record_member_event(&self, member: &Value, event: MemberEvent) {
+        let kind = if event.warning { EventType::Warning } else { EventType::Normal };
+        self.member_recorder.record(self.shard, self.cluster, member, kind, event.reason, &event.message).await;
     }
 }

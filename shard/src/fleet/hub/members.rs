@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::fleet::leave::{self, Namespace, Step, MEMBER_CLUSTER_FINALIZER};
+use crate::fleet::member_events::{condition_events, leave_event, Carried, MemberEvent};
 
 impl Hub<'_> {
     /// A member's namespace and its hub conditions; whether anything was written.
@@ -21,6 +22,9 @@ impl Hub<'_> {
                 "ownerReferences": [owner("MemberCluster", member)],
             }});
             self.create(&self.rows.namespaces, object).await?;
+            let created =
+                MemberEvent { warning: false, reason: "NamespaceCreated", message: "Namespace was created".into() };
+            self.record_member_event(member, created).await;
         }
         let generation = meta::generation(member);
         let agent = member
@@ -51,7 +55,8 @@ impl Hub<'_> {
     }
 
     /// Writes a member's `status.conditions` when they say something new (and only them:
-    /// a heartbeat written meanwhile stays); whether it was written.
+    /// a heartbeat written meanwhile stays), with KubeFleet's events for the conditions
+    /// whose status changed; whether it was written.
     async fn member_conditions(&self, member: &Value, conditions: Vec<Value>) -> anyhow::Result<bool> {
         let wanted = json!({"conditions": conditions});
         let current = json!({"conditions": member.pointer("/status/conditions").cloned().unwrap_or(Value::Null)});
@@ -59,13 +64,17 @@ impl Hub<'_> {
             return Ok(false);
         }
         let name = meta::name(member).unwrap_or_default();
-        self.update(&self.rows.members, None, name, Some("status"), |old| {
-            let mut new = old.clone();
-            let merged = apiserver::conditions::with_transition_times(old.get("status"), &wanted);
-            new["status"]["conditions"] = merged["conditions"].clone();
-            new
-        })
-        .await?;
+        let written = self
+            .update(&self.rows.members, None, name, Some("status"), |old| {
+                let mut new = old.clone();
+                let merged = apiserver::conditions::with_transition_times(old.get("status"), &wanted);
+                new["status"]["conditions"] = merged["conditions"].clone();
+                new
+            })
+            .await?;
+        for event in condition_events(&current["conditions"], &wanted["conditions"]) {
+            self.record_member_event(&written, event).await;
+        }
         Ok(true)
     }
 
@@ -103,11 +112,17 @@ impl Hub<'_> {
         };
         let step = leave::step(member, namespace, jiff::Timestamp::now(), self.settings.force_delete_wait);
         let mut wrote = self.left_condition(member).await?;
+        let mut works_released = 0;
         match step {
             Step::Nothing | Step::AwaitAgent { .. } | Step::AwaitNamespace => {}
             Step::CollectNamespace { forced } => {
-                let released = self.release_works(&namespace_name).await?;
-                tracing::info!(member = name, forced, works = released, "the member left; deleting its namespace");
+                works_released = self.release_works(&namespace_name).await?;
+                tracing::info!(
+                    member = name,
+                    forced,
+                    works = works_released,
+                    "the member left; deleting its namespace"
+                );
                 self.delete(&self.rows.namespaces, None, &namespace_name).await?;
                 wrote = true;
             }
@@ -123,6 +138,11 @@ impl Hub<'_> {
                 tracing::info!(member = name, "the member's namespace is gone; the MemberCluster goes");
                 wrote = true;
             }
+        }
+        // Told once each: a step that acts is followed by one that waits or by the end.
+        let carried = Carried { namespace: &namespace_name, works_released, wait: self.settings.force_delete_wait };
+        if let Some(event) = leave_event(&step, carried) {
+            self.record_member_event(member, event).await;
         }
         Ok(wrote)
     }

@@ -55,6 +55,8 @@ pub(super) struct Hub<'a> {
     pub settings: Settings,
     /// Records KubeFleet's events about placements.
     pub recorder: &'a crate::events::Recorder,
+    /// Records KubeFleet's events about MemberClusters.
+    pub member_recorder: &'a crate::events::Recorder,
 }
 
 /// One placement's share of the hub's snapshots, bindings and Works, kept current as the
@@ -348,8 +350,11 @@ impl Hub<'_> {
         let live = |b: &&Value| !meta::is_deleting(b) && State::of(b) != State::Unscheduled;
         let current: Vec<String> = group.bindings.iter().filter(live).filter_map(target_of).collect();
         // A member that stops heartbeating keeps what it has (KubeFleet never re-checks a
-        // current binding); only leaving the fleet takes it away. The shared candidates
-        // are copied only when this placement has such a member.
+        // current binding); only leaving the fleet takes it away. To the framework it is
+        // then what an unschedulable kcp target is: it keeps its current decisions and
+        // takes no new ones, so a placement that opted in to rescheduling (which
+        // reconsiders current decisions) moves off it, paced like any voluntary move. The
+        // shared candidates are copied only when this placement has such a member.
         let current_set: BTreeSet<&str> = current.iter().map(String::as_str).collect();
         let silent_current = |c: &placement::Candidate| {
             !c.ready
@@ -360,6 +365,7 @@ impl Hub<'_> {
             let mut candidates = shared.candidates.to_vec();
             for candidate in candidates.iter_mut().filter(|c| silent_current(c)) {
                 candidate.ready = true;
+                candidate.unschedulable = true;
             }
             candidates
         });
@@ -373,6 +379,7 @@ impl Hub<'_> {
             .map_err(|e| anyhow::anyhow!("decide: {e}"))?;
         let moves = (!paced.moved.is_empty()).then_some(&paced.moves);
         pacing::write(self.shard, &self.rows.placements, crp, self.cluster, moves, None).await?;
+        let held = paced.held_report();
         let decision = paced.decision;
         // New bindings, not yet written: the rollout below decides their first state.
         let mut unwritten: BTreeSet<String> = BTreeSet::new();
@@ -658,7 +665,8 @@ impl Hub<'_> {
             }
         }
         futures::future::try_join_all(statuses).await?;
-        let status = placement_status(crp, &decision, &per_cluster, &objects, &resource_index, &blockers);
+        let status =
+            placement_status(crp, &decision, &per_cluster, &objects, &resource_index, &blockers, held.as_ref());
         self.write_placement_status(crp, status).await?;
         Ok(moved)
     }

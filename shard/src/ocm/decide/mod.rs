@@ -11,7 +11,7 @@
 
 use super::CLUSTER_SET_LABEL;
 use jiff::Timestamp;
-use placement::pace::{Moves, Swap};
+use placement::pace::{Held, Moves};
 use placement::{Candidate, Decision, Outcome, Policy, Profile, State};
 use protocol::meta;
 use protocol::selector::LabelSelector;
@@ -22,9 +22,9 @@ use std::collections::{BTreeMap, BTreeSet};
 pub const MISCONFIGURED_CONDITION: &str = "PlacementMisconfigured";
 /// Type of the condition that says whether every wanted decision was made.
 pub const SATISFIED_CONDITION: &str = "PlacementSatisfied";
-/// Type of the condition (Atoll's) that says voluntary changes wait for damping or the
-/// disruption budget; absent when none wait.
-pub const HELD_CONDITION: &str = "PlacementChangesHeld";
+/// Type of the condition (Atoll's, shared with Fleet) that says voluntary changes wait
+/// for damping or the disruption budget; absent when none wait.
+pub const HELD_CONDITION: &str = placement::pace::HELD_CONDITION;
 
 /// What one decision starts from: the Placement and the hub's objects it reads.
 #[derive(Debug, Clone, Copy)]
@@ -84,42 +84,20 @@ pub struct Pacing {
     pub moves: Option<Moves>,
     /// The rebalance request carried out by this decision.
     pub rebalanced: Option<String>,
-    /// The voluntary changes that wait for damping or the disruption budget.
-    pub held: Vec<Swap>,
-    /// Whether a disruption budget (rather than damping alone) holds them.
-    pub budgeted: bool,
-    /// When the next of them may happen.
-    pub next: Option<Timestamp>,
+    /// What the held voluntary changes are and why they wait, when some do.
+    pub held: Option<Held>,
 }
 
 impl Pacing {
     /// The condition that says changes are held, when some are: a placement that waits
     /// says so, and names what waits and until when, rather than looking settled.
     pub fn held_condition(&self) -> Option<Condition> {
-        if self.held.is_empty() {
-            return None;
-        }
-        let swaps: Vec<String> = self
-            .held
-            .iter()
-            .map(|swap| match (&swap.out, &swap.into) {
-                (Some(out), Some(into)) => format!("{out} -> {into}"),
-                (Some(out), None) => format!("{out} leaves"),
-                (None, Some(into)) => format!("{into} joins"),
-                (None, None) => String::new(),
-            })
-            .collect();
-        let (reason, why) = if self.budgeted {
-            ("DisruptionBudgetExhausted", "the disruption budget")
-        } else {
-            ("ScoreChangeDamped", "score changes are damped")
-        };
-        let when = self.next.map_or_else(|| "when the budget allows".to_string(), |at| format!("from {at}"));
+        let held = self.held.as_ref()?;
         Some(Condition {
             kind: HELD_CONDITION,
             status: true,
-            reason: reason.into(),
-            message: format!("{} change(s) held by {why}, {when}: {}", self.held.len(), swaps.join(", ")),
+            reason: held.reason.into(),
+            message: held.message.clone(),
         })
     }
 }
@@ -200,11 +178,9 @@ pub fn decide(inputs: Inputs<'_>) -> Verdict {
     let (decision, pacing) = match paced {
         Ok(paced) => {
             let pacing = Pacing {
+                held: paced.held_report(),
                 moves: (!paced.moved.is_empty()).then_some(paced.moves),
                 rebalanced: paced.rebalanced,
-                held: paced.held,
-                budgeted: inputs.pacing.budget.is_some() && !paced.moved.is_empty(),
-                next: paced.resume_at,
             };
             (paced.decision, Some(pacing))
         }
