@@ -81,6 +81,11 @@ impl AgentProcess {
         Ok(())
     }
 
+    /// The process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(OwnedChild::pid)
+    }
+
     /// Kills the agent (SIGKILL).
     pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {

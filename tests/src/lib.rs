@@ -24,6 +24,8 @@
 //!   baseline of the front-proxy benchmark.
 //! - [`otlp`] receives the OpenTelemetry spans processes export ([`otlp::Receiver`]), for
 //!   the tracing test and the benchmarks' tracing-on runs.
+//! - [`fleet_hub`] loads a Fleet hub as the Fleet benchmarks do: MemberClusters joined
+//!   and heartbeated as their agents would, waits that watch, what placements wrote.
 //! - [`placement`] is what the Fleet, OCM and pacing tests read and write alike
 //!   (conditions, MemberClusters, the clusters bindings or decisions hold).
 //! - [`process`] owns child processes so that nothing outlives the test that started it.
@@ -34,6 +36,7 @@ pub mod binary;
 pub mod cache;
 pub mod certs;
 pub mod etcd;
+pub mod fleet_hub;
 pub mod front_proxy;
 pub mod installation;
 pub mod kubeconfig;
