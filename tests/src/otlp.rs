@@ -101,6 +101,173 @@ fn value_of(kv: &KeyValue) -> String {
     }
 }
 
+/// The receiver of benchmarks, which only count spans: it walks an export request's
+/// protobuf encoding down to the spans and counts them without decoding one. The receiver
+/// shares the machine's cores with the processes a benchmark measures; decoding millions
+/// of spans (every attribute a `String`) would be charged to them, where a real collector
+/// runs on its own host.
+mod counting {
+    use super::Received;
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse;
+    use prost::encoding::{decode_key, decode_varint, skip_field, DecodeContext, WireType};
+    use prost::Message as _;
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+    use tonic::codec::{DecodeBuf, Decoder, EncodeBuf, Encoder};
+    use tonic::Status;
+
+    /// The one method of OTLP's `TraceService`.
+    pub const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+
+    /// Decodes an `ExportTraceServiceRequest` into its number of spans; encodes the response.
+    #[derive(Clone, Copy)]
+    pub struct Codec;
+
+    impl tonic::codec::Codec for Codec {
+        type Encode = ExportTraceServiceResponse;
+        type Decode = u64;
+        type Encoder = Codec;
+        type Decoder = Codec;
+
+        fn encoder(&mut self) -> Codec {
+            Codec
+        }
+
+        fn decoder(&mut self) -> Codec {
+            Codec
+        }
+    }
+
+    impl Encoder for Codec {
+        type Item = ExportTraceServiceResponse;
+        type Error = Status;
+
+        fn encode(&mut self, item: Self::Item, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+            item.encode(dst).map_err(|error| Status::internal(error.to_string()))
+        }
+    }
+
+    impl Decoder for Codec {
+        type Item = u64;
+        type Error = Status;
+
+        fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<u64>, Status> {
+            let message = bytes::Buf::copy_to_bytes(src, bytes::Buf::remaining(src));
+            spans_in(&message).map(Some).map_err(Status::invalid_argument)
+        }
+    }
+
+    /// Adds each request's spans to the receiver's count.
+    pub struct Count(pub Arc<Received>);
+
+    impl tonic::server::UnaryService<u64> for Count {
+        type Response = ExportTraceServiceResponse;
+        type Future = std::future::Ready<Result<tonic::Response<ExportTraceServiceResponse>, Status>>;
+
+        fn call(&mut self, request: tonic::Request<u64>) -> Self::Future {
+            self.0.count.fetch_add(*request.get_ref(), Ordering::Relaxed);
+            std::future::ready(Ok(tonic::Response::new(ExportTraceServiceResponse::default())))
+        }
+    }
+
+    /// The spans of an encoded `ExportTraceServiceRequest`: field 1 holds ResourceSpans,
+    /// whose field 2 holds ScopeSpans, whose field 2 holds each Span.
+    pub fn spans_in(request: &[u8]) -> Result<u64, String> {
+        each_field(request, 1, &mut |resource_spans| {
+            each_field(resource_spans, 2, &mut |scope_spans| each_field(scope_spans, 2, &mut |_span| Ok(1)))
+        })
+    }
+
+    /// Sums `count` over every length-delimited occurrence of field `tag` in `message`,
+    /// skipping the other fields.
+    fn each_field(
+        mut message: &[u8],
+        tag: u32,
+        count: &mut dyn FnMut(&[u8]) -> Result<u64, String>,
+    ) -> Result<u64, String> {
+        let mut total = 0;
+        while !message.is_empty() {
+            let (field, wire_type) = decode_key(&mut message).map_err(|error| error.to_string())?;
+            if field != tag || wire_type != WireType::LengthDelimited {
+                skip_field(wire_type, field, &mut message, DecodeContext::default())
+                    .map_err(|error| error.to_string())?;
+                continue;
+            }
+            let length = decode_varint(&mut message).map_err(|error| error.to_string())?;
+            let length = usize::try_from(length).ok().filter(|length| *length <= message.len());
+            let Some(length) = length else { return Err(format!("field {tag} runs past the end of its message")) };
+            let (inner, rest) = message.split_at(length);
+            total += count(inner)?;
+            message = rest;
+        }
+        Ok(total)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::spans_in;
+        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+        use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+        use opentelemetry_proto::tonic::resource::v1::Resource;
+        use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+        use prost::Message as _;
+
+        fn span(name: &str) -> Span {
+            let value = AnyValue { value: Some(any_value::Value::StringValue("GET".into())) };
+            Span {
+                name: name.into(),
+                trace_id: vec![1; 16],
+                span_id: vec![2; 8],
+                attributes: vec![KeyValue {
+                    key: "http.request.method".into(),
+                    value: Some(value),
+                    ..KeyValue::default()
+                }],
+                ..Span::default()
+            }
+        }
+
+        #[test]
+        fn counts_every_span_of_every_scope_and_resource_and_nothing_else() {
+            let resource = Resource { attributes: vec![], ..Resource::default() };
+            let request = ExportTraceServiceRequest {
+                resource_spans: vec![
+                    ResourceSpans {
+                        resource: Some(resource.clone()),
+                        scope_spans: vec![
+                            ScopeSpans { spans: vec![span("a"), span("b")], ..ScopeSpans::default() },
+                            ScopeSpans { spans: vec![span("c")], ..ScopeSpans::default() },
+                        ],
+                        ..ResourceSpans::default()
+                    },
+                    ResourceSpans {
+                        resource: Some(resource),
+                        scope_spans: vec![ScopeSpans {
+                            spans: vec![span("d"), span("e"), span("f")],
+                            ..ScopeSpans::default()
+                        }],
+                        ..ResourceSpans::default()
+                    },
+                ],
+            };
+            assert_eq!(spans_in(&request.encode_to_vec()), Ok(6));
+            assert_eq!(spans_in(&ExportTraceServiceRequest::default().encode_to_vec()), Ok(0));
+        }
+
+        #[test]
+        fn a_truncated_request_is_refused() {
+            let request = ExportTraceServiceRequest {
+                resource_spans: vec![ResourceSpans {
+                    scope_spans: vec![ScopeSpans { spans: vec![span("a")], ..ScopeSpans::default() }],
+                    ..ResourceSpans::default()
+                }],
+            };
+            let bytes = request.encode_to_vec();
+            assert!(spans_in(&bytes[..bytes.len() - 3]).is_err());
+        }
+    }
+}
+
 /// A running receiver; stops when dropped.
 pub struct Receiver {
     endpoint: String,
@@ -109,20 +276,32 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    /// Listens on a free loopback port; `keep` false only counts spans (for benchmarks
-    /// that export millions).
+    /// Listens on a free loopback port; `keep` false only counts spans, without decoding
+    /// them (for benchmarks that export millions).
     pub async fn start(keep: bool) -> anyhow::Result<Receiver> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let endpoint = format!("http://{}", listener.local_addr()?);
         let received = Arc::new(Received { keep, ..Received::default() });
         let service = TraceServiceServer::new(Sink(received.clone())).max_decoding_message_size(64 << 20);
+        let shared = received.clone();
         let task = tokio::spawn(async move {
+            let received = shared;
             while let Ok((stream, _)) = listener.accept().await {
                 let service = service.clone();
+                let received = received.clone();
                 tokio::spawn(async move {
-                    let serve = hyper::service::service_fn(move |request| {
+                    let serve = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
                         let mut service = service.clone();
-                        async move { service.call(request).await }
+                        let received = received.clone();
+                        async move {
+                            if received.keep || request.uri().path() != counting::EXPORT_PATH {
+                                return service.call(request).await;
+                            }
+                            let counter = counting::Count(received);
+                            let mut grpc =
+                                tonic::server::Grpc::new(counting::Codec).max_decoding_message_size(64 << 20);
+                            Ok(grpc.unary(counter, request).await)
+                        }
                     });
                     let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
                         .http2_only()
