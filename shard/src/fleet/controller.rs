@@ -127,14 +127,27 @@ impl StoreConsumer for Feed {
             (CLUSTER_GROUP, "memberclusters") => self.0.trigger(hub, |t| {
                 t.members.insert(name.to_string());
             }),
-            (PLACEMENT_GROUP, "clusterresourceplacements") => self.0.trigger(hub, |t| {
+            // A status the hub wrote itself tells it nothing new (KubeFleet's placement
+            // controller, too, ignores status-only updates).
+            (PLACEMENT_GROUP, "clusterresourceplacements") if !status_only(event) => self.0.trigger(hub, |t| {
                 t.placements.insert(name.to_string());
             }),
+            (PLACEMENT_GROUP, "clusterresourceplacements") => {}
+            // A Work wakes its placement when its member reported (status), when it is
+            // being deleted or is gone; creates and spec updates are the hub's own writes
+            // (KubeFleet's work generator ignores those as well).
             (PLACEMENT_GROUP, "works") => {
-                let value = event.value.as_ref().or(event.prev.as_ref().map(|p| &p.value));
-                let object = value.and_then(|v| serde_json::from_slice::<Value>(v).ok());
-                let parent = object.as_ref().and_then(|o| meta::labels(o).get(PARENT_CRP_LABEL).cloned());
-                if let Some(parent) = parent {
+                let Some(prev) = &event.prev else { return };
+                let old = serde_json::from_slice::<Value>(&prev.value).ok();
+                let new = event.value.as_ref().and_then(|v| serde_json::from_slice::<Value>(v).ok());
+                let reported = match (&old, &new) {
+                    (Some(old), Some(new)) => {
+                        old.get("status") != new.get("status") || meta::is_deleting(old) != meta::is_deleting(new)
+                    }
+                    _ => true,
+                };
+                let parent = new.as_ref().or(old.as_ref()).and_then(|o| meta::labels(o).get(PARENT_CRP_LABEL).cloned());
+                if let Some(parent) = parent.filter(|_| reported) {
                     self.0.trigger(hub, |t| {
                         t.placements.insert(parent);
                     });
@@ -169,6 +182,26 @@ impl StoreConsumer for Feed {
                 }
             }
         }
+    }
+}
+
+/// Whether a write changed an object's status and nothing else the hub reads (its spec,
+/// labels, annotations, deletion).
+fn status_only(event: &store::Event) -> bool {
+    let (Some(value), Some(prev)) = (&event.value, &event.prev) else { return false };
+    let without_status = |bytes: &[u8]| {
+        let mut object = serde_json::from_slice::<Value>(bytes).ok()?;
+        let map = object.as_object_mut()?;
+        map.remove("status");
+        if let Some(metadata) = map.get_mut("metadata").and_then(Value::as_object_mut) {
+            metadata.remove("resourceVersion");
+            metadata.remove("managedFields");
+        }
+        Some(object)
+    };
+    match (without_status(&value[..]), without_status(&prev.value[..])) {
+        (Some(new), Some(old)) => new == old,
+        _ => false,
     }
 }
 
@@ -254,10 +287,8 @@ pub async fn run(shard: Arc<Shard>, settings: Settings) {
                         index.record(&cluster, placement, selection.clone());
                     }
                     drop(index);
-                    if passed.again {
-                        let placements: Vec<String> =
-                            passed.selections.iter().filter(|(_, s)| s.is_some()).map(|(p, _)| p.clone()).collect();
-                        state.trigger(&cluster, |t| t.placements.extend(placements));
+                    if !passed.again.is_empty() {
+                        state.trigger(&cluster, |t| t.placements.extend(passed.again));
                     }
                     tracing::debug!(%cluster, placements = passed.placements, took = ?started.elapsed(), "Fleet hub pass");
                 }

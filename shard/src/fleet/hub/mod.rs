@@ -18,8 +18,9 @@
 //! member agent's finalizer on a Work holds it until the member's copies are gone.
 //!
 //! The pass is here; [`members`] keeps each MemberCluster (namespace, conditions, leave
-//! flow), [`selection`] resolves what a placement selects, [`snapshots`] keeps
-//! its resource and policy snapshots, [`works`] its Works.
+//! flow), [`crp`] takes one placement through its share of the pass, [`selection`]
+//! resolves what a placement selects, [`snapshots`] keeps its resource and policy
+//! snapshots, [`works`] its Works.
 
 use super::policy::{self as fleet_policy, PlacementType};
 use super::resources::{self, Rule};
@@ -32,11 +33,13 @@ use crate::state::Shard;
 use apiserver::objects;
 use apiserver::registry::ResourceType;
 use apiserver::storage::{self, DeletePreconditions, ObjectRef, WriteOptions};
+use futures::StreamExt;
 use placement::{Outcome, Profile, State as Now};
 use protocol::meta;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+mod crp;
 mod events;
 mod members;
 mod selection;
@@ -46,6 +49,12 @@ mod works;
 use selection::*;
 use snapshots::*;
 use works::*;
+
+/// How many placements one pass works on at once. Each placement's writes follow one
+/// another (snapshots, bindings, Works, statuses), each waiting for a commit; several
+/// placements at once fill the store's group commits. Bounded, as every placement in
+/// flight holds its share of the hub's objects.
+const PLACEMENTS_IN_FLIGHT: usize = 16;
 
 /// One pass over one hub logical cluster.
 pub(super) struct Hub<'a> {
@@ -87,8 +96,9 @@ struct Shared<'a> {
 /// What a pass found out.
 #[derive(Default)]
 pub(super) struct Passed {
-    /// Something was written that the next pass should look at.
-    pub again: bool,
+    /// Placements whose rollout held something back that this pass's writes may let
+    /// through: the next pass looks at them again.
+    pub again: Vec<String>,
     /// What each passed placement selects, by name (`None`: the placement is gone).
     pub selections: Vec<(String, Option<Selection>)>,
     /// Placements passed.
@@ -285,23 +295,39 @@ impl Hub<'_> {
             resource_overrides: &resource_overrides,
             now,
         };
-        let mut failed = None;
+        // Placements are independent of each other: a few at a time, so that their
+        // writes share the store's commits instead of each waiting for its own.
+        let mut jobs = Vec::new();
         for crp in &placements {
             let name = meta::name(crp).unwrap_or_default().to_string();
             if meta::is_deleting(crp) {
                 passed.selections.push((name, None));
                 continue;
             }
-            let mut group = Group {
+            let group = Group {
                 bindings: bindings.remove(&name).unwrap_or_default(),
                 policy_snapshots: policy_snapshots.remove(&name).unwrap_or_default(),
                 resource_snapshots: resource_snapshots.remove(&name).unwrap_or_default(),
                 works: works.remove(&name).unwrap_or_default(),
             };
-            let mut selection = Selection::default();
-            passed.placements += 1;
-            match self.placement(crp, &shared, &mut group, &mut selection).await {
-                Ok(moved) => passed.again |= moved,
+            jobs.push((crp, name, group));
+        }
+        passed.placements = jobs.len();
+        let shared = &shared;
+        let placing: Vec<_> = jobs
+            .into_iter()
+            .map(|(crp, name, mut group)| async move {
+                let mut selection = Selection::default();
+                let outcome = self.placement(crp, shared, &mut group, &mut selection).await;
+                (name, selection, outcome)
+            })
+            .collect();
+        let outcomes: Vec<_> = futures::stream::iter(placing).buffer_unordered(PLACEMENTS_IN_FLIGHT).collect().await;
+        let mut failed = None;
+        for (name, selection, outcome) in outcomes {
+            match outcome {
+                Ok(true) => passed.again.push(name.clone()),
+                Ok(false) => {}
                 Err(error) => {
                     tracing::warn!(error = %format!("{error:#}"), crp = %name, "placement pass failed");
                     failed = Some(error);
@@ -310,365 +336,6 @@ impl Hub<'_> {
             passed.selections.push((name, Some(selection)));
         }
         failed.map_or(Ok(passed), Err)
-    }
-
-    /// One placement's whole pass over its `group`; records what it selects in
-    /// `selection`; returns whether something moved.
-    async fn placement(
-        &self,
-        crp: &Value,
-        shared: &Shared<'_>,
-        group: &mut Group,
-        selection: &mut Selection,
-    ) -> anyhow::Result<bool> {
-        let (members, now) = (shared.members, shared.now);
-        let name = meta::name(crp).unwrap_or_default().to_string();
-        let generation = meta::generation(crp);
-        let policy = crp.pointer("/spec/policy");
-        let selected = self.select_cached(crp, shared, selection);
-        let framework_policy = fleet_policy::policy(&name, policy);
-        let invalid = match (&selected, &framework_policy) {
-            (Err(message), _) => Some(("InvalidResourceSelectors", message.clone())),
-            (_, Err(message)) => Some(("SchedulingPolicyUnfulfilled", format!("invalid scheduling policy: {message}"))),
-            _ => None,
-        };
-        if let Some((reason, message)) = invalid {
-            let scheduled = condition("ClusterResourcePlacementScheduled", false, reason, message, generation);
-            let wanted = json!({"conditions": [scheduled], "placementStatuses": [], "selectedResources": []});
-            self.write_status(&self.rows.placements, crp, wanted).await?;
-            return Ok(false);
-        }
-        let (Ok(objects), Ok(framework_policy)) = (selected, framework_policy) else { unreachable!("checked above") };
-        let mut moved = false;
-        let (resource_snapshot, resource_index, created) = self.resource_snapshot(crp, &objects, group).await?;
-        moved |= created;
-        let (policy_snapshot, created) = self.policy_snapshot(crp, group).await?;
-        moved |= created;
-        let policy_snapshot_name = meta::name(&policy_snapshot).unwrap_or_default().to_string();
-
-        // Scheduling: the framework over the members, sticky to the live bindings.
-        let live = |b: &&Value| !meta::is_deleting(b) && State::of(b) != State::Unscheduled;
-        let current: Vec<String> = group.bindings.iter().filter(live).filter_map(target_of).collect();
-        // A member that stops heartbeating keeps what it has (KubeFleet never re-checks a
-        // current binding); only leaving the fleet takes it away. To the framework it is
-        // then what an unschedulable kcp target is: it keeps its current decisions and
-        // takes no new ones, so a placement that opted in to rescheduling (which
-        // reconsiders current decisions) moves off it, paced like any voluntary move. The
-        // shared candidates are copied only when this placement has such a member.
-        let current_set: BTreeSet<&str> = current.iter().map(String::as_str).collect();
-        let silent_current = |c: &placement::Candidate| {
-            !c.ready
-                && current_set.contains(c.name.as_str())
-                && !members.iter().any(|m| meta::name(m) == Some(c.name.as_str()) && meta::is_deleting(m))
-        };
-        let patched: Option<Vec<placement::Candidate>> = shared.candidates.iter().any(silent_current).then(|| {
-            let mut candidates = shared.candidates.to_vec();
-            for candidate in candidates.iter_mut().filter(|c| silent_current(c)) {
-                candidate.ready = true;
-                candidate.unschedulable = true;
-            }
-            candidates
-        });
-        let candidates = patched.as_deref().unwrap_or(shared.candidates);
-        // Bound bindings are trimmed last when PickN shrinks, Scheduled ones first (KubeFleet).
-        let bound = |b: &&Value| State::of(b) == State::Bound;
-        let settled: Vec<String> = group.bindings.iter().filter(live).filter(bound).filter_map(target_of).collect();
-        let state = Now { now, current: current.clone(), other_decisions: BTreeMap::new(), reconsider: false, settled };
-        let (pacing, moves) = pacing::read(crp, self.settings.damping);
-        let paced = placement::pace::decide(&Profile::fleet(), &framework_policy, candidates, &state, &pacing, &moves)
-            .map_err(|e| anyhow::anyhow!("decide: {e}"))?;
-        let moves = (!paced.moved.is_empty()).then_some(&paced.moves);
-        pacing::write(self.shard, &self.rows.placements, crp, self.cluster, moves, None).await?;
-        let held = paced.held_report();
-        let decision = paced.decision;
-        // New bindings, not yet written: the rollout below decides their first state.
-        let mut unwritten: BTreeSet<String> = BTreeSet::new();
-        for cluster in &decision.desired {
-            let cluster_decision = cluster_decision(cluster, &decision, true);
-            let existing = group.bindings.iter().find(|b| target_of(b).as_deref() == Some(cluster.as_str()));
-            match existing {
-                Some(binding) if meta::is_deleting(binding) => {}
-                Some(binding) => {
-                    let state = State::of(binding);
-                    let wanted_state = match state {
-                        State::Unscheduled => match annotation(binding, PREVIOUS_STATE_ANNOTATION) {
-                            Some("Bound") => State::Bound,
-                            _ => State::Scheduled,
-                        },
-                        other => other,
-                    };
-                    // A kept binding's decision is refreshed when the policy changes, not
-                    // when only its rank among the others moved (no write per score change).
-                    let spec = binding.get("spec").cloned().unwrap_or_default();
-                    if wanted_state != state
-                        || spec.get("schedulingPolicySnapshotName").and_then(Value::as_str)
-                            != Some(&policy_snapshot_name)
-                    {
-                        let binding_name = meta::name(binding).unwrap_or_default().to_string();
-                        let updated = self
-                            .update(&self.rows.bindings, None, &binding_name, None, |old| {
-                                let mut new = old.clone();
-                                new["spec"]["state"] = json!(wanted_state.as_str());
-                                new["spec"]["schedulingPolicySnapshotName"] = json!(policy_snapshot_name);
-                                new["spec"]["clusterDecision"] = cluster_decision.clone();
-                                new
-                            })
-                            .await?;
-                        keep(&mut group.bindings, updated);
-                        moved = true;
-                    }
-                }
-                None => {
-                    // Written once the rollout has looked at it: Bound at once when the
-                    // strategy lets it be, so a new binding costs one write, not two.
-                    let binding_name = binding_name(&name, cluster);
-                    let binding = json!({
-                        "apiVersion": format!("{PLACEMENT_GROUP}/v1"),
-                        "kind": "ClusterResourceBinding",
-                        "metadata": {
-                            "name": binding_name,
-                            "labels": {PARENT_CRP_LABEL: name},
-                            "ownerReferences": [owner("ClusterResourcePlacement", crp)],
-                        },
-                        "spec": {
-                            "state": "Scheduled",
-                            "targetCluster": cluster,
-                            "schedulingPolicySnapshotName": policy_snapshot_name,
-                            "clusterDecision": cluster_decision,
-                        },
-                    });
-                    group.bindings.push(binding);
-                    unwritten.insert(binding_name);
-                    moved = true;
-                }
-            }
-        }
-        let dropped: Vec<Value> = group
-            .bindings
-            .iter()
-            .filter(live)
-            .filter(|b| !decision.desired.contains(&target_of(b).unwrap_or_default()))
-            .cloned()
-            .collect();
-        for binding in dropped {
-            let previous = State::of(&binding).as_str();
-            let binding_name = meta::name(&binding).unwrap_or_default();
-            let updated = self
-                .update(&self.rows.bindings, None, binding_name, None, |old| {
-                    let mut new = old.clone();
-                    new["spec"]["state"] = json!("Unscheduled");
-                    meta::set_annotation(&mut new, PREVIOUS_STATE_ANNOTATION, previous);
-                    new
-                })
-                .await?;
-            keep(&mut group.bindings, updated);
-            moved = true;
-        }
-
-        // How far each placed cluster got with the Work it has now: the rollout's readiness.
-        let snapshot_name = meta::name(&resource_snapshot).unwrap_or_default().to_string();
-        let crp_work = format!("{name}-work");
-        let mut work_states: BTreeMap<String, WorkState> = BTreeMap::new();
-        for binding in group.bindings.iter().filter(|b| !meta::is_deleting(b) && State::of(b) != State::Scheduled) {
-            let cluster = target_of(binding).unwrap_or_default();
-            let namespace = member_namespace(&cluster);
-            let work = group
-                .works
-                .iter()
-                .find(|w| meta::namespace(w) == Some(namespace.as_str()) && meta::name(w) == Some(crp_work.as_str()));
-            if let Some(work) = work {
-                work_states.insert(cluster, work_state(work, false));
-            }
-        }
-        let override_failures: BTreeMap<String, String> = BTreeMap::new();
-
-        // The rolling update.
-        let target = match PlacementType::of(policy) {
-            PlacementType::PickAll => group.bindings.iter().filter(live).count(),
-            _ => fleet_policy::wanted(policy).unwrap_or(0),
-        };
-        let rolling = crp.pointer("/spec/strategy/rollingUpdate");
-        let limits = rollout::scaled(rolling.and_then(|r| r.get("maxUnavailable")), 25, target)
-            .map_err(|e| anyhow::anyhow!("spec.strategy.rollingUpdate.maxUnavailable: {e}"))
-            .and_then(|unavailable| {
-                let surge = rollout::scaled(rolling.and_then(|r| r.get("maxSurge")), 25, target)
-                    .map_err(|e| anyhow::anyhow!("spec.strategy.rollingUpdate.maxSurge: {e}"))?;
-                Ok((unavailable, surge))
-            });
-        let (max_unavailable, max_surge) = match limits {
-            Ok(limits) => limits,
-            Err(error) => {
-                // No rollout: the scheduler's decision still stands, as Scheduled bindings.
-                for binding in group.bindings.iter().filter(|b| meta::name(b).is_some_and(|n| unwritten.contains(n))) {
-                    self.create(&self.rows.bindings, binding.clone()).await?;
-                }
-                return Err(error);
-            }
-        };
-        let unavailable_period = rolling.and_then(|r| r.get("unavailablePeriodSeconds")).and_then(Value::as_i64);
-        let unavailable_period = jiff::SignedDuration::from_secs(unavailable_period.unwrap_or(60));
-        // A cluster whose availability cannot be tracked becomes ready by time alone:
-        // the placement is looked at again when the first such period ends.
-        let untrackable_ready = work_states
-            .values()
-            .filter(|w| w.available == Some(true))
-            .filter_map(|w| w.untrackable_since?.checked_add(unavailable_period).ok())
-            .filter(|at| *at > now)
-            .min();
-        // Held voluntary moves are looked at again when pacing allows them.
-        selection.wake_at = crate::controllers::earliest(untrackable_ready, paced.resume_at);
-        // An unavailable cluster blocks the rollout once its period is over: look again then.
-        let unavailable_over = work_states
-            .values()
-            .filter_map(|w| w.unavailable_since?.checked_add(unavailable_period).ok())
-            .filter(|at| *at > now)
-            .min();
-        selection.wake_at = crate::controllers::earliest(selection.wake_at, unavailable_over);
-        let mut roll: Vec<rollout::Member> = group
-            .bindings
-            .iter()
-            .filter(|b| !meta::is_deleting(b))
-            .map(|b| {
-                let cluster = target_of(b).unwrap_or_default();
-                let work = work_states.get(&cluster).cloned().unwrap_or_default();
-                let ready = work.available == Some(true)
-                    && work.untrackable_since.is_none_or(|since| now.duration_since(since) >= unavailable_period);
-                rollout::Member {
-                    name: meta::name(b).unwrap_or_default().to_string(),
-                    state: State::of(b),
-                    current: b.pointer("/spec/resourceSnapshotName").and_then(Value::as_str) == Some(&snapshot_name),
-                    ready,
-                    failed: work.applied == Some(false) || override_failures.contains_key(&cluster),
-                    stuck: stuck(&cluster, Some(&work), override_failures.get(&cluster), now, unavailable_period),
-                }
-            })
-            .collect();
-        roll.sort_by(|a, b| a.name.cmp(&b.name));
-        let plan = rollout::plan(&roll, target, max_unavailable, max_surge);
-        let blockers = rollout::blockers(&roll, &plan);
-        // The new bindings: Bound to the latest snapshot when the rollout binds them now
-        // (what a Scheduled binding bound at once would hold), else Scheduled.
-        let mut creates = Vec::new();
-        for binding in group.bindings.iter().filter(|b| meta::name(b).is_some_and(|n| unwritten.contains(n))) {
-            let mut binding = binding.clone();
-            if plan.bind.iter().any(|b| Some(b.as_str()) == meta::name(&binding)) {
-                binding["spec"]["state"] = json!("Bound");
-                binding["spec"]["resourceSnapshotName"] = json!(snapshot_name);
-            }
-            creates.push(self.create(&self.rows.bindings, binding));
-        }
-        for binding in futures::future::try_join_all(creates).await? {
-            keep(&mut group.bindings, binding);
-        }
-        // The bindings say the rebalanced decision now: the request is carried out.
-        let rebalanced = paced.rebalanced.as_deref();
-        pacing::write(self.shard, &self.rows.placements, crp, self.cluster, None, rebalanced).await?;
-        let written = self.policy_snapshot_status(crp, &policy_snapshot, &decision).await?;
-        if let Some(written) = written {
-            keep(&mut group.policy_snapshots, written);
-        }
-        for binding_name in plan.bind.iter().chain(&plan.update).filter(|b| !unwritten.contains(*b)) {
-            let updated = self
-                .update(&self.rows.bindings, None, binding_name, None, |old| {
-                    let mut new = old.clone();
-                    new["spec"]["state"] = json!("Bound");
-                    new["spec"]["resourceSnapshotName"] = json!(snapshot_name);
-                    new
-                })
-                .await?;
-            keep(&mut group.bindings, updated);
-            moved = true;
-        }
-        for binding_name in &plan.remove {
-            self.delete(&self.rows.bindings, None, binding_name).await?;
-            group.bindings.retain(|b| meta::name(b) != Some(binding_name.as_str()));
-            moved = true;
-        }
-        // Works: what each placed cluster gets now, written in the same pass as the
-        // rollout bound it.
-        let mut override_failures = override_failures;
-        let mut overridden: BTreeMap<String, bool> = BTreeMap::new();
-        let placed: Vec<Value> = group
-            .bindings
-            .iter()
-            .filter(|b| !meta::is_deleting(b) && State::of(b) != State::Scheduled)
-            .cloned()
-            .collect();
-        let mut jobs = Vec::new();
-        for binding in &placed {
-            let cluster = target_of(binding).unwrap_or_default();
-            let Some(member) = members.iter().find(|m| meta::name(m) == Some(cluster.as_str())) else { continue };
-            // A member leaving gets nothing new: its namespace is about to go.
-            if meta::is_deleting(member) {
-                continue;
-            }
-            let binding_snapshot = binding.pointer("/spec/resourceSnapshotName").and_then(Value::as_str);
-            let Some(binding_snapshot) = binding_snapshot.filter(|s| !s.is_empty()) else { continue };
-            let manifests = if binding_snapshot == snapshot_name {
-                objects.clone()
-            } else {
-                match snapshot_objects(&group.resource_snapshots, binding_snapshot) {
-                    Some(objects) => objects,
-                    // Its snapshot is gone: the Work stays as it is until the rollout
-                    // moves the binding on.
-                    None => {
-                        continue;
-                    }
-                }
-            };
-            let (manifests, any_override) = match apply_overrides(&manifests, member, shared) {
-                Ok(result) => result,
-                Err(message) => {
-                    override_failures.insert(cluster.clone(), message);
-                    continue;
-                }
-            };
-            overridden.insert(cluster.clone(), any_override);
-            jobs.push((cluster, binding, binding_snapshot, manifests));
-        }
-        // The Works are independent objects: written together, they share the store's commits.
-        let works = &group.works;
-        let writes = jobs.into_iter().map(|(cluster, binding, snapshot, manifests)| async move {
-            let done = self.work(crp, binding, &cluster, snapshot, manifests, works).await?;
-            anyhow::Ok((cluster, done))
-        });
-        for (cluster, (state, written)) in futures::future::try_join_all(writes).await? {
-            if let Some(work) = written {
-                keep_work(&mut group.works, work);
-                moved = true;
-            }
-            work_states.insert(cluster, state);
-        }
-
-        self.remove_stale_works(&group.bindings, &mut group.works).await?;
-
-        // Statuses: each binding's, then the placement's.
-        let blocked: BTreeSet<&String> = plan.blocked.iter().collect();
-        let mut per_cluster = Vec::new();
-        let mut statuses = Vec::new();
-        for binding in group.bindings.iter().filter(|b| !meta::is_deleting(b)) {
-            let cluster = target_of(binding).unwrap_or_default();
-            let binding_name = meta::name(binding).unwrap_or_default().to_string();
-            let conditions = binding_conditions(
-                binding,
-                &snapshot_name,
-                blocked.contains(&binding_name),
-                work_states.get(&cluster),
-                override_failures.get(&cluster),
-                overridden.get(&cluster).copied(),
-            );
-            let mut wanted = binding.get("status").cloned().unwrap_or_else(|| json!({}));
-            wanted["conditions"] = Value::Array(conditions.clone());
-            statuses.push(self.write_status(&self.rows.bindings, binding, wanted));
-            if State::of(binding) != State::Unscheduled {
-                per_cluster.push((cluster, binding.clone(), conditions));
-            }
-        }
-        futures::future::try_join_all(statuses).await?;
-        let status =
-            placement_status(crp, &decision, &per_cluster, &objects, &resource_index, &blockers, held.as_ref());
-        self.write_placement_status(crp, status).await?;
-        Ok(moved)
     }
 }
 

@@ -1,0 +1,490 @@
+//! One placement's share of a pass, in KubeFleet's order: the scheduler's part (snapshots,
+//! the framework's decision, the bindings' specs), the rollout's (which bindings become
+//! Bound, the policy snapshot's status), the work generator's (a Work per bound cluster)
+//! and the statuses of the bindings and the placement.
+
+use super::*;
+
+/// What scheduling a placement found: its selection, snapshots and decision.
+struct Scheduled {
+    objects: Vec<Value>,
+    /// The latest resource snapshot's (master's) name and index.
+    snapshot_name: String,
+    resource_index: String,
+    policy_snapshot: Value,
+    decision: placement::Decision,
+    held: Option<placement::pace::Held>,
+    /// When held voluntary moves may happen.
+    resume_at: Option<jiff::Timestamp>,
+    /// The rebalance request the decision carried out.
+    rebalanced: Option<String>,
+    /// New bindings, not yet written: the rollout decides their first state.
+    unwritten: BTreeSet<String>,
+}
+
+/// What the rollout decided for a placement.
+struct Rollout {
+    plan: rollout::Plan,
+    /// What keeps the rollout from advancing, when nothing but a change can.
+    blockers: Vec<String>,
+    /// How far each placed cluster got with its Work.
+    work_states: BTreeMap<String, WorkState>,
+}
+
+/// What the Works of a placement came to.
+#[derive(Default)]
+struct Placed {
+    /// Clusters whose overrides failed, and why.
+    override_failures: BTreeMap<String, String>,
+    /// Clusters with a Work, and whether an override changed it.
+    overridden: BTreeMap<String, bool>,
+}
+
+impl Hub<'_> {
+    /// One placement's whole pass over its `group`; records what it selects in
+    /// `selection`; returns whether it should be passed again at once.
+    pub(super) async fn placement(
+        &self,
+        crp: &Value,
+        shared: &Shared<'_>,
+        group: &mut Group,
+        selection: &mut Selection,
+    ) -> anyhow::Result<bool> {
+        let mut moved = false;
+        let Some(scheduled) = self.schedule(crp, shared, group, selection, &mut moved).await? else {
+            return Ok(false);
+        };
+        let mut rollout = self.roll(crp, shared.now, group, selection, &scheduled, &mut moved).await?;
+        let placed = self.write_works(crp, shared, group, &scheduled, &mut rollout.work_states, &mut moved).await?;
+        self.remove_stale_works(&group.bindings, &mut group.works).await?;
+        self.write_statuses(crp, group, &scheduled, &rollout, &placed).await?;
+        // Another pass can only help when the strategy held bindings back and this pass
+        // changed what it counts; anything else waits on a change that wakes the
+        // placement by itself (a Work's status, a member, the placement, its resources).
+        Ok(moved && !rollout.plan.blocked.is_empty())
+    }
+
+    /// The scheduler's part: the snapshots, the decision, and the specs of the bindings
+    /// that stay or go (new ones are left to the rollout). `None` when the placement is
+    /// invalid, which its status then says.
+    async fn schedule(
+        &self,
+        crp: &Value,
+        shared: &Shared<'_>,
+        group: &mut Group,
+        selection: &mut Selection,
+        moved: &mut bool,
+    ) -> anyhow::Result<Option<Scheduled>> {
+        let (members, now) = (shared.members, shared.now);
+        let name = meta::name(crp).unwrap_or_default().to_string();
+        let generation = meta::generation(crp);
+        let policy = crp.pointer("/spec/policy");
+        let selected = self.select_cached(crp, shared, selection);
+        let framework_policy = fleet_policy::policy(&name, policy);
+        let invalid = match (&selected, &framework_policy) {
+            (Err(message), _) => Some(("InvalidResourceSelectors", message.clone())),
+            (_, Err(message)) => Some(("SchedulingPolicyUnfulfilled", format!("invalid scheduling policy: {message}"))),
+            _ => None,
+        };
+        if let Some((reason, message)) = invalid {
+            let scheduled = condition("ClusterResourcePlacementScheduled", false, reason, message, generation);
+            let wanted = json!({"conditions": [scheduled], "placementStatuses": [], "selectedResources": []});
+            self.write_status(&self.rows.placements, crp, wanted).await?;
+            return Ok(None);
+        }
+        let (Ok(objects), Ok(framework_policy)) = (selected, framework_policy) else { unreachable!("checked above") };
+        let (resource_snapshot, resource_index, created) = self.resource_snapshot(crp, &objects, group).await?;
+        *moved |= created;
+        let (policy_snapshot, created) = self.policy_snapshot(crp, group).await?;
+        *moved |= created;
+        let policy_snapshot_name = meta::name(&policy_snapshot).unwrap_or_default().to_string();
+
+        // Scheduling: the framework over the members, sticky to the live bindings.
+        let current: Vec<String> = group.bindings.iter().filter(live).filter_map(target_of).collect();
+        // A member that stops heartbeating keeps what it has (KubeFleet never re-checks a
+        // current binding); only leaving the fleet takes it away. To the framework it is
+        // then what an unschedulable kcp target is: it keeps its current decisions and
+        // takes no new ones, so a placement that opted in to rescheduling (which
+        // reconsiders current decisions) moves off it, paced like any voluntary move. The
+        // shared candidates are copied only when this placement has such a member.
+        let current_set: BTreeSet<&str> = current.iter().map(String::as_str).collect();
+        let silent_current = |c: &placement::Candidate| {
+            !c.ready
+                && current_set.contains(c.name.as_str())
+                && !members.iter().any(|m| meta::name(m) == Some(c.name.as_str()) && meta::is_deleting(m))
+        };
+        let patched: Option<Vec<placement::Candidate>> = shared.candidates.iter().any(silent_current).then(|| {
+            let mut candidates = shared.candidates.to_vec();
+            for candidate in candidates.iter_mut().filter(|c| silent_current(c)) {
+                candidate.ready = true;
+                candidate.unschedulable = true;
+            }
+            candidates
+        });
+        let candidates = patched.as_deref().unwrap_or(shared.candidates);
+        // Bound bindings are trimmed last when PickN shrinks, Scheduled ones first (KubeFleet).
+        let bound = |b: &&Value| State::of(b) == State::Bound;
+        let settled: Vec<String> = group.bindings.iter().filter(live).filter(bound).filter_map(target_of).collect();
+        let state = Now { now, current: current.clone(), other_decisions: BTreeMap::new(), reconsider: false, settled };
+        let (pacing, moves) = pacing::read(crp, self.settings.damping);
+        let paced = placement::pace::decide(&Profile::fleet(), &framework_policy, candidates, &state, &pacing, &moves)
+            .map_err(|e| anyhow::anyhow!("decide: {e}"))?;
+        let moves = (!paced.moved.is_empty()).then_some(&paced.moves);
+        pacing::write(self.shard, &self.rows.placements, crp, self.cluster, moves, None).await?;
+        let held = paced.held_report();
+        let decision = paced.decision;
+        let unwritten = self.keep_bindings(crp, group, &decision, &policy_snapshot_name, moved).await?;
+        Ok(Some(Scheduled {
+            objects,
+            snapshot_name: meta::name(&resource_snapshot).unwrap_or_default().to_string(),
+            resource_index,
+            policy_snapshot,
+            decision,
+            held,
+            resume_at: paced.resume_at,
+            rebalanced: paced.rebalanced,
+            unwritten,
+        }))
+    }
+
+    /// The bindings' specs as `decision` wants them: kept ones refreshed, revived ones
+    /// back in their previous state, dropped ones Unscheduled, new ones added to `group`
+    /// unwritten (their names returned).
+    async fn keep_bindings(
+        &self,
+        crp: &Value,
+        group: &mut Group,
+        decision: &placement::Decision,
+        policy_snapshot_name: &str,
+        moved: &mut bool,
+    ) -> anyhow::Result<BTreeSet<String>> {
+        let name = meta::name(crp).unwrap_or_default();
+        let mut unwritten: BTreeSet<String> = BTreeSet::new();
+        for cluster in &decision.desired {
+            let cluster_decision = cluster_decision(cluster, decision, true);
+            let existing = group.bindings.iter().find(|b| target_of(b).as_deref() == Some(cluster.as_str()));
+            match existing {
+                Some(binding) if meta::is_deleting(binding) => {}
+                Some(binding) => {
+                    let state = State::of(binding);
+                    let wanted_state = match state {
+                        State::Unscheduled => match annotation(binding, PREVIOUS_STATE_ANNOTATION) {
+                            Some("Bound") => State::Bound,
+                            _ => State::Scheduled,
+                        },
+                        other => other,
+                    };
+                    // A kept binding's decision is refreshed when the policy changes, not
+                    // when only its rank among the others moved (no write per score change).
+                    let spec = binding.get("spec").cloned().unwrap_or_default();
+                    if wanted_state != state
+                        || spec.get("schedulingPolicySnapshotName").and_then(Value::as_str)
+                            != Some(policy_snapshot_name)
+                    {
+                        let binding_name = meta::name(binding).unwrap_or_default().to_string();
+                        let updated = self
+                            .update(&self.rows.bindings, None, &binding_name, None, |old| {
+                                let mut new = old.clone();
+                                new["spec"]["state"] = json!(wanted_state.as_str());
+                                new["spec"]["schedulingPolicySnapshotName"] = json!(policy_snapshot_name);
+                                new["spec"]["clusterDecision"] = cluster_decision.clone();
+                                new
+                            })
+                            .await?;
+                        keep(&mut group.bindings, updated);
+                        *moved = true;
+                    }
+                }
+                None => {
+                    // Written once the rollout has looked at it: Bound at once when the
+                    // strategy lets it be, so a new binding costs one write, not two.
+                    let binding_name = binding_name(name, cluster);
+                    let binding = json!({
+                        "apiVersion": format!("{PLACEMENT_GROUP}/v1"),
+                        "kind": "ClusterResourceBinding",
+                        "metadata": {
+                            "name": binding_name,
+                            "labels": {PARENT_CRP_LABEL: name},
+                            "ownerReferences": [owner("ClusterResourcePlacement", crp)],
+                        },
+                        "spec": {
+                            "state": "Scheduled",
+                            "targetCluster": cluster,
+                            "schedulingPolicySnapshotName": policy_snapshot_name,
+                            "clusterDecision": cluster_decision,
+                        },
+                    });
+                    group.bindings.push(binding);
+                    unwritten.insert(binding_name);
+                    *moved = true;
+                }
+            }
+        }
+        let dropped: Vec<Value> = group
+            .bindings
+            .iter()
+            .filter(live)
+            .filter(|b| !decision.desired.contains(&target_of(b).unwrap_or_default()))
+            .cloned()
+            .collect();
+        for binding in dropped {
+            let previous = State::of(&binding).as_str();
+            let binding_name = meta::name(&binding).unwrap_or_default();
+            let updated = self
+                .update(&self.rows.bindings, None, binding_name, None, |old| {
+                    let mut new = old.clone();
+                    new["spec"]["state"] = json!("Unscheduled");
+                    meta::set_annotation(&mut new, PREVIOUS_STATE_ANNOTATION, previous);
+                    new
+                })
+                .await?;
+            keep(&mut group.bindings, updated);
+            *moved = true;
+        }
+        Ok(unwritten)
+    }
+
+    /// The rollout's part: which bindings become Bound to the latest snapshot (new ones
+    /// written in the state it gives them), which move to it and which go, within the
+    /// strategy; then the policy snapshot's status.
+    async fn roll(
+        &self,
+        crp: &Value,
+        now: jiff::Timestamp,
+        group: &mut Group,
+        selection: &mut Selection,
+        scheduled: &Scheduled,
+        moved: &mut bool,
+    ) -> anyhow::Result<Rollout> {
+        let name = meta::name(crp).unwrap_or_default();
+        let (snapshot_name, unwritten) = (&scheduled.snapshot_name, &scheduled.unwritten);
+        // How far each placed cluster got with the Work it has now: the rollout's readiness.
+        let crp_work = format!("{name}-work");
+        let mut work_states: BTreeMap<String, WorkState> = BTreeMap::new();
+        for binding in group.bindings.iter().filter(|b| !meta::is_deleting(b) && State::of(b) != State::Scheduled) {
+            let cluster = target_of(binding).unwrap_or_default();
+            let namespace = member_namespace(&cluster);
+            let work = group
+                .works
+                .iter()
+                .find(|w| meta::namespace(w) == Some(namespace.as_str()) && meta::name(w) == Some(crp_work.as_str()));
+            if let Some(work) = work {
+                work_states.insert(cluster, work_state(work, false));
+            }
+        }
+
+        let policy = crp.pointer("/spec/policy");
+        let target = match PlacementType::of(policy) {
+            PlacementType::PickAll => group.bindings.iter().filter(live).count(),
+            _ => fleet_policy::wanted(policy).unwrap_or(0),
+        };
+        let rolling = crp.pointer("/spec/strategy/rollingUpdate");
+        let limits = rollout::scaled(rolling.and_then(|r| r.get("maxUnavailable")), 25, target)
+            .map_err(|e| anyhow::anyhow!("spec.strategy.rollingUpdate.maxUnavailable: {e}"))
+            .and_then(|unavailable| {
+                let surge = rollout::scaled(rolling.and_then(|r| r.get("maxSurge")), 25, target)
+                    .map_err(|e| anyhow::anyhow!("spec.strategy.rollingUpdate.maxSurge: {e}"))?;
+                Ok((unavailable, surge))
+            });
+        let (max_unavailable, max_surge) = match limits {
+            Ok(limits) => limits,
+            Err(error) => {
+                // No rollout: the scheduler's decision still stands, as Scheduled bindings.
+                for binding in group.bindings.iter().filter(|b| meta::name(b).is_some_and(|n| unwritten.contains(n))) {
+                    self.create(&self.rows.bindings, binding.clone()).await?;
+                }
+                return Err(error);
+            }
+        };
+        let unavailable_period = rolling.and_then(|r| r.get("unavailablePeriodSeconds")).and_then(Value::as_i64);
+        let unavailable_period = jiff::SignedDuration::from_secs(unavailable_period.unwrap_or(60));
+        // A cluster whose availability cannot be tracked becomes ready by time alone:
+        // the placement is looked at again when the first such period ends.
+        let untrackable_ready = work_states
+            .values()
+            .filter(|w| w.available == Some(true))
+            .filter_map(|w| w.untrackable_since?.checked_add(unavailable_period).ok())
+            .filter(|at| *at > now)
+            .min();
+        // Held voluntary moves are looked at again when pacing allows them.
+        selection.wake_at = crate::controllers::earliest(untrackable_ready, scheduled.resume_at);
+        // An unavailable cluster blocks the rollout once its period is over: look again then.
+        let unavailable_over = work_states
+            .values()
+            .filter_map(|w| w.unavailable_since?.checked_add(unavailable_period).ok())
+            .filter(|at| *at > now)
+            .min();
+        selection.wake_at = crate::controllers::earliest(selection.wake_at, unavailable_over);
+        let mut roll: Vec<rollout::Member> = group
+            .bindings
+            .iter()
+            .filter(|b| !meta::is_deleting(b))
+            .map(|b| {
+                let cluster = target_of(b).unwrap_or_default();
+                let work = work_states.get(&cluster).cloned().unwrap_or_default();
+                let ready = work.available == Some(true)
+                    && work.untrackable_since.is_none_or(|since| now.duration_since(since) >= unavailable_period);
+                rollout::Member {
+                    name: meta::name(b).unwrap_or_default().to_string(),
+                    state: State::of(b),
+                    current: b.pointer("/spec/resourceSnapshotName").and_then(Value::as_str) == Some(snapshot_name),
+                    ready,
+                    failed: work.applied == Some(false),
+                    stuck: stuck(&cluster, Some(&work), None, now, unavailable_period),
+                }
+            })
+            .collect();
+        roll.sort_by(|a, b| a.name.cmp(&b.name));
+        let plan = rollout::plan(&roll, target, max_unavailable, max_surge);
+        let blockers = rollout::blockers(&roll, &plan);
+        // The new bindings: Bound to the latest snapshot when the rollout binds them now
+        // (what a Scheduled binding bound at once would hold), else Scheduled.
+        let mut creates = Vec::new();
+        for binding in group.bindings.iter().filter(|b| meta::name(b).is_some_and(|n| unwritten.contains(n))) {
+            let mut binding = binding.clone();
+            if plan.bind.iter().any(|b| Some(b.as_str()) == meta::name(&binding)) {
+                binding["spec"]["state"] = json!("Bound");
+                binding["spec"]["resourceSnapshotName"] = json!(snapshot_name);
+            }
+            creates.push(self.create(&self.rows.bindings, binding));
+        }
+        for binding in futures::future::try_join_all(creates).await? {
+            keep(&mut group.bindings, binding);
+        }
+        // The bindings say the rebalanced decision now: the request is carried out.
+        let rebalanced = scheduled.rebalanced.as_deref();
+        pacing::write(self.shard, &self.rows.placements, crp, self.cluster, None, rebalanced).await?;
+        let written = self.policy_snapshot_status(crp, &scheduled.policy_snapshot, &scheduled.decision).await?;
+        if let Some(written) = written {
+            keep(&mut group.policy_snapshots, written);
+        }
+        for binding_name in plan.bind.iter().chain(&plan.update).filter(|b| !unwritten.contains(*b)) {
+            let updated = self
+                .update(&self.rows.bindings, None, binding_name, None, |old| {
+                    let mut new = old.clone();
+                    new["spec"]["state"] = json!("Bound");
+                    new["spec"]["resourceSnapshotName"] = json!(snapshot_name);
+                    new
+                })
+                .await?;
+            keep(&mut group.bindings, updated);
+            *moved = true;
+        }
+        for binding_name in &plan.remove {
+            self.delete(&self.rows.bindings, None, binding_name).await?;
+            group.bindings.retain(|b| meta::name(b) != Some(binding_name.as_str()));
+            *moved = true;
+        }
+        Ok(Rollout { plan, blockers, work_states })
+    }
+
+    /// The work generator's part: what each placed cluster gets now, its overrides
+    /// applied, written in the same pass as the rollout bound it.
+    async fn write_works(
+        &self,
+        crp: &Value,
+        shared: &Shared<'_>,
+        group: &mut Group,
+        scheduled: &Scheduled,
+        work_states: &mut BTreeMap<String, WorkState>,
+        moved: &mut bool,
+    ) -> anyhow::Result<Placed> {
+        let mut placed = Placed::default();
+        let bound: Vec<Value> = group
+            .bindings
+            .iter()
+            .filter(|b| !meta::is_deleting(b) && State::of(b) != State::Scheduled)
+            .cloned()
+            .collect();
+        let mut jobs = Vec::new();
+        for binding in &bound {
+            let cluster = target_of(binding).unwrap_or_default();
+            let member = shared.members.iter().find(|m| meta::name(m) == Some(cluster.as_str()));
+            // A member leaving gets nothing new: its namespace is about to go.
+            let Some(member) = member.filter(|m| !meta::is_deleting(m)) else { continue };
+            let binding_snapshot = binding.pointer("/spec/resourceSnapshotName").and_then(Value::as_str);
+            let Some(binding_snapshot) = binding_snapshot.filter(|s| !s.is_empty()) else { continue };
+            let manifests = if binding_snapshot == scheduled.snapshot_name {
+                scheduled.objects.clone()
+            } else {
+                match snapshot_objects(&group.resource_snapshots, binding_snapshot) {
+                    Some(objects) => objects,
+                    // Its snapshot is gone: the Work stays as it is until the rollout
+                    // moves the binding on.
+                    None => continue,
+                }
+            };
+            let (manifests, any_override) = match apply_overrides(&manifests, member, shared) {
+                Ok(result) => result,
+                Err(message) => {
+                    placed.override_failures.insert(cluster.clone(), message);
+                    continue;
+                }
+            };
+            placed.overridden.insert(cluster.clone(), any_override);
+            jobs.push((cluster, binding, binding_snapshot, manifests));
+        }
+        // The Works are independent objects: written together, they share the store's commits.
+        let works = &group.works;
+        let writes = jobs.into_iter().map(|(cluster, binding, snapshot, manifests)| async move {
+            let done = self.work(crp, binding, &cluster, snapshot, manifests, works).await?;
+            anyhow::Ok((cluster, done))
+        });
+        for (cluster, (state, written)) in futures::future::try_join_all(writes).await? {
+            if let Some(work) = written {
+                keep_work(&mut group.works, work);
+                *moved = true;
+            }
+            work_states.insert(cluster, state);
+        }
+        Ok(placed)
+    }
+
+    /// Each binding's status, then the placement's.
+    async fn write_statuses(
+        &self,
+        crp: &Value,
+        group: &Group,
+        scheduled: &Scheduled,
+        rollout: &Rollout,
+        placed: &Placed,
+    ) -> anyhow::Result<()> {
+        let blocked: BTreeSet<&String> = rollout.plan.blocked.iter().collect();
+        let mut per_cluster = Vec::new();
+        let mut statuses = Vec::new();
+        for binding in group.bindings.iter().filter(|b| !meta::is_deleting(b)) {
+            let cluster = target_of(binding).unwrap_or_default();
+            let binding_name = meta::name(binding).unwrap_or_default().to_string();
+            let conditions = binding_conditions(
+                binding,
+                &scheduled.snapshot_name,
+                blocked.contains(&binding_name),
+                rollout.work_states.get(&cluster),
+                placed.override_failures.get(&cluster),
+                placed.overridden.get(&cluster).copied(),
+            );
+            let mut wanted = binding.get("status").cloned().unwrap_or_else(|| json!({}));
+            wanted["conditions"] = Value::Array(conditions.clone());
+            statuses.push(self.write_status(&self.rows.bindings, binding, wanted));
+            if State::of(binding) != State::Unscheduled {
+                per_cluster.push((cluster, binding.clone(), conditions));
+            }
+        }
+        futures::future::try_join_all(statuses).await?;
+        let status = placement_status(
+            crp,
+            &scheduled.decision,
+            &per_cluster,
+            &scheduled.objects,
+            &scheduled.resource_index,
+            &rollout.blockers,
+            scheduled.held.as_ref(),
+        );
+        self.write_placement_status(crp, status).await
+    }
+}
+
+/// A binding that counts for the decision: not being deleted, not Unscheduled.
+fn live(binding: &&Value) -> bool {
+    !meta::is_deleting(binding) && State::of(binding) != State::Unscheduled
+}
