@@ -147,22 +147,37 @@ fn crp(name: &str, annotations: Value) -> Value {
     })
 }
 
+/// The member clusters `bronze` and `gold`, logical clusters of one member shard, and how to
+/// start the Fleet agent of one of them against the hub (heartbeat every second).
+struct Members {
+    shard: tests::ShardProcess,
+    logs: tempfile::TempDir,
+    hub_config: std::path::PathBuf,
+}
+
+impl Members {
+    async fn start(installation: &Installation, hub: &str) -> Members {
+        let shard = tests::ShardProcess::with_clusters(&["bronze", "gold"]).await;
+        let identity = installation.user_identity("fleet-agent", &["system:masters"]).unwrap();
+        let hub_config = installation.proxy().user_kubeconfig("fleet-agent", &identity, hub).unwrap();
+        Members { shard, logs: tempfile::tempdir().unwrap(), hub_config }
+    }
+
+    fn agent(&self, name: &str) -> AgentProcess {
+        let config = self.shard.user_kubeconfig(&format!("admin-{name}"), &["system:masters"], name).unwrap();
+        let log = self.logs.path().join(format!("{name}.log"));
+        let args = ["--heartbeat-interval-seconds", "1"];
+        AgentProcess::start_member_cluster(&self.hub_config, name, &config, &args, &log).unwrap()
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fleet_rescheduling_moves_to_a_recovered_member_and_off_a_tainted_one_only_when_opted_in() {
     let (installation, hub) = hub(Vec::new()).await;
     let proxy = installation.proxy();
     let kubectl = || proxy.kubectl().cluster(&hub);
-    let names = ["bronze", "gold"];
-    let member = tests::ShardProcess::with_clusters(&names).await;
-    let logs = tempfile::tempdir().unwrap();
-    let identity = installation.user_identity("fleet-agent", &["system:masters"]).unwrap();
-    let hub_config = proxy.user_kubeconfig("fleet-agent", &identity, &hub).unwrap();
-    let start_agent = |name: &str| {
-        let config = member.user_kubeconfig(&format!("admin-{name}"), &["system:masters"], name).unwrap();
-        let log = logs.path().join(format!("{name}.log"));
-        let args = ["--heartbeat-interval-seconds", "1"];
-        AgentProcess::start_member_cluster(&hub_config, name, &config, &args, &log).unwrap()
-    };
+    let fleet = Members::start(&installation, &hub).await;
+    let (member, start_agent) = (&fleet.shard, |name: &str| fleet.agent(name));
     let joined = |name: &str| {
         wait_json(kubectl, &["membercluster", name], "joined by its agent", |m| {
             condition(m, "Joined").is_some_and(|c| c["status"] == "True")
@@ -235,23 +250,14 @@ async fn fleet_rescheduling_moves_off_a_silent_member_within_the_budget_and_wait
     let (installation, hub) = hub(vec!["--fleet-heartbeat-timeout-seconds".into(), "5".into()]).await;
     let proxy = installation.proxy();
     let kubectl = || proxy.kubectl().cluster(&hub);
-    let names = ["bronze", "gold"];
-    let member = tests::ShardProcess::with_clusters(&names).await;
-    let logs = tempfile::tempdir().unwrap();
-    let identity = installation.user_identity("fleet-agent", &["system:masters"]).unwrap();
-    let hub_config = proxy.user_kubeconfig("fleet-agent", &identity, &hub).unwrap();
-    let start_agent = |name: &str| {
-        let config = member.user_kubeconfig(&format!("admin-{name}"), &["system:masters"], name).unwrap();
-        let log = logs.path().join(format!("{name}.log"));
-        let args = ["--heartbeat-interval-seconds", "1"];
-        AgentProcess::start_member_cluster(&hub_config, name, &config, &args, &log).unwrap()
-    };
+    let fleet = Members::start(&installation, &hub).await;
+    let (member, start_agent) = (&fleet.shard, |name: &str| fleet.agent(name));
     let members =
         [member_cluster("bronze", json!({"tier": "bronze"})), member_cluster("gold", json!({"tier": "gold"}))];
     kubectl().args(["apply", "-f", "-"]).stdin(yaml(&members)).ok();
     let _bronze = start_agent("bronze");
     let mut gold = start_agent("gold");
-    for name in names {
+    for name in ["bronze", "gold"] {
         wait_json(kubectl, &["membercluster", name], "joined by its agent", |m| {
             condition(m, "Joined").is_some_and(|c| c["status"] == "True")
         });
