@@ -92,8 +92,12 @@ pub fn init(default_service: &str, default_filter: &str) -> Telemetry {
     Telemetry { provider }
 }
 
+/// Whether the environment variable `name` holds a value (not only blanks).
+fn set(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|value| !value.trim().is_empty())
+}
+
 fn export_requested() -> bool {
-    let set = |name: &str| std::env::var(name).is_ok_and(|value| !value.trim().is_empty());
     let is = |name: &str, value: &str| std::env::var(name).is_ok_and(|v| v.trim().eq_ignore_ascii_case(value));
     (set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
         && !is("OTEL_SDK_DISABLED", "true")
@@ -124,12 +128,11 @@ fn provider(default_service: &str) -> Result<SdkTracerProvider, String> {
 /// an export call's framing and gRPC round trip, while a 2,048-span queue overflows between
 /// two exports and drops spans.
 fn batch_config() -> BatchConfig {
-    let unset = |name: &str| std::env::var(name).map_or(true, |value| value.trim().is_empty());
     let mut config = BatchConfigBuilder::default();
-    if unset("OTEL_BSP_MAX_QUEUE_SIZE") {
+    if !set("OTEL_BSP_MAX_QUEUE_SIZE") {
         config = config.with_max_queue_size(MAX_QUEUE);
     }
-    if unset("OTEL_BSP_MAX_EXPORT_BATCH_SIZE") {
+    if !set("OTEL_BSP_MAX_EXPORT_BATCH_SIZE") {
         config = config.with_max_export_batch_size(MAX_EXPORT_BATCH);
     }
     config.build()
