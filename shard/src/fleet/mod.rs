@@ -21,6 +21,7 @@ pub mod definitions;
 mod hub;
 pub mod leave;
 pub mod member_events;
+pub mod placement_events;
 pub mod policy;
 pub mod resources;
 pub mod rollout;

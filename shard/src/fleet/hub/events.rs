@@ -1,11 +1,12 @@
 //! The placement's status written with KubeFleet's events about it: each condition that
-//! changed gives its event ([`crate::fleet::status::placement_events`]), written through
+//! changed gives its event ([`placement_events`]), written through
 //! the shard's event recorder, so a pass that writes nothing new records nothing. The
 //! events about MemberClusters ([`crate::fleet::member_events`]) go out here too.
 
 use super::*;
 use crate::events::EventType;
 use crate::fleet::member_events::MemberEvent;
+use crate::fleet::placement_events::placement_events;
 
 impl Hub<'_> {
     /// Writes `wanted` as the placement's status when it says something new, and records
