@@ -2,14 +2,16 @@
 //! (`cache-r`) that pushes everything it holds to a parent (`cache-p`); the shards'
 //! informers watch the parent. One writer per shard creates, updates and deletes
 //! replicated ClusterRoles (annotated `internal.kcp.io/replicate`) in a logical cluster of
-//! its shard, straight to the shard, while the seed's schedule takes turns between
-//! `kill -9` (restarted on the same data dir after the hold) and SIGSTOP / SIGCONT of
-//! the regional cache, the parent and shard-1.
+//! its shard, straight to the shard, while the seed's schedule takes turns ([`TURNS`])
+//! through `kill -9` (restarted on the same data dir after the hold) and SIGSTOP /
+//! SIGCONT of the regional cache, the parent and shard-1, so that even a short run hits
+//! each of them.
 //!
 //! After healing, every shard's replicated objects and every cache's replicas are read
 //! until they agree or [`CONVERGE`] is over, and the cache convergence checker judges the
 //! last reading.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,28 +36,34 @@ pub const NAME: &str = "cache-hierarchy";
 /// The processes the schedule targets, by index: the regional cache, the parent, shard-1.
 const TARGETS: [&str; 3] = [tests::cache::topology::REGION, tests::cache::topology::PARENT, "shard-1"];
 
+/// The faults in turn: every target meets both kinds within six steps, and three steps
+/// (a 10 s run) kill the regional cache, freeze the parent and kill shard-1.
+const TURNS: [(usize, Action); 6] = [
+    (0, Action::Kill9),
+    (1, Action::Pause),
+    (2, Action::Kill9),
+    (0, Action::Pause),
+    (1, Action::Kill9),
+    (2, Action::Pause),
+];
+
 /// How long the caches may take, after the faults stopped, to equal the sources; the
 /// shards and caches resync every second in tests, so this bounds a bug.
-const CONVERGE: Duration = Duration::from_secs(30);
+pub(crate) const CONVERGE: Duration = Duration::from_secs(30);
 
 /// The pause between two writes of one writer: bounds the load on two cores.
 const WRITE_INTERVAL: Duration = Duration::from_millis(100);
 
 /// A writer's patience with one request.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The resource the writers replicate.
-const CLUSTER_ROLES: &str = "apis/rbac.authorization.k8s.io/v1/clusterroles";
+pub(crate) const CLUSTER_ROLES: &str = "apis/rbac.authorization.k8s.io/v1/clusterroles";
 
 /// Runs the scenario to its verdict.
 pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
     let started = Instant::now();
-    let steps = schedule::draw_alternating(
-        options.seed,
-        options.fault_seconds * 1000,
-        TARGETS.len(),
-        &[Action::Kill9, Action::Pause],
-    );
+    let steps = schedule::draw_turns(options.seed, options.fault_seconds * 1000, &TURNS);
     println!("scenario {} seed {}: {} faults scheduled", options.scenario, options.seed, steps.len());
     for step in &steps {
         println!("  at {:>6} ms for {:>5} ms: {} {:?}", step.at_ms, step.hold_ms, TARGETS[step.target], step.action);
@@ -65,29 +73,12 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
     let mut installation = Installation::start_with(installation_options).await.context("start the installation")?;
     let recorder = Recorder::new(options.seed, &options.scenario);
     let stop = Arc::new(AtomicBool::new(false));
-    let mut writers = Vec::new();
-    for (index, shard) in installation.all().enumerate() {
-        let cluster = format!("chaos-{index}");
-        scenario::prepare(shard, &cluster).await?;
-        let http = shard.http().with_timeout(REQUEST_TIMEOUT);
-        let writer = Writer { http, shard: shard.name().to_string(), cluster, seed: options.seed + index as u64 };
-        writers.push(tokio::spawn(writer.run(stop.clone())));
-    }
+    let writers = spawn_writers(&installation, options.seed, &stop).await?;
     inject(&mut installation, &steps, &recorder).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    stop.store(true, Ordering::SeqCst);
-    let mut tally = Tally::default();
-    for writer in writers {
-        tally.add(writer.await.context("join a writer")?);
-    }
-    println!(
-        "replicated writes: {} created, {} updated, {} deleted",
-        tally.created,
-        tally.updated,
-        tally.deleted.len()
-    );
+    let tally = stop_writers(writers, &stop).await?;
     let mut history = recorder.snapshot();
-    history.replication = Some(converged(&installation, &tally.deleted).await?);
+    history.replication = Some(converged(&installation, &tally.deleted, &BTreeMap::new(), CONVERGE).await?);
     scenario::save(&history, options.history_file.as_deref())?;
     anyhow::ensure!(tally.created > 0 && !tally.deleted.is_empty(), "the writers created or deleted nothing");
     let violations = check_all(&history);
@@ -135,12 +126,54 @@ async fn inject(installation: &mut Installation, steps: &[Step], recorder: &Reco
     Ok(())
 }
 
-/// Reads the sources and every cache until the cache checker finds nothing or
-/// [`CONVERGE`] is over; returns the last reading.
-async fn converged(installation: &Installation, deleted: &[String]) -> anyhow::Result<ReplicationRecord> {
-    let deadline = Instant::now() + CONVERGE;
+/// Starts one [`Writer`] per shard, each in a logical cluster of its own on its shard.
+pub(crate) async fn spawn_writers(
+    installation: &Installation,
+    seed: u64,
+    stop: &Arc<AtomicBool>,
+) -> anyhow::Result<Vec<tokio::task::JoinHandle<Tally>>> {
+    let mut writers = Vec::new();
+    for (index, shard) in installation.all().enumerate() {
+        let cluster = format!("chaos-{index}");
+        scenario::prepare(shard, &cluster).await?;
+        let http = shard.http().with_timeout(REQUEST_TIMEOUT);
+        let writer = Writer { http, shard: shard.name().to_string(), cluster, seed: seed + index as u64 };
+        writers.push(tokio::spawn(writer.run(stop.clone())));
+    }
+    Ok(writers)
+}
+
+/// Stops the writers and adds up what they were told.
+pub(crate) async fn stop_writers(
+    writers: Vec<tokio::task::JoinHandle<Tally>>,
+    stop: &AtomicBool,
+) -> anyhow::Result<Tally> {
+    stop.store(true, Ordering::SeqCst);
+    let mut tally = Tally::default();
+    for writer in writers {
+        tally.add(writer.await.context("join a writer")?);
+    }
+    println!(
+        "replicated writes: {} created, {} updated, {} deleted",
+        tally.created,
+        tally.updated,
+        tally.deleted.len()
+    );
+    Ok(tally)
+}
+
+/// Reads the sources and every cache until the cache checker finds nothing or `converge`
+/// is over; returns the last reading. `scopes` names, by cache, the origins a cache is
+/// judged for (a cache it does not name: every live shard).
+pub(crate) async fn converged(
+    installation: &Installation,
+    deleted: &[String],
+    scopes: &BTreeMap<String, Vec<String>>,
+    converge: Duration,
+) -> anyhow::Result<ReplicationRecord> {
+    let deadline = Instant::now() + converge;
     loop {
-        let record = read_replication(installation, deleted).await?;
+        let record = read_replication(installation, deleted, scopes).await?;
         let judged = History { replication: Some(record), ..History::default() };
         if check::cache::check(&judged).is_empty() || Instant::now() >= deadline {
             return judged.replication.context("the record just read");
@@ -150,7 +183,11 @@ async fn converged(installation: &Installation, deleted: &[String]) -> anyhow::R
 }
 
 /// One reading: every live shard's replicated objects, then every cache's replicas.
-async fn read_replication(installation: &Installation, deleted: &[String]) -> anyhow::Result<ReplicationRecord> {
+async fn read_replication(
+    installation: &Installation,
+    deleted: &[String],
+    scopes: &BTreeMap<String, Vec<String>>,
+) -> anyhow::Result<ReplicationRecord> {
     let mut record = ReplicationRecord { deleted: deleted.to_vec(), ..ReplicationRecord::default() };
     for shard in installation.all() {
         record.live_shards.push(shard.name().to_string());
@@ -173,18 +210,19 @@ async fn read_replication(installation: &Installation, deleted: &[String]) -> an
                 Some(ReplicaRecord { id, uid: r.uid.clone(), source_rv: r.source_rv })
             })
             .collect();
-        record.caches.push(CacheRecord { cache: cache.name().to_string(), replicas });
+        let origins = scopes.get(cache.name()).cloned();
+        record.caches.push(CacheRecord { cache: cache.name().to_string(), replicas, origins });
     }
     Ok(record)
 }
 
 /// What the writers were told.
 #[derive(Debug, Default)]
-struct Tally {
-    created: usize,
-    updated: usize,
+pub(crate) struct Tally {
+    pub(crate) created: usize,
+    pub(crate) updated: usize,
     /// Ids (as in [`ReplicaRecord::id`]) of the objects whose delete was acknowledged.
-    deleted: Vec<String>,
+    pub(crate) deleted: Vec<String>,
 }
 
 impl Tally {
@@ -256,12 +294,17 @@ impl Writer {
     }
 
     fn id(&self, name: &str) -> String {
-        format!("{}/{}/rbac.authorization.k8s.io/clusterroles/{name}", self.shard, self.cluster)
+        role_id(&self.shard, &self.cluster, name)
     }
 }
 
+/// The id (as in [`ReplicaRecord::id`]) of ClusterRole `name` in `cluster` on `shard`.
+pub(crate) fn role_id(shard: &str, cluster: &str, name: &str) -> String {
+    format!("{shard}/{cluster}/rbac.authorization.k8s.io/clusterroles/{name}")
+}
+
 /// A replicated ClusterRole.
-fn role(name: &str, sequence: u64) -> Value {
+pub(crate) fn role(name: &str, sequence: u64) -> Value {
     json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",

@@ -58,6 +58,10 @@ pub struct ReplicationRecord {
     pub deleted: Vec<String>,
     /// What each cache held.
     pub caches: Vec<CacheRecord>,
+    /// The scripted deletes after a failover (the cache-partition scenario), which the run
+    /// proves took place.
+    #[serde(default)]
+    pub failover_deletes: Vec<FailoverDelete>,
 }
 
 /// One cache's replicas.
@@ -67,6 +71,32 @@ pub struct CacheRecord {
     pub cache: String,
     /// Its replicas.
     pub replicas: Vec<ReplicaRecord>,
+    /// The origins (shards) this cache is judged for; `None`: every live shard. A regional
+    /// cache holds what the shards currently replicating to it send: a shard that failed
+    /// over to a sibling left its copies behind, which the cache cannot know are stale, so
+    /// the cache is judged only for the shards that replicate to it at the end (the parent
+    /// above it is judged for all, and must not take the left-behind copies back).
+    #[serde(default)]
+    pub origins: Option<Vec<String>>,
+}
+
+/// A delete of a replicated object that its shard made after failing over from the
+/// regional cache that still held the object to a sibling, while the old cache was cut
+/// off from the parent; the old cache reached the parent again afterwards.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FailoverDelete {
+    /// The object's id (as in [`ReplicaRecord::id`]).
+    pub id: String,
+    /// The regional cache the shard failed over from.
+    pub from_cache: String,
+    /// The sibling it failed over to.
+    pub to_cache: String,
+    /// The old cache held the object when the shard deleted it.
+    pub old_cache_held_it: bool,
+    /// The sibling held it before the delete: the shard replicated there.
+    pub sibling_held_it: bool,
+    /// The parent had dropped it before the old cache reached the parent again.
+    pub parent_dropped_it: bool,
 }
 
 /// A replicated object, on its shard or in a cache.

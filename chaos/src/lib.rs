@@ -23,6 +23,10 @@
 //! - [`cache_faults`] is the cache-hierarchy scenario: replicated objects written while
 //!   the regional cache, its parent and a shard are killed and frozen, then every cache
 //!   judged against the shards.
+//! - [`cache_partition`] is the cache-partition scenario: two regional caches under a
+//!   parent with a fault proxy on every internal hop; shards fail over between the
+//!   regional caches while hops are partitioned and split and caches killed, and a
+//!   scripted delete after a failover must not come back through the cache left behind.
 //! - [`storm`] is the workspace storm: Workspaces created and deleted while a shard is
 //!   killed, and the final Workspaces and LogicalClusters read from every shard.
 //! - [`check`] holds the checkers, pure functions from a history to violations: the
@@ -32,6 +36,7 @@
 //! - [`summary`] is the text a run or a replay prints.
 
 pub mod cache_faults;
+pub mod cache_partition;
 pub mod check;
 pub mod disk;
 pub mod front_proxy;
@@ -45,13 +50,14 @@ pub mod summary;
 pub mod workload;
 
 /// Runs one scenario to its verdict: the workspace storm ([`storm`]), the front-proxy
-/// scenario ([`front_proxy`]), the cache hierarchy ([`cache_faults`]) or a process
-/// scenario ([`scenario`]).
+/// scenario ([`front_proxy`]), the cache hierarchy ([`cache_faults`]), the cache
+/// partitions ([`cache_partition`]) or a process scenario ([`scenario`]).
 pub async fn run(options: &scenario::RunOptions) -> anyhow::Result<scenario::Report> {
     match options.scenario.as_str() {
         "workspace-storm" => storm::run(options).await,
         front_proxy::NAME => front_proxy::run(options).await,
         cache_faults::NAME => cache_faults::run(options).await,
+        cache_partition::NAME => cache_partition::run(options).await,
         _ => scenario::run(options).await,
     }
 }

@@ -119,7 +119,15 @@ impl std::fmt::Debug for FaultProxy {
 impl FaultProxy {
     /// Listens on a free port of 127.0.0.1 and forwards to `upstream`.
     pub async fn start(name: &str, upstream: SocketAddr) -> anyhow::Result<FaultProxy> {
-        let listener = TcpListener::bind("127.0.0.1:0").await.context("bind the fault proxy on 127.0.0.1")?;
+        FaultProxy::bind(name, upstream)
+    }
+
+    /// [`FaultProxy::start`] without awaiting: for callers that must put a proxy on a hop
+    /// from synchronous code (say a harness callback), within a Tokio runtime.
+    pub fn bind(name: &str, upstream: SocketAddr) -> anyhow::Result<FaultProxy> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").context("bind the fault proxy on 127.0.0.1")?;
+        listener.set_nonblocking(true).context("make the fault proxy's listener non-blocking")?;
+        let listener = TcpListener::from_std(listener).context("register the fault proxy's listener with Tokio")?;
         let listen = listener.local_addr().context("read the fault proxy's address")?;
         let (resets, _) = watch::channel(0);
         let shared = Arc::new(Shared { faults: Mutex::new(Faults::default()), resets, open: Mutex::new(0) });

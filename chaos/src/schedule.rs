@@ -100,6 +100,21 @@ pub fn draw_alternating(seed: u64, duration_ms: u64, targets: usize, actions: &[
     steps(seed, duration_ms, targets, |_, index| actions[index % actions.len()])
 }
 
+/// Draws a schedule that takes the `(target, action)` pairs of `turns` in turn (step `i`
+/// does `turns[i % turns.len()]`), with offsets and holds from the seed: a scenario whose
+/// faults only make sense on certain targets (a network fault on a hop, a kill on a
+/// process) meets each of its pairs even in a short run, targets as well as kinds.
+pub fn draw_turns(seed: u64, duration_ms: u64, turns: &[(usize, Action)]) -> Vec<Step> {
+    if turns.is_empty() {
+        return Vec::new();
+    }
+    let mut steps = steps(seed, duration_ms, 1, |_, index| turns[index % turns.len()].1);
+    for (index, step) in steps.iter_mut().enumerate() {
+        step.target = turns[index % turns.len()].0;
+    }
+    steps
+}
+
 /// The steps of a phase: fault, hold, calm, and again, until `duration_ms` is used up;
 /// `action` names the fault of step `index`.
 fn steps(
@@ -167,5 +182,17 @@ mod tests {
         assert!(steps.iter().any(|s| s.target == 0) && steps.iter().any(|s| s.target == 1), "{steps:?}");
         assert_eq!(steps, draw_alternating(5, 30_000, 2, &actions));
         assert!(draw_alternating(5, 30_000, 2, &[]).is_empty());
+    }
+
+    #[test]
+    fn a_schedule_in_turns_takes_targets_and_actions_together() {
+        let turns = [(0, Action::Kill9), (1, Action::Pause), (2, Action::Net(NetFault::Cut))];
+        let steps = draw_turns(23, 30_000, &turns);
+        assert!(steps.len() >= 6, "{steps:?}");
+        for (index, step) in steps.iter().enumerate() {
+            assert_eq!((step.target, step.action), turns[index % 3], "{steps:?}");
+        }
+        assert_eq!(steps, draw_turns(23, 30_000, &turns));
+        assert!(draw_turns(23, 30_000, &[]).is_empty());
     }
 }

@@ -116,7 +116,28 @@ fn replication(history: &History) -> String {
         replication.deleted.len()
     );
     for cache in &replication.caches {
-        out += &format!("  cache {}: {} replicas\n", cache.cache, cache.replicas.len());
+        out += &format!("  cache {}: {} replicas", cache.cache, cache.replicas.len());
+        if let Some(origins) = &cache.origins {
+            let left = crate::check::cache::left_behind(cache, &replication.live_shards);
+            let deleted = left.iter().filter(|r| replication.deleted.contains(&r.id)).count();
+            out += &format!(
+                ", judged for {origins:?}; {} left behind by shards that failed over, {deleted} of them deleted since",
+                left.len()
+            );
+        }
+        out += "\n";
+    }
+    for delete in &replication.failover_deletes {
+        out += &format!(
+            "failover delete {}: {} -> {}; the sibling held it: {}, the old cache held it at the delete: {}, \
+             the parent dropped it before the old cache returned: {}\n",
+            delete.id,
+            delete.from_cache,
+            delete.to_cache,
+            delete.sibling_held_it,
+            delete.old_cache_held_it,
+            delete.parent_dropped_it
+        );
     }
     out
 }

@@ -154,10 +154,51 @@ async fn caches_converge_to_the_shards_after_kills_and_freezes() {
     let history = &report.history;
     let cache_faults = history.fault_windows.iter().filter(|w| matches!(w.target, FaultTarget::Cache(_))).count();
     assert!(cache_faults >= 2, "caches were killed or frozen:\n{summary}");
+    for target in [
+        FaultTarget::Cache("cache-r".to_string()),
+        FaultTarget::Cache("cache-p".to_string()),
+        FaultTarget::Shard("shard-1".to_string()),
+    ] {
+        assert!(history.fault_windows.iter().any(|w| w.target == target), "{target:?} was faulted:\n{summary}");
+    }
     let replication = history.replication.as_ref().expect("the caches were read");
     assert!(!replication.deleted.is_empty(), "replicated objects were deleted:\n{summary}");
     let written = replication.sources.iter().filter(|s| s.id.contains("/clusterroles/chaos-")).count();
     assert!(written > 0, "the writers' objects are among the sources:\n{summary}");
     assert_eq!(replication.caches.len(), 2, "both caches were read:\n{summary}");
+    assert!(report.violations.is_empty(), "violations:\n{summary}");
+}
+
+/// Scenarios 2 and 4: two regional caches under a parent, a fault proxy on every internal
+/// hop. A scripted step makes root delete an object after failing over from cache-a, which
+/// still held it and was split from the parent, to cache-b; then the seed partitions
+/// shards from regional caches, kills a regional cache and splits one from the parent.
+/// The run must show the script happened as intended (cache-b held the object, so root
+/// replicated there, and cache-a held it at the delete) and that the schedule's three kinds
+/// of fault were injected; the cache convergence checker must find nothing: the parent
+/// holds exactly every shard's objects (the deleted one not resurrected), and each
+/// regional cache exactly those of the shards replicating to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_after_failing_over_is_not_resurrected_and_caches_converge_after_partitions() {
+    let report = run(&options("cache-partition", 29, 8)).await.expect("the scenario runs to a verdict");
+    let summary = report.summary();
+    println!("{summary}");
+    let history = &report.history;
+    let replication = history.replication.as_ref().expect("the caches were read");
+    let delete = replication.failover_deletes.first().expect("the scripted failover delete ran");
+    assert!(delete.sibling_held_it, "root failed over to cache-b and replicated there:\n{summary}");
+    assert!(delete.old_cache_held_it, "cache-a held the object when root deleted it:\n{summary}");
+    assert!(replication.deleted.contains(&delete.id), "the scripted delete is judged:\n{summary}");
+    let injected = |what: &dyn Fn(&str) -> bool| history.faults.iter().any(|f| what(&f.what));
+    assert!(injected(&|f| f.starts_with("hop root->") || f.starts_with("hop shard-1->")), "a partition:\n{summary}");
+    assert!(injected(&|f| f.contains(": kill -9")), "a regional cache was killed:\n{summary}");
+    assert!(injected(&|f| f.starts_with("hop cache-")), "a regional cache was split from the parent:\n{summary}");
+    assert_eq!(replication.caches.len(), 3, "every cache was read:\n{summary}");
+    let judged_regional = replication.caches.iter().filter(|c| c.origins.as_ref().is_some_and(|o| !o.is_empty()));
+    assert!(judged_regional.count() >= 1, "a regional cache was judged for the shards on it:\n{summary}");
+    assert!(
+        replication.caches.iter().any(|c| c.cache == "cache-p" && c.origins.is_none()),
+        "the parent was judged for every shard:\n{summary}"
+    );
     assert!(report.violations.is_empty(), "violations:\n{summary}");
 }

@@ -65,6 +65,36 @@ pub struct InstallationOptions {
     /// Cache servers to start before the shards, and which of them each shard replicates
     /// to and watches; `None` (the default) starts none and gives shards no cache flags.
     pub caches: Option<CacheTopology>,
+    /// How shards and child caches dial each cache; `None` (the default): its own URL.
+    pub cache_hops: Option<CacheHops>,
+}
+
+/// Decides the URL by which a process reaches a cache: called as `hop(from, cache, url)`
+/// with the caller's name (a shard or a child cache), the cache's name and its own URL,
+/// once that cache runs; returns the URL to give the caller, say a fault proxy's in front
+/// of the cache so that a test can cut that one hop. Shards' watch servers go through it
+/// too.
+#[derive(Clone)]
+pub struct CacheHops(pub std::sync::Arc<HopFn>);
+
+/// `hop(from, cache, url)` of [`CacheHops`].
+pub type HopFn = dyn Fn(&str, &str, &str) -> anyhow::Result<String> + Send + Sync;
+
+impl std::fmt::Debug for CacheHops {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CacheHops(..)")
+    }
+}
+
+impl CacheHops {
+    fn url(&self, from: &str, cache: &str, url: &str) -> anyhow::Result<String> {
+        (self.0)(from, cache, url).with_context(|| format!("put a hop from {from} to cache {cache}"))
+    }
+
+    /// `urls` (by cache name) as `from` dials them.
+    fn urls_for(&self, from: &str, urls: &BTreeMap<String, String>) -> anyhow::Result<BTreeMap<String, String>> {
+        urls.iter().map(|(cache, url)| Ok((cache.clone(), self.url(from, cache, url)?))).collect()
+    }
 }
 
 /// A running installation; dropping it kills every shard.
@@ -123,13 +153,17 @@ impl Installation {
         let pki_dir = pki_temp.path().join("pki");
         let pki_flag = pki_dir.to_string_lossy().into_owned();
         let (caches, cache_urls) = match &options.caches {
-            Some(topology) => start_caches(topology, &pki_dir, &pki_temp.path().join("harness-certs")).await?,
+            Some(topology) => {
+                let leaf_dir = pki_temp.path().join("harness-certs");
+                start_caches(topology, &pki_dir, &leaf_dir, options.cache_hops.as_ref()).await?
+            }
             None => (Vec::new(), BTreeMap::new()),
         };
         let cache_args = |shard: &str| -> anyhow::Result<Vec<String>> {
-            match &options.caches {
-                Some(topology) => topology.shard_args(shard, &cache_urls),
-                None => Ok(Vec::new()),
+            match (&options.caches, &options.cache_hops) {
+                (Some(topology), Some(hops)) => topology.shard_args(shard, &hops.urls_for(shard, &cache_urls)?),
+                (Some(topology), None) => topology.shard_args(shard, &cache_urls),
+                (None, _) => Ok(Vec::new()),
             }
         };
 
@@ -389,19 +423,25 @@ impl Drop for Installation {
 }
 
 /// Creates the CAs, then starts every cache of `topology` in order (parents first, each
-/// given its parents' URLs); returns them with their URLs by name.
+/// given its parents' URLs, through `hops` when given); returns them with their own URLs
+/// by name.
 async fn start_caches(
     topology: &CacheTopology,
     pki_dir: &Path,
     harness_leaf_dir: &Path,
+    hops: Option<&CacheHops>,
 ) -> anyhow::Result<(Vec<CacheServerProcess>, BTreeMap<String, String>)> {
     topology.validate().context("check the cache topology")?;
     crate::cache::ensure_pki(pki_dir, harness_leaf_dir)?;
     let mut caches = Vec::with_capacity(topology.caches.len());
     let mut urls = BTreeMap::new();
     for spec in &topology.caches {
+        let parents = match hops {
+            Some(hops) => topology.parent_urls(spec, &hops.urls_for(&spec.name, &urls)?)?,
+            None => topology.parent_urls(spec, &urls)?,
+        };
         let options = CacheServerOptions {
-            parents: topology.parent_urls(spec, &urls)?,
+            parents,
             resync_interval_seconds: Some(topology.resync_interval_seconds),
             ..CacheServerOptions::new(&spec.name, pki_dir)
         };

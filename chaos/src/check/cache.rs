@@ -12,6 +12,11 @@
 //! - **removed-shard**: a cache holds a replica whose origin is not a live shard;
 //! - **not-on-source**: a cache holds a replica its live shard does not have, of an
 //!   object nobody saw deleted.
+//!
+//! A cache whose record names the origins it is judged for (a regional cache, judged for
+//! the shards replicating to it at the end) is judged for those only; copies of another
+//! live shard's objects in it were left behind when that shard failed over, and are
+//! counted ([`left_behind`]), not judged.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -53,10 +58,12 @@ fn cache_violations(
     let name = &cache.cache;
     let mut violations = Vec::new();
     let mut replicas: BTreeMap<&str, &ReplicaRecord> = BTreeMap::new();
-    for replica in &cache.replicas {
+    for replica in
+        cache.replicas.iter().filter(|r| in_scope(cache, origin_of(&r.id)) || !origins.contains(origin_of(&r.id)))
+    {
         replicas.insert(replica.id.as_str(), replica);
     }
-    for (id, source) in sources {
+    for (id, source) in sources.iter().filter(|(id, _)| in_scope(cache, origin_of(id))) {
         match replicas.get(id) {
             None => violations.push(Violation::new(CHECKER, "missing", format!("cache {name}: no replica of {id}"))),
             Some(replica) if replica.uid != source.uid || replica.source_rv != source.source_rv => {
@@ -73,7 +80,7 @@ fn cache_violations(
         }
     }
     for (id, replica) in replicas.iter().filter(|(id, _)| !sources.contains_key(*id)) {
-        let origin = id.split('/').next().unwrap_or_default();
+        let origin = origin_of(id);
         let guarantee = if !origins.contains(origin) {
             "removed-shard"
         } else if deleted.contains(id) {
@@ -91,6 +98,29 @@ fn cache_violations(
         ));
     }
     violations
+}
+
+/// The shard a replica id names (ids are `origin/cluster/…`).
+fn origin_of(id: &str) -> &str {
+    id.split('/').next().unwrap_or_default()
+}
+
+/// Whether `cache` is judged for the objects of `origin`.
+fn in_scope(cache: &CacheRecord, origin: &str) -> bool {
+    cache.origins.as_ref().is_none_or(|origins| origins.iter().any(|o| o == origin))
+}
+
+/// The replicas in `cache` of live shards it is not judged for: copies left behind by a
+/// shard that failed over to a sibling cache.
+pub fn left_behind<'a>(cache: &'a CacheRecord, live_shards: &[String]) -> Vec<&'a ReplicaRecord> {
+    cache
+        .replicas
+        .iter()
+        .filter(|r| {
+            let origin = origin_of(&r.id);
+            !in_scope(cache, origin) && live_shards.iter().any(|s| s == origin)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -114,9 +144,10 @@ mod tests {
             sources: vec![replica(A, "ua", 5), replica(B, "ub", 7)],
             deleted: vec![GONE.to_string()],
             caches: vec![
-                CacheRecord { cache: "cache-r".to_string(), replicas: regional },
-                CacheRecord { cache: "cache-p".to_string(), replicas: parent },
+                CacheRecord { cache: "cache-r".to_string(), replicas: regional, origins: None },
+                CacheRecord { cache: "cache-p".to_string(), replicas: parent, origins: None },
             ],
+            failover_deletes: Vec::new(),
         };
         History { replication: Some(replication), ..History::default() }
     }
@@ -164,6 +195,30 @@ mod tests {
         let mut parent = exact();
         parent.push(replica("root/c0/rbac.authorization.k8s.io/clusterroles/never", "un", 2));
         assert_eq!(guarantees(&history(exact(), parent)), ["not-on-source"]);
+    }
+
+    #[test]
+    fn a_scoped_cache_is_judged_for_its_origins_only() {
+        // The regional cache of shard-1 still holds root's a at an old version and root's
+        // deleted object: left behind when root failed over, not judged; a replica of a
+        // removed shard is still caught.
+        let old_root = "root/c0/rbac.authorization.k8s.io/clusterroles/old";
+        let regional = vec![replica(A, "ua", 4), replica(old_root, "uo", 2), replica(B, "ub", 7)];
+        let mut h = history(regional, exact());
+        h.replication.as_mut().unwrap().deleted.push(old_root.to_string());
+        h.replication.as_mut().unwrap().caches[0].origins = Some(vec!["shard-1".to_string()]);
+        assert_eq!(guarantees(&h), Vec::<String>::new());
+        let cache = &h.replication.as_ref().unwrap().caches[0];
+        assert_eq!(left_behind(cache, &["root".to_string(), "shard-1".to_string()]).len(), 2);
+        h.replication.as_mut().unwrap().caches[0].replicas.push(replica("shard-9/c/g/r/x", "u9", 1));
+        assert_eq!(guarantees(&h), ["removed-shard"]);
+        // In scope, its own shard's objects are judged as ever: missing, resurrected.
+        let mut h = history(vec![replica(A, "ua", 5), replica(GONE, "ug", 3)], exact());
+        h.replication.as_mut().unwrap().caches[0].origins = Some(vec!["shard-1".to_string()]);
+        assert_eq!(guarantees(&h), ["missing", "resurrected"]);
+        // The unscoped parent is judged for every shard.
+        let h = history(exact(), vec![replica(B, "ub", 7)]);
+        assert_eq!(guarantees(&h), ["missing"]);
     }
 
     #[test]
