@@ -36,7 +36,7 @@ pub async fn answer(
     target: &Target,
     requested: &str,
 ) -> http::Response<Body> {
-    if may_see(routing, upstream, caller, target).await {
+    if may_see(routing, upstream, caller, &target.cluster).await {
         return status::unavailable(&format!(
             "shard {} hosting this workspace is unavailable; other workspaces are not affected",
             target.shard
@@ -45,14 +45,16 @@ pub async fn answer(
     status::no_access(&caller.identity.user, requested)
 }
 
-async fn may_see(routing: &Routing, upstream: &Upstream, caller: &Caller, target: &Target) -> bool {
+/// Whether `caller` may see the workspace of logical cluster `cluster`: the rules above.
+/// Also used for a workspace whose cluster is not indexed yet ([`crate::sync_gate`]).
+pub async fn may_see(routing: &Routing, upstream: &Upstream, caller: &Caller, cluster: &str) -> bool {
     if caller.identity.is_master() {
         return true;
     }
     let (owner, parent) = {
         let index = routing.index.read();
-        let owner = index.cluster(&target.cluster).map(|(_, owner)| owner.to_owned());
-        let parent = index.workspace_of(&target.cluster).map(|(parent, name)| (parent, name.to_owned()));
+        let owner = index.cluster(cluster).map(|(_, owner)| owner.to_owned());
+        let parent = index.workspace_of(cluster).map(|(parent, name)| (parent, name.to_owned()));
         (owner, parent)
     };
     if owner.is_some_and(|owner| !owner.is_empty() && owner == caller.identity.user) {

@@ -4,11 +4,10 @@
 //! restarts.
 
 use crate::feed_lag::FeedLag;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use parking_lot::RwLock;
@@ -19,6 +18,7 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use crate::index::Index;
+use crate::sync_gate::{self, Pending};
 use crate::upstream::Upstream;
 
 /// How often root's Shard list is read.
@@ -37,13 +37,18 @@ pub struct Routing {
     state_file: PathBuf,
     /// How far the index trails the shards.
     pub feed_lag: FeedLag,
-    /// Whether any shard's feed has synced since the proxy started (readiness).
-    synced: AtomicBool,
+    /// The shards whose feed has synced since the proxy started (see [`sync_gate`]).
+    synced: RwLock<BTreeSet<String>>,
+    /// When the proxy started.
+    started: Instant,
+    /// How long `/readyz` waits for every known shard's feed (see [`sync_gate::READY_GRACE`]).
+    ready_grace: Duration,
 }
 
 impl Routing {
-    /// An empty index; the shard set is loaded from `state_file` if it exists.
-    pub fn new(state_file: PathBuf) -> Routing {
+    /// An empty index; the shard set is loaded from `state_file` if it exists. `/readyz`
+    /// waits at most `ready_grace` for the feeds of shards that do not answer.
+    pub fn new(state_file: PathBuf, ready_grace: Duration) -> Routing {
         let shards = std::fs::read(&state_file)
             .ok()
             .and_then(|bytes| serde_json::from_slice::<BTreeMap<String, String>>(&bytes).ok())
@@ -53,13 +58,28 @@ impl Routing {
             shards: RwLock::new(shards),
             state_file,
             feed_lag: FeedLag::default(),
-            synced: AtomicBool::new(false),
+            synced: RwLock::new(BTreeSet::new()),
+            started: Instant::now(),
+            ready_grace,
         }
     }
 
-    /// Whether the index has been received whole from at least one shard since start.
-    pub fn has_synced(&self) -> bool {
-        self.synced.load(Ordering::Relaxed)
+    /// The known shards whose feed has not synced since the start; `None` once all have.
+    pub fn pending(&self) -> Option<Pending> {
+        let shards = self.shards.read();
+        sync_gate::pending(shards.keys().map(String::as_str), &self.synced.read())
+    }
+
+    /// Whether `/readyz` says ready (`Err` with the reason when not).
+    pub fn readiness(&self) -> Result<(), String> {
+        let any_synced = !self.synced.read().is_empty();
+        sync_gate::readiness(self.pending().as_ref(), any_synced, self.started.elapsed() >= self.ready_grace)
+    }
+
+    fn mark_synced(&self, shard: &str) {
+        if !self.synced.read().contains(shard) {
+            self.synced.write().insert(shard.to_owned());
+        }
     }
 
     /// The base URL of `shard`.
@@ -104,6 +124,8 @@ pub async fn run(routing: Arc<Routing>, upstream: Upstream, root_shard_url: Stri
             if !keep {
                 task.abort();
                 routing.index.write().remove_shard(name);
+                // Back, it will have to send its snapshot again before its paths are known.
+                routing.synced.write().remove(name);
                 tracing::info!(shard = %name, "shard left; its logical clusters no longer resolve");
             }
             keep
@@ -169,7 +191,6 @@ async fn stream_once(
         if event.kind == protocol::index::index_event::Kind::Synced as i32 {
             tracing::info!(resumed = event.resumed, rv = event.rv, "index feed synced");
             synced = true;
-            routing.synced.store(true, Ordering::Relaxed);
         }
         // A snapshot cut short must be received again whole, so only a synced stream moves
         // the resume point.
@@ -178,6 +199,10 @@ async fn stream_once(
         }
         let committed = event.committed_unix_micros;
         routing.index.write().apply(shard, event);
+        if synced {
+            // After the SYNCED event is applied: the shard's snapshot is in the index.
+            routing.mark_synced(shard);
+        }
         if committed > 0 {
             routing.feed_lag.observe(shard, committed);
         }

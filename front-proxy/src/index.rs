@@ -21,6 +21,24 @@ pub struct Target {
     pub canonical: bool,
 }
 
+/// What the index says about a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// The path leads to this logical cluster.
+    Found(Target),
+    /// The walk reached an indexed logical cluster that has no scheduled workspace of the
+    /// next name: as far as the shard hosting it said, there is no such workspace.
+    Missing,
+    /// A workspace leads to logical cluster `cluster`, which no shard's feed has named:
+    /// it is being created or deleted, or its shard's feed has not been received.
+    Unindexed {
+        /// The logical cluster the workspace names.
+        cluster: String,
+    },
+    /// No prefix of the path is an indexed canonical path or logical-cluster name.
+    Unknown,
+}
+
 /// What one shard has said so far.
 #[derive(Debug, Default, Clone)]
 struct ShardEntries {
@@ -94,13 +112,27 @@ impl Index {
     /// Where `path` leads: a canonical path, a logical-cluster name, or a path that starts
     /// at either and continues through workspace names (`<name>:team`).
     pub fn resolve(&self, path: &str) -> Option<Target> {
+        match self.lookup(path) {
+            Lookup::Found(target) => Some(target),
+            _ => None,
+        }
+    }
+
+    /// Where `path` leads, and when it leads nowhere, why: the index holds no such
+    /// workspace, the walk stopped at a logical cluster that is not indexed, or nothing
+    /// indexed leads towards the path at all.
+    pub fn lookup(&self, path: &str) -> Lookup {
         // The common case first, without allocating: a canonical path or a name.
         if let Some(cluster) = self.by_path.get(path) {
-            let shard = self.by_name.get(cluster)?;
-            return Some(Target { cluster: cluster.clone(), shard: shard.clone(), canonical: true });
+            return match self.by_name.get(cluster) {
+                Some(shard) => {
+                    Lookup::Found(Target { cluster: cluster.clone(), shard: shard.clone(), canonical: true })
+                }
+                None => Lookup::Unindexed { cluster: cluster.clone() },
+            };
         }
         if let Some(shard) = self.by_name.get(path) {
-            return Some(Target { cluster: path.to_owned(), shard: shard.clone(), canonical: true });
+            return Lookup::Found(Target { cluster: path.to_owned(), shard: shard.clone(), canonical: true });
         }
         let segments: Vec<&str> = path.split(':').collect();
         // The longest prefix that is a canonical path or a name, then workspace by workspace.
@@ -114,12 +146,22 @@ impl Index {
                 continue;
             };
             for segment in &segments[split..] {
-                cluster = self.children.get(&(cluster.clone(), (*segment).to_owned()))?;
+                // A cluster's Workspaces come from the feed of the shard that hosts it: an
+                // indexed cluster without the child has no such (scheduled) workspace.
+                match self.children.get(&(cluster.clone(), (*segment).to_owned())) {
+                    Some(child) => cluster = child,
+                    None if self.by_name.contains_key(cluster) => return Lookup::Missing,
+                    None => return Lookup::Unindexed { cluster: cluster.clone() },
+                }
             }
-            let shard = self.by_name.get(cluster)?;
-            return Some(Target { cluster: cluster.clone(), shard: shard.clone(), canonical: false });
+            return match self.by_name.get(cluster) {
+                Some(shard) => {
+                    Lookup::Found(Target { cluster: cluster.clone(), shard: shard.clone(), canonical: false })
+                }
+                None => Lookup::Unindexed { cluster: cluster.clone() },
+            };
         }
-        None
+        Lookup::Unknown
     }
 
     /// Logical cluster `name`, where it lives and who owns it (empty without an owner).
@@ -357,6 +399,33 @@ mod tests {
         assert_eq!(parent(&index, "t2"), None);
         snapshot(&mut index, "r", vec![cluster("root", "root")]);
         assert_eq!(parent(&index, "o1"), None);
+    }
+
+    #[test]
+    fn a_lookup_says_why_a_path_leads_nowhere() {
+        // Shard b has not synced: t1 and h1 are not indexed, but a's Workspace team names t1.
+        let mut index = Index::default();
+        snapshot(&mut index, "r", vec![cluster("root", "root"), workspace("root", "org", "o1")]);
+        snapshot(&mut index, "a", vec![cluster("o1", "root:org"), workspace("o1", "team", "t1")]);
+        let unindexed = |cluster: &str| Lookup::Unindexed { cluster: cluster.into() };
+        let cases = [
+            ("root:org", Lookup::Found(Target { cluster: "o1".into(), shard: "a".into(), canonical: true })),
+            ("root:org:team", unindexed("t1")),
+            ("o1:team", unindexed("t1")),
+            ("root:org:team:deeper", unindexed("t1")),
+            ("root:org:nope", Lookup::Missing),
+            ("root:nope", Lookup::Missing),
+            ("root:nope:deeper", Lookup::Missing),
+            ("home:alice", Lookup::Unknown),
+            ("t1", Lookup::Unknown),
+            ("", Lookup::Unknown),
+        ];
+        for (path, want) in cases {
+            assert_eq!(index.lookup(path), want, "{path}");
+        }
+        snapshot(&mut index, "b", vec![cluster("t1", "root:org:team")]);
+        assert_eq!(index.lookup("root:org:team:deeper"), Lookup::Missing);
+        assert_eq!(index.resolve("root:org:team"), target("t1", "b"));
     }
 
     #[test]

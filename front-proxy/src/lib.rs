@@ -9,7 +9,8 @@
 //!   hosting shard over mutual TLS ([`upstream`]) with the caller's identity in
 //!   `X-Remote-*` headers, streaming both ways; refusals are [`status`] responses.
 //!   When the shard does not answer, [`dead_shard`] says so only to callers who may see
-//!   the workspace.
+//!   the workspace; while some shard's index has not arrived since the start,
+//!   [`sync_gate`] decides which unresolved paths are 503 rather than 403.
 //! - [`feed`] keeps the index current from every shard's gRPC index feed, and learns the
 //!   shard set from root.
 //! - [`metrics`] counts what happened.
@@ -23,5 +24,6 @@ pub mod index;
 pub mod metrics;
 pub mod proxy;
 pub mod status;
+pub mod sync_gate;
 pub mod upstream;
 pub mod workers;

@@ -55,6 +55,11 @@ struct Args {
     /// Private key of --proxy-client-cert-file (PEM).
     #[arg(long)]
     proxy_client_key_file: Option<PathBuf>,
+    /// How long after the start `/readyz` waits for the routing index of every known shard
+    /// before it reports ready with the shards that answered (a dead shard must not keep
+    /// the proxy out of its load balancer; its unknown paths keep answering 503).
+    #[arg(long, default_value_t = front_proxy::sync_gate::READY_GRACE.as_secs())]
+    ready_grace_seconds: u64,
     /// Worker threads serving requests, each with its own listener and connection pool
     /// [default: one per CPU].
     #[arg(long)]
@@ -70,7 +75,7 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
-    let telemetry = telemetry::init("atoll-front-proxy", "info");
+    let telemetry = telemetry::init("atoll-front-proxy", "info", None);
     std::fs::create_dir_all(&args.data_dir).with_context(|| format!("create data dir {}", args.data_dir.display()))?;
     let workers =
         args.workers.unwrap_or_else(|| std::thread::available_parallelism().map(usize::from).unwrap_or(1)).max(1);
@@ -107,7 +112,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let connect = move || Upstream::new(&ca, &cert, &key, &name);
     let upstream = connect()?;
     let root_shard_url = args.root_shard.trim_end_matches('/').to_owned();
-    let routing = Arc::new(Routing::new(args.data_dir.join("shards.json")));
+    let ready_grace = std::time::Duration::from_secs(args.ready_grace_seconds);
+    let routing = Arc::new(Routing::new(args.data_dir.join("shards.json"), ready_grace));
     tokio::spawn(feed::run(routing.clone(), upstream.clone(), root_shard_url.clone()));
     let metrics = Arc::new(Metrics::new(&routing.feed_lag));
     let proxy = Proxy {

@@ -17,9 +17,10 @@ use tracing::Instrument;
 use crate::caller::Caller;
 use crate::feed::Routing;
 use crate::home;
-use crate::index::Target;
+use crate::index::{Lookup, Target};
 use crate::metrics::Metrics;
 use crate::status;
+use crate::sync_gate::{self, Unresolved};
 use crate::upstream::{Body, Upstream};
 
 /// Everything a request needs: one per worker thread, sharing all but the connection
@@ -148,10 +149,10 @@ impl Proxy {
                 Err(response) => return response,
             },
             other => {
-                let resolved = self.routing.index.read().resolve(other);
-                match resolved {
-                    Some(target) => target,
-                    None => return status::no_access(&identity.user, other),
+                let lookup = self.routing.index.read().lookup(other);
+                match lookup {
+                    Lookup::Found(target) => target,
+                    unresolved => return self.unresolved(&caller, &unresolved, other).await,
                 }
             }
         };
@@ -169,6 +170,24 @@ impl Proxy {
             Err(error) => {
                 tracing::info!(%error, shard = %target.shard, "shard unreachable");
                 crate::dead_shard::answer(&self.routing, &self.upstream, &caller, &target, &segment).await
+            }
+        }
+    }
+
+    /// The answer for `path`, which the index does not resolve: 403 as for any missing
+    /// workspace, or 503 while the feed of a shard that could host it has not synced
+    /// (see [`sync_gate`]).
+    async fn unresolved(&self, caller: &Caller, lookup: &Lookup, path: &str) -> http::Response<Body> {
+        let pending = self.routing.pending();
+        match sync_gate::unresolved(lookup, pending.as_ref(), path) {
+            Unresolved::NoAccess => status::no_access(&caller.identity.user, path),
+            Unresolved::Unavailable(message) => status::unavailable_retry(&message, sync_gate::RETRY_AFTER_SECONDS),
+            Unresolved::UnavailableIfVisible { cluster, message } => {
+                if crate::dead_shard::may_see(&self.routing, &self.upstream, caller, &cluster).await {
+                    status::unavailable_retry(&message, sync_gate::RETRY_AFTER_SECONDS)
+                } else {
+                    status::no_access(&caller.identity.user, path)
+                }
             }
         }
     }
@@ -290,10 +309,10 @@ impl Proxy {
     }
 
     fn local(&self, endpoint: &str) -> http::Response<Body> {
-        if endpoint == "readyz" && !self.routing.has_synced() {
-            return status::unavailable(
-                "the front-proxy has not received the routing index from any shard yet (is the root shard reachable?)",
-            );
+        if endpoint == "readyz" {
+            if let Err(reason) = self.routing.readiness() {
+                return status::unavailable(&reason);
+            }
         }
         let (content_type, body): (&str, Bytes) = match endpoint {
             "metrics" => (
@@ -313,7 +332,7 @@ impl Proxy {
 fn local_endpoint(path: &str) -> Option<&'static str> {
     match path {
         "/healthz" | "/livez" => Some("healthz"),
-        // Ready once some shard's index feed has synced: before that no path resolves.
+        // Ready once every known shard's index feed has synced (see `sync_gate`).
         "/readyz" => Some("readyz"),
         "/metrics" => Some("metrics"),
         _ => None,

@@ -1,13 +1,17 @@
 //! Kubernetes `Status` responses for what the proxy refuses itself.
 
 use http::header::{self, HeaderValue};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::upstream::{full, Body};
 
 /// A `Status` failure with kube's reason for `code`.
 pub fn failure(code: u16, reason: &str, message: &str) -> http::Response<Body> {
-    let body = json!({
+    failure_with_details(code, reason, message, None)
+}
+
+fn failure_with_details(code: u16, reason: &str, message: &str, details: Option<Value>) -> http::Response<Body> {
+    let mut body = json!({
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
@@ -16,6 +20,9 @@ pub fn failure(code: u16, reason: &str, message: &str) -> http::Response<Body> {
         "reason": reason,
         "code": code,
     });
+    if let Some(details) = details {
+        body["details"] = details;
+    }
     let mut response = http::Response::new(full(serde_json::to_vec(&body).unwrap_or_default()));
     *response.status_mut() = http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -46,6 +53,15 @@ pub fn bad_request(message: &str) -> http::Response<Body> {
 /// 503: the shard that would answer is down.
 pub fn unavailable(message: &str) -> http::Response<Body> {
     failure(503, "ServiceUnavailable", message)
+}
+
+/// 503 that the client should retry after `seconds`: kube's `Retry-After` header and
+/// `details.retryAfterSeconds`, which client-go (kubectl) honours by retrying.
+pub fn unavailable_retry(message: &str, seconds: u32) -> http::Response<Body> {
+    let details = json!({"retryAfterSeconds": seconds});
+    let mut response = failure_with_details(503, "ServiceUnavailable", message, Some(details));
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    response
 }
 
 /// 500 with `message`.

@@ -18,7 +18,7 @@ use crate::binary::binary;
 use crate::kubeconfig::{self, AdminKubeconfig};
 use crate::kubectl::Kubectl;
 use crate::process::{log_tail, OwnedChild};
-use crate::shard::{wait_ready, KUBECONFIG_FILE, STOP_TIMEOUT};
+use crate::shard::{wait_ready, KUBECONFIG_FILE, START_TIMEOUT, STOP_TIMEOUT};
 use crate::tls_http::{ClientIdentity, TlsHttp};
 
 /// The file, inside the data dir, that receives the proxy's output.
@@ -68,7 +68,7 @@ impl FrontProxyProcess {
     pub async fn start(options: FrontProxyOptions) -> anyhow::Result<FrontProxyProcess> {
         let temp = tempfile::Builder::new().prefix("atoll-front-proxy-").tempdir().context("create a data dir")?;
         let data_dir = temp.path().to_path_buf();
-        let (child, admin, http) = launch(&options, &data_dir, "127.0.0.1:0").await?;
+        let (child, admin, http) = launch(&options, &data_dir, "127.0.0.1:0", Wait::Ready).await?;
         let proxy = FrontProxyProcess { options, child: Some(child), temp_dir: Some(temp), data_dir, admin, http };
         proxy.wait_resolves("root").await?;
         Ok(proxy)
@@ -177,15 +177,28 @@ impl FrontProxyProcess {
     /// Stops the proxy (SIGTERM) if running and starts it again on the same port and data
     /// dir, waiting until it serves and routes root.
     pub async fn restart(&mut self) -> anyhow::Result<()> {
+        self.relaunch(Wait::Ready).await?;
+        self.wait_resolves("root").await
+    }
+
+    /// Like [`FrontProxyProcess::restart`] with `extra_args` added to the flags, but waits
+    /// only until the proxy serves (`/healthz`), not until `/readyz` says every shard's
+    /// index arrived: for tests of a proxy that starts while a shard does not answer.
+    pub async fn restart_serving(&mut self, extra_args: &[&str]) -> anyhow::Result<()> {
+        self.options.extra_args.extend(extra_args.iter().map(|arg| (*arg).to_string()));
+        self.relaunch(Wait::Serving).await
+    }
+
+    async fn relaunch(&mut self, wait: Wait) -> anyhow::Result<()> {
         if let Some(mut child) = self.child.take() {
             child.terminate(STOP_TIMEOUT).await.context("stop the front-proxy")?;
         }
         let listen = format!("127.0.0.1:{}", self.admin.port()?);
-        let (child, admin, http) = launch(&self.options, &self.data_dir, &listen).await?;
+        let (child, admin, http) = launch(&self.options, &self.data_dir, &listen, wait).await?;
         self.child = Some(child);
         self.admin = admin;
         self.http = http;
-        self.wait_resolves("root").await
+        Ok(())
     }
 }
 
@@ -200,10 +213,20 @@ impl Drop for FrontProxyProcess {
     }
 }
 
+/// What a launch waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wait {
+    /// `/readyz` answers 200: every known shard's index arrived.
+    Ready,
+    /// `/healthz` answers 200: the proxy serves.
+    Serving,
+}
+
 async fn launch(
     options: &FrontProxyOptions,
     data_dir: &Path,
     listen: &str,
+    wait: Wait,
 ) -> anyhow::Result<(OwnedChild, AdminKubeconfig, TlsHttp)> {
     let kubeconfig_path = data_dir.join(KUBECONFIG_FILE);
     if kubeconfig_path.exists() {
@@ -231,6 +254,45 @@ async fn launch(
     }
     command.stdin(Stdio::null()).stdout(log.try_clone().context("duplicate the log handle")?).stderr(log);
     let mut child = OwnedChild::spawn(&mut command, "atoll-front-proxy")?;
-    let (admin, http) = wait_ready("atoll-front-proxy", &mut child, &kubeconfig_path, &log_path).await?;
+    let (admin, http) = match wait {
+        Wait::Ready => wait_ready("atoll-front-proxy", &mut child, &kubeconfig_path, &log_path).await?,
+        Wait::Serving => wait_serving(&mut child, &kubeconfig_path, &log_path).await?,
+    };
     Ok((child, admin, http))
+}
+
+/// Waits (at most [`START_TIMEOUT`]) until the proxy wrote its kubeconfig and `/healthz`
+/// answers 200.
+async fn wait_serving(
+    child: &mut OwnedChild,
+    kubeconfig_path: &Path,
+    log_path: &Path,
+) -> anyhow::Result<(AdminKubeconfig, TlsHttp)> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        let probe = async {
+            anyhow::ensure!(kubeconfig_path.exists(), "{} not written yet", kubeconfig_path.display());
+            let admin = kubeconfig::read(kubeconfig_path)?;
+            let http = TlsHttp::new(&admin.base_url, &admin.ca_pem, Some(&admin.identity))?;
+            let response = http.clone().with_timeout(Duration::from_secs(2)).get("/healthz").await?;
+            anyhow::ensure!(response.status == StatusCode::OK, "/healthz answered {}", response.status);
+            Ok((admin, http))
+        };
+        let last = match probe.await {
+            Ok(serving) => return Ok(serving),
+            Err(error) => format!("{error:#}"),
+        };
+        if let Some(status) = child.try_exited()? {
+            anyhow::bail!(
+                "atoll-front-proxy exited ({status}); last probe: {last}\n{}",
+                log_tail(log_path, LOG_TAIL_LINES)
+            );
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "atoll-front-proxy not serving within {START_TIMEOUT:?}; last probe: {last}\n{}",
+            log_tail(log_path, LOG_TAIL_LINES)
+        );
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
 }

@@ -339,3 +339,72 @@ async fn a_dead_shard_takes_only_its_own_workspaces_down() {
     assert_eq!(back.status, StatusCode::OK, "{}", back.text());
     workspace(&installation, "after-restart").await;
 }
+
+/// Sends `signal` (`STOP`, `CONT`) to `pid` with kill(1) (the workspace forbids `unsafe`).
+fn signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status().unwrap();
+    assert!(status.success(), "kill -{signal} {pid}: {status}");
+}
+
+/// A proxy restarted while a shard is frozen (SIGSTOP: its port accepts, nothing answers)
+/// has that shard's routing index still to come. A workspace there is not "forbidden or
+/// does not exist": it gets a 503 Status with Retry-After, to callers who may see it;
+/// a synced shard's workspaces work; a workspace missing from a synced parent keeps its
+/// 403; and /readyz waits. Once the shard thaws, its workspaces route and /readyz is ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxy_restarted_while_a_shard_is_frozen_answers_503_for_its_workspaces_until_it_syncs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut installation = installation(&dir).await;
+    let mut hosts: Vec<(String, String)> = Vec::new();
+    for index in 0..12 {
+        let name = format!("f{index}");
+        let shard = workspace(&installation, &name).await;
+        hosts.push((name, shard));
+        let frozen = hosts.iter().any(|(_, shard)| shard == "shard-1");
+        if frozen && hosts.iter().any(|(_, shard)| shard != "shard-1") {
+            break;
+        }
+    }
+    let (victim_ws, _) = hosts.iter().find(|(_, shard)| shard == "shard-1").cloned().expect("a workspace on shard-1");
+    let (survivor_ws, _) =
+        hosts.iter().find(|(_, shard)| shard != "shard-1").cloned().expect("a workspace on another shard");
+    let pid = installation.by_name("shard-1").unwrap().pid().expect("shard-1 runs");
+    signal(pid, "STOP");
+    // A grace far beyond the test, so /readyz waits for shard-1 whatever the machine's load.
+    let restarted = installation.proxy_mut().restart_serving(&["--ready-grace-seconds", "3600"]).await;
+    if let Err(error) = restarted {
+        signal(pid, "CONT");
+        panic!("restart the proxy while shard-1 is frozen: {error:#}");
+    }
+    let proxy = installation.proxy();
+    proxy.wait_resolves(&format!("root:{survivor_ws}")).await.unwrap();
+    let http = proxy.http();
+
+    let victim = format!("/clusters/root:{victim_ws}/api/v1/namespaces");
+    let answer = http.get(&victim).await.unwrap();
+    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{}", answer.text());
+    assert_eq!(answer.headers.get("retry-after").and_then(|v| v.to_str().ok()), Some("1"), "{:?}", answer.headers);
+    let status: Value = answer.json().unwrap();
+    assert_eq!((status["kind"].as_str(), status["reason"].as_str()), (Some("Status"), Some("ServiceUnavailable")));
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(message.contains("shard-1") && message.contains("retry"), "{message}");
+    // Someone who may not see the workspace learns nothing: the answer for a missing one.
+    let alice = [("authorization", "Bearer t-alice")];
+    let hidden = get_as(&proxy.http_as(None).unwrap(), &victim, &alice).await;
+    assert_eq!(hidden.status, StatusCode::FORBIDDEN, "{}", hidden.text());
+    // Root's Workspaces arrived: a workspace root does not have is known not to exist.
+    let missing = http.get("/clusters/root:no-such-workspace/api").await.unwrap();
+    assert_eq!(missing.status, StatusCode::FORBIDDEN, "{}", missing.text());
+    let alive = http.get(&format!("/clusters/root:{survivor_ws}/api/v1/namespaces")).await.unwrap();
+    assert_eq!(alive.status, StatusCode::OK, "{}", alive.text());
+    let unready = http.get("/readyz").await.unwrap();
+    assert_eq!(unready.status, StatusCode::SERVICE_UNAVAILABLE, "{}", unready.text());
+    assert!(unready.text().contains("shard-1"), "{}", unready.text());
+
+    signal(pid, "CONT");
+    proxy.wait_resolves(&format!("root:{victim_ws}")).await.unwrap();
+    let back = http.get(&victim).await.unwrap();
+    assert_eq!(back.status, StatusCode::OK, "{}", back.text());
+    let ready = http.get("/readyz").await.unwrap();
+    assert_eq!(ready.status, StatusCode::OK, "{}", ready.text());
+}
