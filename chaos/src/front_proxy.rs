@@ -94,7 +94,7 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
 /// A client of the proxy as admin, patient for [`REQUEST_TIMEOUT`]. It keeps working
 /// across restarts: the proxy comes back on the same port with a certificate from the
 /// same CA.
-fn client(proxy: &FrontProxyProcess) -> anyhow::Result<TlsHttp> {
+pub(crate) fn client(proxy: &FrontProxyProcess) -> anyhow::Result<TlsHttp> {
     let admin = proxy.admin();
     Ok(TlsHttp::new(proxy.base_url(), &admin.ca_pem, Some(&admin.identity))?.with_timeout(REQUEST_TIMEOUT))
 }

@@ -43,6 +43,9 @@ pub struct History {
     /// What the shards and caches held after healing (the cache scenario).
     #[serde(default)]
     pub replication: Option<ReplicationRecord>,
+    /// What happened while a shard was down for a long spell (the root-down scenario).
+    #[serde(default)]
+    pub outage: Option<OutageRecord>,
 }
 
 /// The replicated objects of the live shards and every cache's replicas, read after
@@ -186,6 +189,52 @@ pub struct WorkspaceRecord {
 
 /// A LogicalCluster owned by a Workspace, as the final read of one shard found it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+/// A long outage of one shard and what the rest of the installation did meanwhile.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OutageRecord {
+    /// The shard that was down.
+    pub shard: String,
+    /// When it was killed.
+    pub from_ms: u64,
+    /// When it served again after its restart.
+    pub to_ms: u64,
+    /// When a request straight to the shard found it down (at least one at the start of
+    /// the outage and one just before the restart): the proof that it was.
+    pub down_probes_ms: Vec<u64>,
+    /// Workspaces the run created during the outage and saw Ready.
+    pub scheduled: Vec<ScheduledWorkspace>,
+    /// APIBindings the run created during the outage.
+    pub bindings: Vec<BindingRecord>,
+}
+
+/// A Workspace seen Ready.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ScheduledWorkspace {
+    /// Its path.
+    pub path: String,
+    /// The shard its logical cluster landed on.
+    pub shard: String,
+    /// When it was seen Ready.
+    pub ready_ms: u64,
+}
+
+/// An APIBinding the run created.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct BindingRecord {
+    /// The path of the workspace holding it.
+    pub workspace: String,
+    /// The shard hosting that workspace.
+    pub shard: String,
+    /// The export it binds, as `path:name`.
+    pub export: String,
+    /// When its create was acknowledged.
+    pub created_ms: u64,
+    /// When it was first seen Bound, if it was during the outage.
+    pub bound_ms: Option<u64>,
+    /// Its `status.phase` after healing (empty when unset or unreadable).
+    pub final_phase: String,
+}
+
 pub struct LogicalClusterRecord {
     /// The shard it is stored on.
     pub shard: String,

@@ -27,6 +27,9 @@
 //!   parent with a fault proxy on every internal hop; shards fail over between the
 //!   regional caches while hops are partitioned and split and caches killed, and a
 //!   scripted delete after a failover must not come back through the cache left behind.
+//! - [`root_down`] is scenario 3: the root shard down for a long spell while the other
+//!   shards keep serving, scheduling workspaces and binding an export of another shard
+//!   from the cache, and the front-proxy (restarted meanwhile) keeps routing to them.
 //! - [`storm`] is the workspace storm: Workspaces created and deleted while a shard is
 //!   killed, and the final Workspaces and LogicalClusters read from every shard.
 //! - [`check`] holds the checkers, pure functions from a history to violations: the
@@ -43,6 +46,7 @@ pub mod front_proxy;
 pub mod history;
 pub mod injector;
 pub mod netproxy;
+pub mod root_down;
 pub mod scenario;
 pub mod schedule;
 pub mod storm;
@@ -57,6 +61,7 @@ pub async fn run(options: &scenario::RunOptions) -> anyhow::Result<scenario::Rep
         "workspace-storm" => storm::run(options).await,
         front_proxy::NAME => front_proxy::run(options).await,
         cache_faults::NAME => cache_faults::run(options).await,
+        root_down::NAME => root_down::run(options).await,
         cache_partition::NAME => cache_partition::run(options).await,
         _ => scenario::run(options).await,
     }

@@ -27,6 +27,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("workspace-storm", "create and delete Workspaces while the shard hosting half their clusters is killed"),
     ("front-proxy", "kill -9 the front-proxy mid-watch and SIGSTOP shards behind it; availability per shard, index convergence"),
     ("cache-hierarchy", "kill -9 and SIGSTOP the regional cache, its parent and a shard while replicated objects change; cache convergence"),
+    ("root-down", "the root shard down for the whole fault phase while the other shards serve, schedule workspaces and bind APIs from the cache"),
     ("cache-partition", "partition shards from regional caches A and B, kill them, split them from the parent, delete after a failover; cache convergence"),
 ];
 

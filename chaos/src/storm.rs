@@ -80,6 +80,16 @@ pub(crate) async fn storm(
     seed: u64,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Tally {
+    storm_in(root, "root".to_string(), seed, stop).await
+}
+
+/// [`storm`] in the workspace at path `parent` (through `http`, which reaches it).
+pub(crate) async fn storm_in(
+    root: tests::TlsHttp,
+    parent: String,
+    seed: u64,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Tally {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut tally = Tally::default();
     let mut live: Vec<String> = Vec::new();
@@ -90,13 +100,13 @@ pub(crate) async fn storm(
             next += 1;
             let body = serde_json::json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace",
                 "metadata": {"name": name}});
-            if root.post_json(&workspaces_path("root"), &body).await.is_ok_and(|r| r.status.is_success()) {
+            if root.post_json(&workspaces_path(&parent), &body).await.is_ok_and(|r| r.status.is_success()) {
                 tally.created.push(name.clone());
                 live.push(name);
             }
         } else {
             let name = live.swap_remove(rng.gen_range(0..live.len()));
-            let path = format!("{}/{name}", workspaces_path("root"));
+            let path = format!("{}/{name}", workspaces_path(&parent));
             let answer = root.send(http::Method::DELETE, &path, &[], bytes::Bytes::new()).await;
             if answer.is_ok_and(|r| r.status.is_success()) {
                 tally.deleted.push(name);
@@ -112,10 +122,19 @@ pub(crate) async fn storm(
 /// Waits (at most [`SETTLE`]) until no Workspace of root is scheduling, initializing or
 /// being deleted; the checker then judges whatever state it reached.
 pub(crate) async fn settle(installation: &Installation) {
+    settle_in(installation, &[(&installation.root, "root")]).await;
+}
+
+/// [`settle`] for the Workspaces of every `(shard, parent path)` in `parents`: each
+/// parent is read from the shard that hosts it.
+pub(crate) async fn settle_in(installation: &Installation, parents: &[(&tests::ShardProcess, &str)]) {
     let deadline = Instant::now() + SETTLE;
     while Instant::now() < deadline {
-        let settled =
-            workspaces(installation).await.is_ok_and(|all| all.iter().all(|w| w.phase == "Ready" && !w.deleting));
+        let mut settled = true;
+        for (shard, parent) in parents {
+            let all = workspaces_in(installation, shard, parent).await;
+            settled &= all.is_ok_and(|all| all.iter().all(|w| w.phase == "Ready" && !w.deleting));
+        }
         if settled {
             return;
         }
@@ -125,7 +144,16 @@ pub(crate) async fn settle(installation: &Installation) {
 
 /// Every Workspace of root, read from the root shard.
 pub(crate) async fn workspaces(installation: &Installation) -> anyhow::Result<Vec<WorkspaceRecord>> {
-    let list = items(&installation.root.http(), &workspaces_path("root")).await?;
+    workspaces_in(installation, &installation.root, "root").await
+}
+
+/// Every Workspace of the workspace at path `parent`, read from `shard`, which hosts it.
+pub(crate) async fn workspaces_in(
+    installation: &Installation,
+    shard: &tests::ShardProcess,
+    parent: &str,
+) -> anyhow::Result<Vec<WorkspaceRecord>> {
+    let list = items(&shard.http(), &workspaces_path(parent)).await?;
     Ok(list
         .iter()
         .map(|w| {

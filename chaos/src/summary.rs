@@ -51,6 +51,7 @@ pub fn summarize(history: &History, violations: &[Violation], elapsed: Option<Du
     out += &fault_windows(history);
     out += &index(history);
     out += &replication(history);
+    out += &outage(history);
     out += &format!("violations: {}\n", violations.len());
     for violation in violations {
         out += &format!("  {violation}\n");
@@ -105,6 +106,29 @@ fn index(history: &History) -> String {
         index.indexed_clusters.map_or_else(|| "?".to_string(), |n| n.to_string()),
         index.stored_clusters
     )
+}
+
+/// What the run did while a shard was down.
+fn outage(history: &History) -> String {
+    let Some(outage) = &history.outage else { return String::new() };
+    let inside = |at: u64| (outage.from_ms..outage.to_ms).contains(&at);
+    let bound = outage.bindings.iter().filter(|b| b.bound_ms.is_some_and(inside)).count();
+    let mut out = format!(
+        "outage of {} {}..{} ms ({:.1} s): {} requests found it down; {} workspaces Ready meanwhile, {} APIBindings created, {bound} Bound meanwhile\n",
+        outage.shard,
+        outage.from_ms,
+        outage.to_ms,
+        (outage.to_ms - outage.from_ms) as f64 / 1000.0,
+        outage.down_probes_ms.len(),
+        outage.scheduled.iter().filter(|w| inside(w.ready_ms)).count(),
+        outage.bindings.len(),
+    );
+    let mut by_shard = std::collections::BTreeMap::<&str, usize>::new();
+    for workspace in &outage.scheduled {
+        *by_shard.entry(workspace.shard.as_str()).or_default() += 1;
+    }
+    out += &format!("  workspaces Ready during the outage by shard: {by_shard:?}\n");
+    out
 }
 
 /// What the shards and caches held after healing.

@@ -6,6 +6,7 @@ pub mod availability;
 pub mod cache;
 pub mod index;
 pub mod ledger;
+pub mod outage;
 pub mod storage;
 pub mod watch;
 pub mod workspaces;
@@ -46,5 +47,6 @@ pub fn check_all(history: &History) -> Vec<Violation> {
     violations.extend(availability::check(history));
     violations.extend(index::check(history));
     violations.extend(cache::check(history));
+    violations.extend(outage::check(history));
     violations
 }
