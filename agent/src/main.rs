@@ -51,7 +51,7 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let _telemetry = telemetry::init("atoll-agent", "info,kube=warn");
+    let _telemetry = telemetry::init("atoll-agent", "info,kube=warn", None);
     let args = Args::parse();
     let seconds = |s: f64| Duration::from_secs_f64(s.max(0.1));
     if let Some(member_cluster) = args.member_cluster {

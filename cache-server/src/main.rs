@@ -62,7 +62,11 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
-    let telemetry = telemetry::init("atoll-cache-server", "info");
+    let telemetry = telemetry::init(
+        "atoll-cache-server",
+        "info",
+        Some(telemetry::Instance { attribute: "atoll.cache", name: &args.name }),
+    );
     std::fs::create_dir_all(&args.data_dir).with_context(|| format!("create data dir {}", args.data_dir.display()))?;
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await

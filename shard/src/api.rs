@@ -41,7 +41,7 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
     };
     let info = request_info::parse(&method, api_path, &query);
     let labels = labels_of(&shard, &info);
-    let span = request_span(&shard, &request, &info, &labels);
+    let span = request_span(&request, &info, &labels);
     let response = async {
         let response = match route(&shard, &peer, info, query, request, view).await {
             Ok(response) => response,
@@ -77,14 +77,10 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
 /// The span of one request. Exporting traces, it is the server span of the caller's
 /// trace (continuing a `traceparent` the caller sent): named after the Kubernetes verb
 /// and resource (`create workspaces`), with OTel's HTTP server attributes and what the
-/// request addresses, but no body, query or credential. Otherwise it has the three fields
+/// request addresses, but no body, query or credential (the shard is named once, by the
+/// exported Resource's `atoll.shard`). Otherwise it has the three fields
 /// a log line quotes, so a shard that exports nothing does no more than before.
-fn request_span(
-    shard: &Shard,
-    request: &::http::Request<Incoming>,
-    info: &RequestInfo,
-    labels: &(String, String),
-) -> tracing::Span {
+fn request_span(request: &::http::Request<Incoming>, info: &RequestInfo, labels: &(String, String)) -> tracing::Span {
     let method = request.method();
     let path = request.uri().path();
     if !telemetry::enabled() {
@@ -115,7 +111,6 @@ fn request_span(
         k8s.request.resource = (!resource.is_empty()).then_some(resource.as_str()),
         k8s.namespace.name = namespace,
         atoll.logical_cluster = cluster,
-        atoll.shard = shard.name.as_str(),
     );
     telemetry::propagation::continue_http(&span, request.headers());
     span

@@ -14,7 +14,11 @@ fn main() -> anyhow::Result<()> {
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("start the tokio runtime")?;
     runtime.block_on(async {
-        let telemetry = telemetry::init("atoll-shard", "info");
+        let telemetry = telemetry::init(
+            "atoll-shard",
+            "info",
+            Some(telemetry::Instance { attribute: "atoll.shard", name: &config.name }),
+        );
         let running = shard::start::start(config).await?;
         security::process::shutdown_signal().await?;
         tracing::info!("shutting down");

@@ -48,12 +48,16 @@ impl Telemetry {
 /// `default_service`; `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`(`_ARG`) and
 /// `OTEL_BSP_*` are honoured as the SDK reads them.
 ///
+/// `instance` names this process among others of its service (a shard's or a cache's
+/// name): it becomes the Resource's `service.instance.id` and `atoll.<kind>`, so every
+/// span the process exports names it once per batch instead of once per span.
+///
 /// Must run inside a tokio runtime: the gRPC exporter's channel lives on it.
-pub fn init(default_service: &str, default_filter: &str) -> Telemetry {
+pub fn init(default_service: &str, default_filter: &str, instance: Option<Instance<'_>>) -> Telemetry {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter.into());
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let provider = if export_requested() {
-        match provider(default_service) {
+        match provider(default_service, instance) {
             Ok(provider) => Some(provider),
             Err(error) => {
                 eprintln!("OpenTelemetry: not exporting spans: {error}");
@@ -81,6 +85,10 @@ pub fn init(default_service: &str, default_filter: &str) -> Telemetry {
             .with_location(false)
             .with_threads(false)
             .with_tracked_inactivity(false)
+            // `level` and `target` are tracing's, not OpenTelemetry's: two attributes on every
+            // span that no convention or dashboard reads.
+            .with_level(false)
+            .with_target(false)
             // Nothing here reads OpenTelemetry's current context (trace context travels
             // through `tracing` spans), so entering a span need not attach one on every poll.
             .with_context_activation(false)
@@ -104,7 +112,16 @@ fn export_requested() -> bool {
         && !is("OTEL_TRACES_EXPORTER", "none")
 }
 
-fn provider(default_service: &str) -> Result<SdkTracerProvider, String> {
+/// What names one process among the others of its service.
+#[derive(Debug, Clone, Copy)]
+pub struct Instance<'a> {
+    /// The Resource attribute that says what the name is, e.g. `atoll.shard`.
+    pub attribute: &'static str,
+    /// The name, e.g. `root`.
+    pub name: &'a str,
+}
+
+fn provider(default_service: &str, instance: Option<Instance<'_>>) -> Result<SdkTracerProvider, String> {
     use opentelemetry_otlp::WithExportConfig as _;
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_tonic()
@@ -115,7 +132,17 @@ fn provider(default_service: &str) -> Result<SdkTracerProvider, String> {
         .ok()
         .filter(|name| !name.trim().is_empty())
         .unwrap_or_else(|| default_service.to_string());
-    let resource = Resource::builder().with_service_name(service).build();
+    let mut resource = Resource::builder().with_service_name(service);
+    if let Some(Instance { attribute, name }) = instance {
+        resource = resource.with_attribute(opentelemetry::KeyValue::new(attribute, name.to_string()));
+        // OTEL_RESOURCE_ATTRIBUTES may name the instance itself (the compose file does).
+        let named = std::env::var("OTEL_RESOURCE_ATTRIBUTES")
+            .is_ok_and(|set| set.split(',').any(|pair| pair.trim_start().starts_with("service.instance.id=")));
+        if !named {
+            resource = resource.with_attribute(opentelemetry::KeyValue::new("service.instance.id", name.to_string()));
+        }
+    }
+    let resource = resource.build();
     opentelemetry::global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
     let processor = BatchSpanProcessor::builder(exporter).with_batch_config(batch_config()).build();
     Ok(SdkTracerProvider::builder().with_resource(resource).with_span_processor(processor).build())

@@ -16,4 +16,4 @@ mod log_format;
 pub mod propagation;
 
 pub use cause::Cause;
-pub use init::{enabled, init, Telemetry};
+pub use init::{enabled, init, Instance, Telemetry};

@@ -16,6 +16,9 @@ use tonic::codegen::Service as _;
 pub struct ReceivedSpan {
     /// `service.name` of the exporting process.
     pub service: String,
+    /// The exporting process's Resource attributes (`service.name` among them), each
+    /// value rendered as a string.
+    pub resource: Arc<BTreeMap<String, String>>,
     /// The span's name (`otel.name` when the process set one).
     pub name: String,
     pub trace_id: String,
@@ -35,6 +38,11 @@ impl ReceivedSpan {
     /// An attribute's value, if set.
     pub fn attribute(&self, key: &str) -> Option<&str> {
         self.attributes.get(key).map(String::as_str)
+    }
+
+    /// An attribute of the exporting process's Resource, if set.
+    pub fn resource_attribute(&self, key: &str) -> Option<&str> {
+        self.resource.get(key).map(String::as_str)
     }
 }
 
@@ -56,13 +64,15 @@ impl TraceService for Sink {
     ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
         let mut kept = Vec::new();
         for resource_spans in request.into_inner().resource_spans {
-            let service = resource_spans
-                .resource
-                .iter()
-                .flat_map(|resource| resource.attributes.iter())
-                .find(|kv| kv.key == "service.name")
-                .map(value_of)
-                .unwrap_or_default();
+            let resource: Arc<BTreeMap<String, String>> = Arc::new(
+                resource_spans
+                    .resource
+                    .iter()
+                    .flat_map(|resource| resource.attributes.iter())
+                    .map(|kv| (kv.key.clone(), value_of(kv)))
+                    .collect(),
+            );
+            let service = resource.get("service.name").cloned().unwrap_or_default();
             for span in resource_spans.scope_spans.into_iter().flat_map(|scope| scope.spans) {
                 self.0.count.fetch_add(1, Ordering::Relaxed);
                 if !self.0.keep {
@@ -70,6 +80,7 @@ impl TraceService for Sink {
                 }
                 kept.push(ReceivedSpan {
                     service: service.clone(),
+                    resource: resource.clone(),
                     name: span.name,
                     trace_id: hex(&span.trace_id),
                     span_id: hex(&span.span_id),

@@ -84,7 +84,7 @@ async fn wait_for<T>(receiver: &Receiver, what: &str, found: impl Fn(&[ReceivedS
 }
 
 fn is_shard_server(span: &ReceivedSpan, shard: &str) -> bool {
-    span.service == "atoll-shard" && span.kind == SERVER && span.attribute("atoll.shard") == Some(shard)
+    span.service == "atoll-shard" && span.kind == SERVER && span.resource_attribute("atoll.shard") == Some(shard)
 }
 
 /// One replication hop: a batch span of `sender` with a link `links_to` picks, and the
@@ -156,6 +156,12 @@ async fn one_kubectl_call_is_one_trace_across_processes() {
     assert_eq!(shard_span.name, "get namespaces");
     assert_eq!(shard_span.attribute("k8s.request.verb"), Some("get"));
     assert_eq!(shard_span.attribute("k8s.request.resource"), Some("namespaces"));
+    // The shard is named once per export, by its Resource, not on every span; nor do
+    // tracing's own `level` and `target` ride along.
+    assert_eq!(shard_span.resource_attribute("service.instance.id"), Some("root"), "{shard_span:?}");
+    for not_per_span in ["atoll.shard", "level", "target"] {
+        assert_eq!(shard_span.attribute(not_per_span), None, "{shard_span:?}");
+    }
     assert_eq!(shard_span.attribute("atoll.logical_cluster"), Some("root"));
     assert!(shard_span.attribute("server.address").is_some(), "{shard_span:?}");
 
