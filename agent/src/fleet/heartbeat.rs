@@ -1,0 +1,66 @@
+//! The MemberCluster's heartbeat: the agent's status on the hub (Joined, or Left once the
+//! applier removed everything while leaving, and Healthy), every period, which also tells
+//! the applier when the MemberCluster is being deleted.
+
+use super::{manifest, now, status, to_value, DEFAULT_HEARTBEAT_SECONDS};
+use anyhow::Context;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The MemberCluster's heartbeat.
+pub(super) struct Heartbeat {
+    pub(super) members: Api<DynamicObject>,
+    pub(super) name: String,
+    /// The period when the command line sets it.
+    pub(super) every: Option<Duration>,
+    /// Set while the MemberCluster is being deleted.
+    pub(super) leaving: Arc<AtomicBool>,
+    /// Set by the applier once it removed what it applied, while leaving.
+    pub(super) left: Arc<AtomicBool>,
+}
+
+impl Heartbeat {
+    /// One heartbeat; returns the wait until the next.
+    pub(super) async fn beat(&self) -> Duration {
+        let default = self.every.unwrap_or(Duration::from_secs(DEFAULT_HEARTBEAT_SECONDS));
+        match self.report().await {
+            Ok(Some(period)) => self.every.unwrap_or(period),
+            Ok(None) => {
+                tracing::info!(member_cluster = %self.name, "the MemberCluster does not exist; looking again next period");
+                default
+            }
+            Err(error) => {
+                tracing::warn!(error = %format!("{error:#}"), "the heartbeat failed; trying again next period");
+                default
+            }
+        }
+    }
+
+    /// Reports the agent Joined (or Left) and Healthy; returns the MemberCluster's
+    /// heartbeat period, or `None` when there is no MemberCluster.
+    async fn report(&self) -> anyhow::Result<Option<Duration>> {
+        let Some(cluster) = self.members.get_opt(&self.name).await.context("read the MemberCluster")? else {
+            return Ok(None);
+        };
+        let cluster = to_value(&cluster);
+        let leaving = manifest::deleting(&cluster);
+        if self.leaving.swap(leaving, Ordering::Relaxed) != leaving && leaving {
+            tracing::info!(member_cluster = %self.name, "the MemberCluster is being deleted: leaving, no Work is applied any more");
+        }
+        if !leaving {
+            // A MemberCluster of the same name made again: join it afresh.
+            self.left.store(false, Ordering::Relaxed);
+        }
+        let left = leaving && self.left.load(Ordering::Relaxed);
+        let patch = json!({"status": {"agentStatus": status::agent_status(&cluster, left, &now())}});
+        self.members
+            .patch_status(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .context("write the heartbeat")?;
+        let seconds = cluster.pointer("/spec/heartbeatPeriodSeconds").and_then(Value::as_u64);
+        Ok(Some(Duration::from_secs(seconds.filter(|s| *s > 0).unwrap_or(DEFAULT_HEARTBEAT_SECONDS))))
+    }
+}
