@@ -20,6 +20,8 @@ struct Scheduled {
     rebalanced: Option<String>,
     /// New bindings, not yet written: the rollout decides their first state.
     unwritten: BTreeSet<String>,
+    /// Whether scheduling wrote a snapshot or a binding.
+    moved: bool,
 }
 
 /// What the rollout decided for a placement.
@@ -29,6 +31,8 @@ struct Rollout {
     blockers: Vec<String>,
     /// How far each placed cluster got with its Work.
     work_states: BTreeMap<String, WorkState>,
+    /// Whether the rollout bound, moved or removed a binding.
+    moved: bool,
 }
 
 /// What the Works of a placement came to.
@@ -38,6 +42,16 @@ struct Placed {
     override_failures: BTreeMap<String, String>,
     /// Clusters with a Work, and whether an override changed it.
     overridden: BTreeMap<String, bool>,
+    /// Whether a Work was written.
+    moved: bool,
+}
+
+/// The bindings scheduling keeps, adds and drops.
+struct Kept {
+    /// New bindings, not yet written.
+    unwritten: BTreeSet<String>,
+    /// Whether a binding was written.
+    moved: bool,
 }
 
 impl Hub<'_> {
@@ -50,17 +64,17 @@ impl Hub<'_> {
         group: &mut Group,
         selection: &mut Selection,
     ) -> anyhow::Result<bool> {
-        let mut moved = false;
-        let Some(scheduled) = self.schedule(crp, shared, group, selection, &mut moved).await? else {
+        let Some(scheduled) = self.schedule(crp, shared, group, selection).await? else {
             return Ok(false);
         };
-        let mut rollout = self.roll(crp, shared.now, group, selection, &scheduled, &mut moved).await?;
-        let placed = self.write_works(crp, shared, group, &scheduled, &mut rollout.work_states, &mut moved).await?;
+        let mut rollout = self.roll(crp, shared.now, group, selection, &scheduled).await?;
+        let placed = self.write_works(crp, shared, group, &scheduled, &mut rollout.work_states).await?;
         self.remove_stale_works(&group.bindings, &mut group.works).await?;
         self.write_statuses(crp, group, &scheduled, &rollout, &placed).await?;
         // Another pass can only help when the strategy held bindings back and this pass
         // changed what it counts; anything else waits on a change that wakes the
         // placement by itself (a Work's status, a member, the placement, its resources).
+        let moved = scheduled.moved || rollout.moved || placed.moved;
         Ok(moved && !rollout.plan.blocked.is_empty())
     }
 
@@ -73,7 +87,6 @@ impl Hub<'_> {
         shared: &Shared<'_>,
         group: &mut Group,
         selection: &mut Selection,
-        moved: &mut bool,
     ) -> anyhow::Result<Option<Scheduled>> {
         let (members, now) = (shared.members, shared.now);
         let name = meta::name(crp).unwrap_or_default().to_string();
@@ -93,10 +106,9 @@ impl Hub<'_> {
             return Ok(None);
         }
         let (Ok(objects), Ok(framework_policy)) = (selected, framework_policy) else { unreachable!("checked above") };
-        let (resource_snapshot, resource_index, created) = self.resource_snapshot(crp, &objects, group).await?;
-        *moved |= created;
-        let (policy_snapshot, created) = self.policy_snapshot(crp, group).await?;
-        *moved |= created;
+        let (resource_snapshot, resource_index, resource_created) =
+            self.resource_snapshot(crp, &objects, group).await?;
+        let (policy_snapshot, policy_created) = self.policy_snapshot(crp, group).await?;
         let policy_snapshot_name = meta::name(&policy_snapshot).unwrap_or_default().to_string();
 
         // Scheduling: the framework over the members, sticky to the live bindings.
@@ -133,7 +145,7 @@ impl Hub<'_> {
         pacing::write(self.shard, &self.rows.placements, crp, self.cluster, moves, None).await?;
         let held = paced.held_report();
         let decision = paced.decision;
-        let unwritten = self.keep_bindings(crp, group, &decision, &policy_snapshot_name, moved).await?;
+        let kept = self.keep_bindings(crp, group, &decision, &policy_snapshot_name).await?;
         Ok(Some(Scheduled {
             objects,
             snapshot_name: meta::name(&resource_snapshot).unwrap_or_default().to_string(),
@@ -143,7 +155,8 @@ impl Hub<'_> {
             held,
             resume_at: paced.resume_at,
             rebalanced: paced.rebalanced,
-            unwritten,
+            unwritten: kept.unwritten,
+            moved: resource_created || policy_created || kept.moved,
         }))
     }
 
@@ -156,10 +169,10 @@ impl Hub<'_> {
         group: &mut Group,
         decision: &placement::Decision,
         policy_snapshot_name: &str,
-        moved: &mut bool,
-    ) -> anyhow::Result<BTreeSet<String>> {
+    ) -> anyhow::Result<Kept> {
         let name = meta::name(crp).unwrap_or_default();
         let mut unwritten: BTreeSet<String> = BTreeSet::new();
+        let mut moved = false;
         for cluster in &decision.desired {
             let cluster_decision = cluster_decision(cluster, decision, true);
             let existing = group.bindings.iter().find(|b| target_of(b).as_deref() == Some(cluster.as_str()));
@@ -192,7 +205,7 @@ impl Hub<'_> {
                             })
                             .await?;
                         keep(&mut group.bindings, updated);
-                        *moved = true;
+                        moved = true;
                     }
                 }
                 None => {
@@ -216,7 +229,7 @@ impl Hub<'_> {
                     });
                     group.bindings.push(binding);
                     unwritten.insert(binding_name);
-                    *moved = true;
+                    moved = true;
                 }
             }
         }
@@ -239,9 +252,9 @@ impl Hub<'_> {
                 })
                 .await?;
             keep(&mut group.bindings, updated);
-            *moved = true;
+            moved = true;
         }
-        Ok(unwritten)
+        Ok(Kept { unwritten, moved })
     }
 
     /// The rollout's part: which bindings become Bound to the latest snapshot (new ones
@@ -254,7 +267,6 @@ impl Hub<'_> {
         group: &mut Group,
         selection: &mut Selection,
         scheduled: &Scheduled,
-        moved: &mut bool,
     ) -> anyhow::Result<Rollout> {
         let name = meta::name(crp).unwrap_or_default();
         let (snapshot_name, unwritten) = (&scheduled.snapshot_name, &scheduled.unwritten);
@@ -358,6 +370,7 @@ impl Hub<'_> {
         if let Some(written) = written {
             keep(&mut group.policy_snapshots, written);
         }
+        let mut moved = false;
         for binding_name in plan.bind.iter().chain(&plan.update).filter(|b| !unwritten.contains(*b)) {
             let updated = self
                 .update(&self.rows.bindings, None, binding_name, None, |old| {
@@ -368,14 +381,14 @@ impl Hub<'_> {
                 })
                 .await?;
             keep(&mut group.bindings, updated);
-            *moved = true;
+            moved = true;
         }
         for binding_name in &plan.remove {
             self.delete(&self.rows.bindings, None, binding_name).await?;
             group.bindings.retain(|b| meta::name(b) != Some(binding_name.as_str()));
-            *moved = true;
+            moved = true;
         }
-        Ok(Rollout { plan, blockers, work_states })
+        Ok(Rollout { plan, blockers, work_states, moved })
     }
 
     /// The work generator's part: what each placed cluster gets now, its overrides
@@ -387,7 +400,6 @@ impl Hub<'_> {
         group: &mut Group,
         scheduled: &Scheduled,
         work_states: &mut BTreeMap<String, WorkState>,
-        moved: &mut bool,
     ) -> anyhow::Result<Placed> {
         let mut placed = Placed::default();
         let bound: Vec<Value> = group
@@ -433,7 +445,7 @@ impl Hub<'_> {
         for (cluster, (state, written)) in futures::future::try_join_all(writes).await? {
             if let Some(work) = written {
                 keep_work(&mut group.works, work);
-                *moved = true;
+                placed.moved = true;
             }
             work_states.insert(cluster, state);
         }
