@@ -192,6 +192,32 @@ pub struct Swap {
     pub out: Option<String>,
     /// The cluster that replaces it.
     pub into: Option<String>,
+    /// Why the change is wanted.
+    pub cause: Cause,
+}
+
+/// Why a voluntary change is wanted: what a held change waits to do, told apart so that
+/// a placement holding a move off a tainted member does not say a score moved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// The leaving cluster still qualifies; the newcomer ranks higher (a score moved, or
+    /// a better cluster joined or recovered).
+    Outranked,
+    /// The leaving cluster would not be picked again (a NoSchedule taint, a member that
+    /// takes nothing new, a required term it now fails), kept so far only because current
+    /// decisions are sticky; with the filter's reason.
+    NoLongerQualifies(String),
+}
+
+impl Cause {
+    /// The cause of `out` leaving, as `fresh` (the decision that reconsiders current
+    /// clusters) sees it.
+    fn of(out: &str, fresh: &Decision) -> Cause {
+        match fresh.report(out) {
+            Some(report) if report.outcome == Outcome::Rejected => Cause::NoLongerQualifies(report.reason.clone()),
+            _ => Cause::Outranked,
+        }
+    }
 }
 
 /// What holds back a paced decision's voluntary changes.
@@ -203,6 +229,14 @@ pub enum Hold {
     Budget,
 }
 
+/// The held condition's reason when the budget holds changes, whatever their cause.
+pub const BUDGET_REASON: &str = "DisruptionBudgetExhausted";
+/// The reason when damping holds changes that are all rankings (scores) moving.
+pub const SCORE_DAMPED_REASON: &str = "ScoreChangeDamped";
+/// The reason when damping holds a move off a cluster that no longer qualifies (tainted,
+/// silent, failing a required term): this interval's round of moves was made already.
+pub const RESCHEDULE_DAMPED_REASON: &str = "ReschedulingDamped";
+
 /// The condition type (Atoll's) in which a placement of either dialect says that
 /// voluntary changes wait: True while some do, absent when none do.
 pub const HELD_CONDITION: &str = "PlacementChangesHeld";
@@ -210,7 +244,7 @@ pub const HELD_CONDITION: &str = "PlacementChangesHeld";
 /// The reason and message of a placement's [`HELD_CONDITION`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Held {
-    /// `DisruptionBudgetExhausted` or `ScoreChangeDamped`.
+    /// [`BUDGET_REASON`], [`SCORE_DAMPED_REASON`] or [`RESCHEDULE_DAMPED_REASON`].
     pub reason: &'static str,
     /// How many changes wait, why, from when, and each as `leaving -> joining`.
     pub message: String,
@@ -264,7 +298,7 @@ pub fn decide(
         if changed > 0 {
             history.0.push((now, changed));
         }
-        let moved = swaps(&decision.bind.remove, &decision.bind.add);
+        let moved = swaps(&decision.bind.remove, &decision.bind.add, &decision);
         let rebalanced = Some(request.clone());
         return Ok(Paced { decision, moves: history, moved, held: vec![], hold: None, resume_at: None, rebalanced });
     }
@@ -288,12 +322,15 @@ pub fn decide(
     Ok(pace(sticky, &ideal, &Inputs { policy, candidates, state, pacing, moves }))
 }
 
-fn swaps(outs: &[String], ins: &[String]) -> Vec<Swap> {
+fn swaps(outs: &[String], ins: &[String], fresh: &Decision) -> Vec<Swap> {
     let mut outs = outs.iter().cloned();
     let mut ins = ins.iter().cloned();
     std::iter::from_fn(|| match (outs.next(), ins.next()) {
         (None, None) => None,
-        (out, into) => Some(Swap { out, into }),
+        (out, into) => {
+            let cause = out.as_deref().map_or(Cause::Outranked, |out| Cause::of(out, fresh));
+            Some(Swap { out, into, cause })
+        }
     })
     .collect()
 }
@@ -362,20 +399,25 @@ fn pace(mut sticky: Decision, ideal: &Decision, inputs: &Inputs<'_>) -> Paced {
     let mut ins: Vec<&str> =
         ideal.desired.iter().map(String::as_str).filter(|n| !in_sticky.contains(n) && !current.contains(n)).collect();
     let domains = inputs.domains(outs.iter().chain(&ins).copied());
+    let swap = |out: &str, into: Option<&str>| Swap {
+        out: Some(out.to_string()),
+        into: into.map(str::to_string),
+        cause: Cause::of(out, ideal),
+    };
     let mut same = Vec::new();
     let mut unpaired = Vec::new();
     for out in outs {
         match ins.iter().position(|i| domains[i] == domains[out]) {
-            Some(at) => same.push(Swap { out: Some(out.to_string()), into: Some(ins.remove(at).to_string()) }),
+            Some(at) => same.push(swap(out, Some(ins.remove(at)))),
             None => unpaired.push(out),
         }
     }
     let mut cross = Vec::new();
     for out in unpaired {
         if !ins.is_empty() {
-            cross.push(Swap { out: Some(out.to_string()), into: Some(ins.remove(0).to_string()) });
+            cross.push(swap(out, Some(ins.remove(0))));
         } else if !matches!(inputs.policy.number, Number::N(_)) {
-            cross.push(Swap { out: Some(out.to_string()), into: None });
+            cross.push(swap(out, None));
         }
     }
     let adds: Vec<String> = ins.iter().map(|n| n.to_string()).collect();
@@ -424,13 +466,12 @@ fn pace(mut sticky: Decision, ideal: &Decision, inputs: &Inputs<'_>) -> Paced {
     for swap in &moved {
         let Some(out) = &swap.out else { continue };
         let Some(i) = report_of(&sticky.clusters, out) else { continue };
-        let rejected = ideal.report(out).filter(|r| r.outcome == Outcome::Rejected);
         let report = &mut sticky.clusters[i];
         report.outcome = Outcome::NotPicked;
-        report.reason = match (rejected, &swap.into) {
-            (Some(ideal_report), _) => format!("rescheduled: {}", ideal_report.reason),
-            (None, Some(into)) => format!("rescheduled: replaced by {into}, which ranks higher"),
-            (None, None) => "rescheduled: no longer among the picked".to_string(),
+        report.reason = match (&swap.cause, &swap.into) {
+            (Cause::NoLongerQualifies(why), _) => format!("rescheduled: {why}"),
+            (Cause::Outranked, Some(into)) => format!("rescheduled: replaced by {into}, which ranks higher"),
+            (Cause::Outranked, None) => "rescheduled: no longer among the picked".to_string(),
         };
     }
     let cause = match pacing.budget {
@@ -463,24 +504,38 @@ fn pace(mut sticky: Decision, ideal: &Decision, inputs: &Inputs<'_>) -> Paced {
     Paced { decision: sticky, moves: history, moved, held, hold, resume_at, rebalanced: None }
 }
 
+impl Swap {
+    /// `leaving -> joining (why)`, as a held condition names it.
+    fn describe(&self) -> String {
+        let change = match (&self.out, &self.into) {
+            (Some(out), Some(into)) => format!("{out} -> {into}"),
+            (Some(out), None) => format!("{out} leaves"),
+            (None, Some(into)) => format!("{into} joins"),
+            (None, None) => String::new(),
+        };
+        match (&self.cause, &self.out, &self.into) {
+            (Cause::NoLongerQualifies(why), Some(out), _) => format!("{change} ({out} no longer qualifies: {why})"),
+            (Cause::Outranked, Some(_), Some(into)) => format!("{change} ({into} ranks higher)"),
+            _ => change,
+        }
+    }
+}
+
 impl Paced {
     /// What the placement's [`HELD_CONDITION`] says, when changes are held: a placement
-    /// that waits says so, naming what waits and from when, rather than looking settled.
+    /// that waits says so, naming what waits, why it is wanted, what holds it and from
+    /// when, rather than looking settled. The reason tells a budget from damping, and,
+    /// under damping, moves off clusters that no longer qualify from score changes.
     pub fn held_report(&self) -> Option<Held> {
         let hold = self.hold.filter(|_| !self.held.is_empty())?;
-        let swaps: Vec<String> = self
-            .held
-            .iter()
-            .map(|swap| match (&swap.out, &swap.into) {
-                (Some(out), Some(into)) => format!("{out} -> {into}"),
-                (Some(out), None) => format!("{out} leaves"),
-                (None, Some(into)) => format!("{into} joins"),
-                (None, None) => String::new(),
-            })
-            .collect();
-        let (reason, why) = match hold {
-            Hold::Budget => ("DisruptionBudgetExhausted", "the disruption budget"),
-            Hold::Damping => ("ScoreChangeDamped", "damping (one round of moves per interval)"),
+        let swaps: Vec<String> = self.held.iter().map(Swap::describe).collect();
+        let rescheduling = self.held.iter().any(|s| matches!(s.cause, Cause::NoLongerQualifies(_)));
+        let (reason, why) = match (hold, rescheduling) {
+            (Hold::Budget, _) => (BUDGET_REASON, "the disruption budget"),
+            (Hold::Damping, false) => (SCORE_DAMPED_REASON, "damping (one round of moves per interval)"),
+            (Hold::Damping, true) => {
+                (RESCHEDULE_DAMPED_REASON, "the interval between rounds of moves (this interval's round was made)")
+            }
         };
         let when = self.resume_at.map_or_else(|| "when the budget allows".to_string(), |at| format!("from {at}"));
         let message = format!("{} change(s) held by {why}, {when}: {}", self.held.len(), swaps.join(", "));

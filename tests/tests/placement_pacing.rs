@@ -228,9 +228,14 @@ async fn fleet_rescheduling_moves_to_a_recovered_member_and_off_a_tainted_one_on
     let held = wait_json(kubectl, &["clusterresourceplacement", "mobile"], "the held move reported", |p| {
         condition(p, "PlacementChangesHeld").is_some_and(|c| c["status"] == "True")
     });
+    // Held by the interval, wanted because gold no longer qualifies: no score moved.
     let reported = condition(&held, "PlacementChangesHeld").unwrap();
-    assert_eq!(reported["reason"], "ScoreChangeDamped", "{reported}");
-    assert!(reported["message"].as_str().unwrap().contains("gold -> bronze"), "{reported}");
+    assert_eq!(reported["reason"], "ReschedulingDamped", "{reported}");
+    let message = reported["message"].as_str().unwrap();
+    assert!(
+        message.contains("gold -> bronze (gold no longer qualifies: rejected by TaintToleration: taint maintenance"),
+        "{reported}"
+    );
     let still = kubectl().args(["get", "clusterresourcebindings", "-o", "json"]).ok().json().unwrap();
     assert_eq!(placed(&still, "mobile"), set(&["gold"]), "a held move is not made");
     kubectl().args(["annotate", "clusterresourceplacement", "mobile", "placement.atoll.io/rebalance=now"]).ok();
@@ -298,7 +303,11 @@ async fn fleet_rescheduling_moves_off_a_silent_member_within_the_budget_and_wait
     });
     let reported = condition(&held, "PlacementChangesHeld").unwrap();
     assert_eq!(reported["reason"], "DisruptionBudgetExhausted", "{reported}");
-    assert!(reported["message"].as_str().unwrap().contains("gold -> bronze"), "{reported}");
+    let message = reported["message"].as_str().unwrap();
+    assert!(
+        message.contains("gold -> bronze (gold no longer qualifies: rejected by Schedulable: unschedulable"),
+        "{reported}"
+    );
     let now = kubectl().args(["get", "clusterresourcebindings", "-o", "json"]).ok().json().unwrap();
     assert_eq!(placed(&now, "frozen"), set(&["gold"]), "a budget of no change holds the move");
     assert_eq!(placed(&now, "sticky"), set(&["gold"]), "a sticky placement keeps the silent member");
@@ -313,7 +322,9 @@ async fn fleet_rescheduling_moves_off_a_silent_member_within_the_budget_and_wait
         condition(p, "PlacementChangesHeld")
             .is_some_and(|c| c["message"].as_str().unwrap_or_default().contains("bronze -> gold"))
     });
-    assert_eq!(condition(&back, "PlacementChangesHeld").unwrap()["reason"], "ScoreChangeDamped");
+    let reported = condition(&back, "PlacementChangesHeld").unwrap();
+    assert_eq!(reported["reason"], "ScoreChangeDamped", "{reported}");
+    assert!(reported["message"].as_str().unwrap().contains("bronze -> gold (gold ranks higher)"), "{reported}");
     wait_json(kubectl, &["clusterresourceplacement", "frozen"], "frozen holds nothing once gold is back", |p| {
         condition(p, "PlacementChangesHeld").is_none()
     });

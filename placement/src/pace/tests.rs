@@ -3,7 +3,7 @@ use std::collections::BTreeMap;
 use jiff::{SignedDuration, Timestamp};
 
 use super::{
-    decide, Hold, Limit, Moves, Pacing, Swap, BUDGET_ANNOTATION, HELD_CONDITION, REBALANCED_ANNOTATION,
+    decide, Cause, Hold, Limit, Moves, Pacing, Swap, BUDGET_ANNOTATION, HELD_CONDITION, REBALANCED_ANNOTATION,
     REBALANCE_ANNOTATION,
 };
 use crate::candidate::{AddOnScores, Candidate, Taint, TaintEffect};
@@ -13,6 +13,11 @@ use crate::profile::Profile;
 
 fn at(seconds: i64) -> Timestamp {
     "2026-11-27T12:00:00Z".parse::<Timestamp>().expect("timestamp") + SignedDuration::from_secs(seconds)
+}
+
+/// A swap wanted because `into` ranks higher than `out`, which still qualifies.
+fn outranked(out: &str, into: &str) -> Swap {
+    Swap { out: Some(out.into()), into: Some(into.into()), cause: Cause::Outranked }
 }
 
 fn names(list: &[&str]) -> Vec<String> {
@@ -126,7 +131,7 @@ fn score_changes_move_an_ocm_decision_at_most_once_per_interval() {
     )
     .expect("decision");
     assert_eq!(second.decision.desired, names(&["b"]));
-    assert_eq!(second.moved, vec![Swap { out: Some("a".into()), into: Some("b".into()) }]);
+    assert_eq!(second.moved, vec![outranked("a", "b")]);
     assert_eq!(second.decision.bind.remove, names(&["a"]));
     assert_eq!(second.moves, Moves(vec![(at(10), 1)]));
 
@@ -135,7 +140,11 @@ fn score_changes_move_an_ocm_decision_at_most_once_per_interval() {
     let third = decide(&profile, &policy, &churn, &state(at(30), &["b"]), &pacing, &second.moves).expect("decision");
     assert_eq!(third.decision.desired, names(&["b"]));
     assert!(third.decision.bind.add.is_empty() && third.decision.bind.remove.is_empty());
-    assert_eq!(third.held, vec![Swap { out: Some("b".into()), into: Some("c".into()) }]);
+    assert_eq!(third.held, vec![outranked("b", "c")]);
+    let report = third.held_report().expect("the change is held");
+    assert_eq!(report.reason, super::SCORE_DAMPED_REASON);
+    assert!(report.message.starts_with("1 change(s) held by damping"), "{}", report.message);
+    assert!(report.message.ends_with(": b -> c (c ranks higher)"), "{}", report.message);
     assert_eq!(third.decision.requeue_at, Some(at(70)));
     let b = third.decision.report("b").expect("b reported");
     assert!(b.reason.contains("to be replaced by c"), "{}", b.reason);
@@ -177,8 +186,8 @@ fn a_disruption_budget_limits_voluntary_changes_per_window() {
         decide(&profile, &policy, &candidates, &state(at(0), &current), &pacing, &Moves::default()).expect("decision");
     assert_eq!(paced.moved.len(), 2);
     assert_eq!(paced.held.len(), 6);
-    assert_eq!(paced.moved[0], Swap { out: Some("old-0".into()), into: Some("new-7".into()) });
-    assert_eq!(paced.moved[1], Swap { out: Some("old-1".into()), into: Some("new-6".into()) });
+    assert_eq!(paced.moved[0], outranked("old-0", "new-7"));
+    assert_eq!(paced.moved[1], outranked("old-1", "new-6"));
     assert_eq!(paced.decision.desired.len(), 8);
     assert_eq!(paced.decision.bind.add, names(&["new-6", "new-7"]));
     assert_eq!(paced.decision.requeue_at, Some(at(300)));
@@ -269,6 +278,18 @@ fn fleet_moves_only_when_rescheduling_is_enabled() {
     let held =
         decide(&profile, &policy, &candidates, &state(at(10), &["gold-1"]), &opted, &moved.moves).expect("decision");
     assert_eq!(held.decision.desired, names(&["gold-1"]), "damped: moved 10 s ago");
+    // The placement says the move waits for the interval, and that it is wanted because
+    // gold-1 no longer qualifies, not because a score moved.
+    let report = held.held_report().expect("the move is held");
+    assert_eq!(report.reason, super::RESCHEDULE_DAMPED_REASON);
+    assert!(!report.message.contains("damping"), "{}", report.message);
+    assert!(
+        report
+            .message
+            .contains("gold-1 -> bronze-1 (gold-1 no longer qualifies: rejected by TaintToleration: taint maintenance"),
+        "{}",
+        report.message
+    );
     let later =
         decide(&profile, &policy, &candidates, &state(at(61), &["gold-1"]), &opted, &held.moves).expect("decision");
     assert_eq!(later.decision.desired, names(&["bronze-1"]));
@@ -290,13 +311,16 @@ fn a_member_that_takes_nothing_new_is_left_only_when_rescheduling_and_within_bud
     let opted = Pacing { reschedule: true, ..damping(60) };
     let moved = decide(&profile, &policy, &candidates, &current, &opted, &Moves::default()).expect("decision");
     assert_eq!(moved.decision.desired, names(&["bronze-1"]));
-    assert_eq!(moved.moved, vec![Swap { out: Some("gold-1".into()), into: Some("bronze-1".into()) }]);
+    let silent = Cause::NoLongerQualifies("rejected by Schedulable: unschedulable: takes no new workloads".into());
+    let wanted = Swap { out: Some("gold-1".into()), into: Some("bronze-1".into()), cause: silent };
+    assert_eq!(moved.moved, vec![wanted]);
     let frozen = Pacing { budget: Some(Limit::Count(0)), ..opted.clone() };
     let held = decide(&profile, &policy, &candidates, &current, &frozen, &Moves::default()).expect("decision");
     assert_eq!(held.decision.desired, names(&["gold-1"]));
     let report = held.held_report().expect("the move is held");
     assert_eq!(report.reason, "DisruptionBudgetExhausted");
-    assert!(report.message.ends_with(": gold-1 -> bronze-1"), "{}", report.message);
+    let why = ": gold-1 -> bronze-1 (gold-1 no longer qualifies: rejected by Schedulable: unschedulable: takes no new workloads)";
+    assert!(report.message.ends_with(why), "{}", report.message);
     // Nobody else takes it while it takes nothing new.
     let fresh =
         decide(&profile, &policy, &candidates, &state(at(0), &[]), &opted, &Moves::default()).expect("decision");
@@ -467,7 +491,7 @@ fn forced_and_voluntary_changes_together() {
     let mut desired = paced.decision.desired.clone();
     desired.sort();
     assert_eq!(desired, names(&["b", "c"]), "a replaced at once by the best, b kept for now");
-    assert_eq!(paced.held, vec![Swap { out: Some("b".into()), into: Some("d".into()) }]);
+    assert_eq!(paced.held, vec![outranked("b", "d")]);
 }
 
 /// Absurd annotations neither panic nor stop decisions: an interval beyond a week is
