@@ -12,9 +12,12 @@
 //!   new value;
 //! - PickN with preferred affinity picks the preferred members, scales up keeping them
 //!   and down to the best-scored;
+//! - the hub refuses, as KubeFleet's webhook does, a placement whose fields do not fit
+//!   its type, a changed placement type and a removed toleration (422, naming the field);
 //! - a member whose agent dies gets no new placement after the heartbeat timeout, keeps
 //!   what it had, and is picked again once its agent is back.
 
+use base64::Engine;
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::watcher;
@@ -145,6 +148,11 @@ async fn fleet_places_rolls_out_scales_and_survives_a_silent_member() {
     assert_eq!(latest[0]["metadata"]["name"], "app-0-snapshot");
     let policy = kubectl().args(["get", "csps", "app-0", "-o", "json"]).ok().json().unwrap();
     assert!(is_true(&policy, "Scheduled"), "{policy}");
+    // KubeFleet's policyHash: bytes (base64 in JSON) of the hex SHA-256 of the policy's JSON.
+    let hash = policy["spec"]["policyHash"].as_str().unwrap_or_default();
+    let hex = base64::engine::general_purpose::STANDARD.decode(hash).expect("policyHash is base64");
+    assert_eq!(hex.len(), 64, "{policy}");
+    assert!(hex.iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b)), "{policy}");
 
     // A rolling update. A watch of the bindings sees every change in commit order; each
     // time a binding moves to the new snapshot, every other binding already moved must be
@@ -243,6 +251,28 @@ async fn fleet_places_rolls_out_scales_and_survives_a_silent_member() {
         wait_json(kubectl, &["clusterresourcebindings"], "west scales to one", |l| placed(l, "west").len() == 1);
     let one = placed(&bindings, "west");
     assert!(one.contains("m3") || one.contains("m4"), "scaling down keeps a best-scored pick: {one:?}");
+
+    // What KubeFleet's webhook refuses, refused with the field to fix: tolerations may be
+    // added but not removed, the placement type is fixed, fields must fit the type.
+    let patch = |patch: Value| kubectl().args(["patch", "crp", "west", "--type=merge", "-p", &patch.to_string()]);
+    patch(json!({"spec": {"policy": {"tolerations": [{"key": "maintenance", "operator": "Exists"}]}}})).ok();
+    let refused = patch(json!({"spec": {"policy": {"tolerations": null}}})).fails();
+    let removed = "spec.policy.tolerations: Forbidden: tolerations have been updated/deleted, only additions";
+    assert!(refused.stderr.contains(removed), "{}", refused.stderr);
+    assert!(refused.stderr.contains("\"maintenance\""), "names the missing toleration: {}", refused.stderr);
+    let refused = patch(json!({"spec": {"policy": {"placementType": "PickAll", "numberOfClusters": null}}})).fails();
+    let retyped = "spec.policy.placementType: Invalid value: \"PickAll\": placement type is immutable (it is PickN)";
+    assert!(refused.stderr.contains(retyped), "{}", refused.stderr);
+    let west = kubectl().args(["get", "crp", "west", "-o", "json"]).ok().json().unwrap();
+    assert_eq!(west["spec"]["policy"]["placementType"], "PickN", "{west}");
+    assert_eq!(west["spec"]["policy"]["tolerations"][0]["operator"], "Exists", "{west}");
+    let misfit = json!({"apiVersion": "placement.kubernetes-fleet.io/v1", "kind": "ClusterResourcePlacement",
+        "metadata": {"name": "misfit"},
+        "spec": {"resourceSelectors": [{"group": "", "version": "v1", "kind": "Namespace", "name": "app"}],
+            "policy": {"placementType": "PickFixed", "clusterNames": ["m1"], "numberOfClusters": 1}}});
+    let refused = kubectl().args(["create", "-f", "-"]).stdin(misfit.to_string()).fails();
+    assert!(refused.stderr.contains("spec.policy.numberOfClusters: Forbidden"), "{}", refused.stderr);
+    assert!(!kubectl().args(["get", "crp", "misfit"]).run().success(), "a refused placement is not stored");
     let short = json!({"apiVersion": "placement.kubernetes-fleet.io/v1", "kind": "ClusterResourcePlacement",
         "metadata": {"name": "too-many"},
         "spec": {"resourceSelectors": [{"group": "", "version": "v1", "kind": "Namespace", "name": "app"}],

@@ -75,6 +75,19 @@ pub fn all() -> Vec<Value> {
             "selectionScope": {"type": "string", "enum": ["NamespaceOnly", "NamespaceWithResources"]},
         },
     });
+    // KubeFleet's Toleration: the operator defaults to Equal, NoSchedule is the one effect.
+    let toleration = json!({"type": "object", "properties": {
+        "key": string(),
+        "operator": {"type": "string", "enum": ["Equal", "Exists"], "default": "Equal"},
+        "value": string(),
+        "effect": {"type": "string", "enum": ["NoSchedule"]},
+    }});
+    // KubeFleet's defaults; what else a constraint holds is checked with the placement.
+    let spread = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {
+        "maxSkew": {"type": "integer", "format": "int32", "default": 1},
+        "topologyKey": string(),
+        "whenUnsatisfiable": {"type": "string", "default": "DoNotSchedule"},
+    }});
     let rolling = json!({"type": "object", "default": {}, "properties": {
         "maxUnavailable": int_or_string("25%"),
         "maxSurge": int_or_string("25%"),
@@ -105,8 +118,8 @@ pub fn all() -> Vec<Value> {
                     "clusterNames": {"type": "array", "maxItems": 100, "items": string()},
                     "numberOfClusters": {"type": "integer", "format": "int32", "minimum": 0},
                     "affinity": free(),
-                    "topologySpreadConstraints": list_of(free()),
-                    "tolerations": {"type": "array", "maxItems": 100, "items": free()},
+                    "topologySpreadConstraints": list_of(spread),
+                    "tolerations": {"type": "array", "maxItems": 100, "items": toleration},
                 }},
                 "strategy": {"type": "object", "default": {}, "properties": {
                     "type": {"type": "string", "enum": ["RollingUpdate"], "default": "RollingUpdate"},
@@ -134,7 +147,7 @@ pub fn all() -> Vec<Value> {
         ),
         json!([column("Gen", "string", ".metadata.generation"), age()]),
         json!({
-            "spec": {"type": "object", "properties": {"policy": free(), "policyHash": string()}},
+            "spec": {"type": "object", "properties": {"policy": free(), "policyHash": {"type": "string", "format": "byte"}}},
             "status": {"type": "object", "properties": {
                 "observedCRPGeneration": {"type": "integer", "format": "int64"},
                 "conditions": conditions(),

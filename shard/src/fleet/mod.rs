@@ -6,6 +6,7 @@
 //!
 //! - [`definitions`]: the kinds, as definitions in code.
 //! - [`policy`]: a placement's policy and a member as the framework sees them (pure).
+//! - [`policy_hash`]: a policy snapshot's `spec.policyHash`, as KubeFleet writes it (pure).
 //! - [`resources`]: what a placement selects, as members receive it; snapshots' hash and
 //!   split; overrides and envelopes (pure).
 //! - [`rollout`]: the rolling update's choices within maxUnavailable and maxSurge (pure).
@@ -15,6 +16,8 @@
 //! - `scope`: what a pass covers (triggers, rows, what members and placements last showed).
 //! - `hub`: one pass over a hub: snapshots, bindings, Works and statuses.
 //! - [`status`]: the conditions and statuses the hub writes (pure).
+//! - [`validate`]: what the hub refuses on a placement's create or update, as KubeFleet's
+//!   webhook refuses it (pure, behind the placements' strategy).
 
 pub mod controller;
 pub mod definitions;
@@ -23,12 +26,15 @@ pub mod leave;
 pub mod member_events;
 pub mod placement_events;
 pub mod policy;
+pub mod policy_hash;
 pub mod resources;
 pub mod rollout;
 mod scope;
 pub mod status;
+pub mod validate;
 
 use apiserver::registry::Registry;
+use std::sync::Arc;
 
 /// Fleet's cluster API group (MemberCluster).
 pub const CLUSTER_GROUP: &str = "cluster.kubernetes-fleet.io";
@@ -68,7 +74,10 @@ pub const FLEET_RESOURCE_LABEL: &str = "kubernetes-fleet.io/is-fleet-resource";
 /// Label on a member's reserved namespace naming the member.
 pub const MEMBER_NAME_LABEL: &str = "kubernetes-fleet.io/member-name";
 
-/// Adds the Fleet rows.
+/// Adds the Fleet rows; placements are checked as KubeFleet's webhook checks them.
 pub fn register(registry: &mut Registry) {
     crate::crd::in_code::register(registry, &definitions::all());
+    let custom = crate::crd::strategy::CustomResource { defined_in_code: true };
+    let placements = Arc::new(validate::PlacementStrategy(custom));
+    registry.set_strategy(PLACEMENT_GROUP, "clusterresourceplacements", placements);
 }

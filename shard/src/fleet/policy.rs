@@ -1,14 +1,12 @@
 //! From Fleet's objects to the scheduling framework's inputs, pure: a
 //! ClusterResourcePlacement's `spec.policy` becomes a [`placement::Policy`], a
 //! MemberCluster a [`placement::Candidate`] (eligible as KubeFleet's scheduler judges it:
-//! not leaving, its member agent joined and heard from recently), and the policy's hash
-//! decides when a new ClusterSchedulingPolicySnapshot is due.
+//! not leaving, its member agent joined and heard from recently).
 
 use placement::{Candidate, Number, Policy, PreferredTerm, Quantity, SelectorTerm, SpreadConstraint, Toleration};
 use protocol::meta;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::time::Duration;
 
 /// The placement type of a policy (`spec.policy.placementType`; no policy is PickAll).
@@ -112,17 +110,7 @@ pub fn policy(crp: &str, policy: Option<&Value>) -> Result<Policy, String> {
     Ok(out)
 }
 
-/// The hash that tells one scheduling policy from another: lowercase hex SHA-256 of the
-/// policy's JSON without `numberOfClusters` (scaling updates the latest snapshot's
-/// annotation instead of making a new snapshot, as in KubeFleet).
-pub fn hash(policy: Option<&Value>) -> String {
-    let mut policy = policy.cloned().unwrap_or_else(|| serde_json::json!({"placementType": "PickAll"}));
-    if let Some(fields) = policy.as_object_mut() {
-        fields.remove("numberOfClusters");
-    }
-    hex(&Sha256::digest(serde_json::to_vec(&policy).unwrap_or_default()))
-}
-
+/// Lowercase hex of `bytes` (a digest).
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -354,13 +342,8 @@ mod tests {
     }
 
     #[test]
-    fn the_hash_ignores_the_number_of_clusters_only() {
-        let three = json!({"placementType": "PickN", "numberOfClusters": 3});
+    fn the_wanted_number_is_picks_or_names() {
         let five = json!({"placementType": "PickN", "numberOfClusters": 5});
-        let other = json!({"placementType": "PickN", "numberOfClusters": 3, "tolerations": [{"key": "k", "operator": "Exists"}]});
-        assert_eq!(hash(Some(&three)), hash(Some(&five)));
-        assert_ne!(hash(Some(&three)), hash(Some(&other)));
-        assert_eq!(hash(None).len(), 64);
         assert_eq!(wanted(Some(&five)), Some(5));
         assert_eq!(wanted(None), None);
     }

@@ -119,7 +119,7 @@ impl Hub<'_> {
     pub(super) async fn policy_snapshot(&self, crp: &Value, group: &mut Group) -> anyhow::Result<(Value, bool)> {
         let name = meta::name(crp).unwrap_or_default();
         let policy = crp.pointer("/spec/policy");
-        let hash = fleet_policy::hash(policy);
+        let hash = super::super::policy_hash::hash(policy);
         let generation = meta::generation(crp).to_string();
         let number = match PlacementType::of(policy) {
             PlacementType::PickN => fleet_policy::wanted(policy).map(|n| n.to_string()),
@@ -154,7 +154,7 @@ impl Hub<'_> {
         if let Some(number) = number {
             annotations[NUMBER_OF_CLUSTERS_ANNOTATION] = json!(number);
         }
-        let snapshot = json!({
+        let mut snapshot = json!({
             "apiVersion": format!("{PLACEMENT_GROUP}/v1"),
             "kind": "ClusterSchedulingPolicySnapshot",
             "metadata": {
@@ -163,8 +163,12 @@ impl Hub<'_> {
                 "annotations": annotations,
                 "ownerReferences": [owner("ClusterResourcePlacement", crp)],
             },
-            "spec": {"policy": policy.cloned().unwrap_or(json!({"placementType": "PickAll"})), "policyHash": hash},
+            "spec": {"policyHash": hash},
         });
+        // No policy (PickAll) stays absent, as on KubeFleet's snapshots.
+        if let Some(policy) = policy {
+            snapshot["spec"]["policy"] = policy.clone();
+        }
         let created = self.create(&self.rows.policy_snapshots, snapshot).await?;
         keep(&mut group.policy_snapshots, created.clone());
         Ok((created, true))
