@@ -215,6 +215,36 @@ mod tests {
         );
     }
 
+    /// Golden values: each policy's `policyHash` as Go's encoding/json writes it for a
+    /// struct with KubeFleet's fields and tags (computed once with go1.19; a mismatch
+    /// means the hub would make snapshots a Fleet hub would not, or miss ones it would).
+    #[test]
+    fn the_hash_equals_gos() {
+        let cases = [
+            ("null", "NzQyMzRlOThhZmU3NDk4ZmI1ZGFmMWYzNmFjMmQ3OGFjYzMzOTQ2NGY5NTA3MDNiOGMwMTk4OTJmOTgyYjkwYg=="),
+            (
+                r#"{"placementType":"PickAll"}"#,
+                "OGNjNTdkZWU1OTY4NGZmODg3NjZlMjY5MzZjOGZiMTI1ZjRiZGUyMzRhMmJlYjVjNTRhZGVkNDU2OWRiMGQ1YQ==",
+            ),
+            (
+                r#"{"tolerations":[{"operator":"Exists","key":"k","value":""}],"affinity":{"clusterAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"preference":{"labelSelector":{"matchLabels":{"z":"1","a":"x&y<z>"}}},"weight":5}],"requiredDuringSchedulingIgnoredDuringExecution":{"clusterSelectorTerms":[{"propertySelector":{"matchExpressions":[{"values":["2"],"operator":"Ge","name":"n"}]}}]}}},"clusterNames":[],"placementType":"PickN","numberOfClusters":3,"unknown":true,"topologySpreadConstraints":[{"whenUnsatisfiable":"DoNotSchedule","topologyKey":"region","maxSkew":1}]}"#,
+                "M2MyYTM3MjY5Y2FiMDFlZGQwMDU1MTE1N2YzNDA4NjYzNDI2Mjg1ZTljNWEzYmY4ZWNlMDgxMDQwYjAzODQwYQ==",
+            ),
+            (
+                r#"{"placementType":"PickN","numberOfClusters":10,"affinity":{"clusterAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"clusterSelectorTerms":[{"labelSelector":{"matchExpressions":[{"key":"env","operator":"In","values":["prod"]}]}},{}]},"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":-20,"preference":{"propertySorter":{"name":"resources.kubernetes-fleet.io/available-cpu","sortOrder":"Descending"}}}]}},"tolerations":[{"key":"maintenance","operator":"Equal","value":"planned","effect":"NoSchedule"}]}"#,
+                "NDc1YzQzYjdjNTU4YzNiN2YzYjYwODZmNzUyMmJmMGM5MjIwYTFlMzcyNzFiMjI2M2FmODE2NTJiNWY3OGMwNQ==",
+            ),
+            (
+                r#"{"placementType":"PickFixed","clusterNames":["m1","m2"]}"#,
+                "YmI0MTA3MDRlOGI4NDRmNWMzYWRiOTgyODVlMmZiNzFiNGQ2Y2U5MmQwZmFmNGVlN2E2MDY0ZTQ3MjM1MjVjNQ==",
+            ),
+        ];
+        for (policy, go) in cases {
+            let policy: Value = serde_json::from_str(policy).unwrap();
+            assert_eq!(hash(Some(&policy).filter(|p| !p.is_null())), go, "{policy}");
+        }
+    }
+
     #[test]
     fn the_hash_ignores_the_number_of_clusters_and_the_spelling_only() {
         let three = json!({"placementType": "PickN", "numberOfClusters": 3, "tolerations": [{"key": "k", "operator": "Exists"}]});
