@@ -9,12 +9,18 @@ use protocol::cache::cache_client::CacheClient;
 use protocol::cache::{replicate_request, Batch, Change, Hello, ReplicateRequest, ReplicateResponse};
 use security::grpc::GrpcClient;
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
 use tonic::Streaming;
 
 /// Requests queued towards the HTTP/2 stream; the in-flight bound does the real limiting.
 const REQUESTS_BUFFER: usize = 8;
+
+/// How long a target may take to answer the Hello. TCP connect has its own timeout, but a
+/// target that accepts connections and never answers (a frozen process, a blackhole) would
+/// hold the TLS handshake or the Hello forever, and the sender would never fail over to
+/// the next target; HTTP/2 keep-alive only watches streams already open.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The sending half of a replication stream, with its window of unacknowledged batches.
 pub(crate) struct Link {
@@ -79,8 +85,14 @@ impl Link {
         // The session's span travels in the stream's metadata; each batch carries its own.
         let mut request = tonic::Request::new(stream);
         telemetry::propagation::inject_grpc(&tracing::Span::current(), request.metadata_mut());
-        let mut acks = target.replicate(request).await.context("open a replication stream")?.into_inner();
-        let answer = acks.message().await?.context("the target ended the stream without answering the Hello")?;
+        let opened = async {
+            let mut acks = target.replicate(request).await.context("open a replication stream")?.into_inner();
+            let answer = acks.message().await?.context("the target ended the stream without answering the Hello")?;
+            anyhow::Ok((acks, answer))
+        };
+        let (acks, answer) = tokio::time::timeout(HELLO_TIMEOUT, opened)
+            .await
+            .map_err(|_| anyhow::anyhow!("the target did not answer the Hello within {HELLO_TIMEOUT:?}"))??;
         let (metrics, to) = lag;
         let lag = Lag { metrics, to, pending: Mutex::default() };
         let link = Link { requests, window: watch::Sender::new(Window::default()), lag };
