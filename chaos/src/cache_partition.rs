@@ -9,6 +9,9 @@
 //!    `cache-a` while `cache-a` is split from the parent, root fails over to `cache-b`
 //!    (which then holds root's objects), root deletes an object `cache-a` still holds, and
 //!    only then does `cache-a` reach the parent again: it must not bring the object back;
+//!    then root's stream to `cache-b` is cut while `cache-a` accepts connections and never
+//!    answers (a blackhole, as a frozen cache does): root must give up on `cache-a` and
+//!    bring its next write to `cache-b`;
 //! 2. the seed's schedule takes turns ([`TURNS`]) through partitions of a shard from a
 //!    regional cache (connections refused, or a blackhole that holds them silent), kill -9
 //!    of a regional cache (restarted on its data dir and port), and splits of a regional
@@ -32,7 +35,7 @@ use tests::installation::{CacheHops, Installation, InstallationOptions};
 
 use crate::cache_faults::{self, role, role_id, CLUSTER_ROLES, REQUEST_TIMEOUT};
 use crate::check::check_all;
-use crate::history::{FailoverDelete, FaultTarget, FaultWindow};
+use crate::history::{FailoverDelete, FaultTarget, FaultWindow, SilentFailover};
 use crate::netproxy::{Direction, FaultProxy, NetFault};
 use crate::scenario::{self, Report, RunOptions};
 use crate::schedule::{self, Action, Step};
@@ -83,6 +86,10 @@ const CONVERGE: Duration = Duration::from_secs(60);
 /// How long one step of the script may wait for replication to show in a cache.
 const STEP_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long a write may take to reach the healthy cache while the other one is silent: a
+/// bound on a bug (a shard that waits on the silent cache forever), not a speed.
+const SILENT_BOUND: Duration = Duration::from_secs(45);
+
 /// How often caches are polled during the script.
 const POLL_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -113,13 +120,16 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
     let recorder = Recorder::new(options.seed, &options.scenario);
     let stop = Arc::new(AtomicBool::new(false));
     let writers = cache_faults::spawn_writers(&installation, options.seed, &stop).await?;
-    let script = failover_delete(&installation, &proxies, &recorder).await;
+    let script = match failover_delete(&installation, &proxies, &recorder).await {
+        Ok(delete) => silent_failover(&installation, &proxies, &recorder).await.map(|silent| (delete, silent)),
+        Err(error) => Err(error),
+    };
     let phase = match &script {
         Ok(_) => inject(&mut installation, &proxies, &steps, &recorder).await,
         Err(_) => Ok(()),
     };
     proxies.heal_all();
-    let failover = script?;
+    let (failover, silent) = script?;
     phase?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let mut tally = cache_faults::stop_writers(writers, &stop).await?;
@@ -129,6 +139,7 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
     let mut history = recorder.snapshot();
     let mut record = cache_faults::converged(&installation, &tally.deleted, &scopes, CONVERGE).await?;
     record.failover_deletes.push(failover);
+    record.silent_failovers.push(silent);
     history.replication = Some(record);
     scenario::save(&history, options.history_file.as_deref())?;
     anyhow::ensure!(tally.created > 0 && tally.deleted.len() > 1, "the writers created or deleted nothing");
@@ -255,6 +266,43 @@ async fn failover_delete(
         sibling_held_it,
         parent_dropped_it,
     })
+}
+
+/// The second scripted step: root (on `cache-b` after [`failover_delete`]) loses its
+/// stream to `cache-b` while `cache-a` holds every connection silent, and writes an
+/// object: it must reach `cache-b` within [`SILENT_BOUND`].
+async fn silent_failover(
+    installation: &Installation,
+    hops: &Hops,
+    recorder: &Recorder,
+) -> anyhow::Result<SilentFailover> {
+    let root = &installation.root;
+    let b = installation.cache(REGION_B)?;
+    let name = "chaos-silent-failover";
+    let id = role_id(root.name(), ROOT_CLUSTER, name);
+    let silent = format!("{}->{REGION_A}", root.name());
+    let healthy = format!("{}->{REGION_B}", root.name());
+    recorder.fault(format!("script: blackhole {silent}"));
+    hops.inject(&silent, NetFault::Blackhole)?;
+    recorder.fault(format!("script: cut {healthy}"));
+    hops.inject(&healthy, NetFault::Cut)?;
+    let path = format!("/clusters/{ROOT_CLUSTER}/{CLUSTER_ROLES}");
+    let http = root.http().with_timeout(REQUEST_TIMEOUT);
+    let created = http.post_json(&path, &role(name, 0)).await.context("create the object")?;
+    anyhow::ensure!(created.status.is_success(), "create {id}: HTTP {}: {}", created.status, created.text());
+    let deadline = Instant::now() + SILENT_BOUND;
+    let delivered = loop {
+        if holds(b, &id).await.unwrap_or(false) {
+            break true;
+        }
+        if Instant::now() >= deadline {
+            break false;
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+    };
+    recorder.fault(format!("script: {name} reached {REGION_B}: {delivered}; heal {silent}"));
+    hops.heal(&silent)?;
+    Ok(SilentFailover { id, silent_cache: REGION_A.to_string(), healthy_cache: REGION_B.to_string(), delivered })
 }
 
 /// Whether `cache` holds the replica `id`.

@@ -65,6 +65,25 @@ pub struct ReplicationRecord {
     /// proves took place.
     #[serde(default)]
     pub failover_deletes: Vec<FailoverDelete>,
+    /// Writes made while the cache a shard had to fail over to accepted connections and
+    /// never answered (the cache-partition scenario).
+    #[serde(default)]
+    pub silent_failovers: Vec<SilentFailover>,
+}
+
+/// A write a shard made after its stream to a healthy cache broke while the other cache of
+/// its list accepted connections and never answered (frozen, or a blackhole): the shard
+/// must give up on the silent cache and bring the write to the healthy one.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SilentFailover {
+    /// The object written (as in [`ReplicaRecord::id`]).
+    pub id: String,
+    /// The cache that accepted connections and never answered.
+    pub silent_cache: String,
+    /// The cache that served, whose stream was cut.
+    pub healthy_cache: String,
+    /// The healthy cache received the write within the bound the scenario allows.
+    pub delivered: bool,
 }
 
 /// One cache's replicas.

@@ -163,5 +163,11 @@ fn replication(history: &History) -> String {
             delete.parent_dropped_it
         );
     }
+    for silent in &replication.silent_failovers {
+        out += &format!(
+            "silent failover {}: stream to {} cut while {} held connections silent; the write reached {}: {}\n",
+            silent.id, silent.healthy_cache, silent.silent_cache, silent.healthy_cache, silent.delivered
+        );
+    }
     out
 }

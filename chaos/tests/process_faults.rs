@@ -174,16 +174,18 @@ async fn caches_converge_to_the_shards_after_kills_and_freezes() {
 
 /// Scenarios 2 and 4: two regional caches under a parent, a fault proxy on every internal
 /// hop. A scripted step makes root delete an object after failing over from cache-a, which
-/// still held it and was split from the parent, to cache-b; then the seed partitions
-/// shards from regional caches, kills a regional cache and splits one from the parent.
-/// The run must show the script happened as intended (cache-b held the object, so root
-/// replicated there, and cache-a held it at the delete) and that the schedule's three kinds
-/// of fault were injected; the cache convergence checker must find nothing: the parent
-/// holds exactly every shard's objects (the deleted one not resurrected), and each
-/// regional cache exactly those of the shards replicating to it.
+/// still held it and was split from the parent, to cache-b; a second one cuts root's
+/// stream to cache-b while cache-a holds connections silent, and root's next write must
+/// still reach cache-b; then the seed partitions shards from regional caches, kills a
+/// regional cache and splits one from the parent. The run must show the script happened
+/// as intended (cache-b held the object, so root replicated there, and cache-a held it at
+/// the delete; the silent step ran) and that the schedule's three kinds of fault were
+/// injected; the cache convergence checker must find nothing: the parent holds exactly
+/// every shard's objects (the deleted one not resurrected), each regional cache exactly
+/// those of the shards replicating to it, and the write behind the silent cache arrived.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delete_after_failing_over_is_not_resurrected_and_caches_converge_after_partitions() {
-    let report = run(&options("cache-partition", 29, 8)).await.expect("the scenario runs to a verdict");
+    let report = run(&options("cache-partition", 34, 6)).await.expect("the scenario runs to a verdict");
     let summary = report.summary();
     println!("{summary}");
     let history = &report.history;
@@ -192,6 +194,7 @@ async fn a_delete_after_failing_over_is_not_resurrected_and_caches_converge_afte
     assert!(delete.sibling_held_it, "root failed over to cache-b and replicated there:\n{summary}");
     assert!(delete.old_cache_held_it, "cache-a held the object when root deleted it:\n{summary}");
     assert!(replication.deleted.contains(&delete.id), "the scripted delete is judged:\n{summary}");
+    assert_eq!(replication.silent_failovers.len(), 1, "the silent-cache step ran:\n{summary}");
     let injected = |what: &dyn Fn(&str) -> bool| history.faults.iter().any(|f| what(&f.what));
     assert!(injected(&|f| f.starts_with("hop root->") || f.starts_with("hop shard-1->")), "a partition:\n{summary}");
     assert!(injected(&|f| f.contains(": kill -9")), "a regional cache was killed:\n{summary}");

@@ -11,7 +11,9 @@
 //!   and that its shard no longer has (a tombstone lost or overtaken);
 //! - **removed-shard**: a cache holds a replica whose origin is not a live shard;
 //! - **not-on-source**: a cache holds a replica its live shard does not have, of an
-//!   object nobody saw deleted.
+//!   object nobody saw deleted;
+//! - **stalled**: a write never reached the healthy cache of a shard whose other cache
+//!   accepted connections and never answered (the shard must not wait on it forever).
 //!
 //! A cache whose record names the origins it is judged for (a regional cache, judged for
 //! the shards replicating to it at the end) is judged for those only; copies of another
@@ -45,6 +47,16 @@ pub fn check(history: &History) -> Vec<Violation> {
             found.push(Violation::new(CHECKER, "more", format!("cache {}: {more} more violations", cache.cache)));
         }
         violations.extend(found);
+    }
+    for silent in replication.silent_failovers.iter().filter(|s| !s.delivered) {
+        violations.push(Violation::new(
+            CHECKER,
+            "stalled",
+            format!(
+                "{} never reached {}: its shard kept waiting on {}, which accepted connections and never answered",
+                silent.id, silent.healthy_cache, silent.silent_cache
+            ),
+        ));
     }
     violations
 }
@@ -126,7 +138,7 @@ pub fn left_behind<'a>(cache: &'a CacheRecord, live_shards: &[String]) -> Vec<&'
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::ReplicationRecord;
+    use crate::history::{ReplicationRecord, SilentFailover};
 
     fn replica(id: &str, uid: &str, source_rv: u64) -> ReplicaRecord {
         ReplicaRecord { id: id.to_string(), uid: uid.to_string(), source_rv }
@@ -148,6 +160,7 @@ mod tests {
                 CacheRecord { cache: "cache-p".to_string(), replicas: parent, origins: None },
             ],
             failover_deletes: Vec::new(),
+            silent_failovers: Vec::new(),
         };
         History { replication: Some(replication), ..History::default() }
     }
@@ -219,6 +232,21 @@ mod tests {
         // The unscoped parent is judged for every shard.
         let h = history(exact(), vec![replica(B, "ub", 7)]);
         assert_eq!(guarantees(&h), ["missing"]);
+    }
+
+    #[test]
+    fn catches_a_write_stalled_behind_a_silent_cache() {
+        let mut h = history(exact(), exact());
+        let silent = |delivered| SilentFailover {
+            id: A.to_string(),
+            silent_cache: "cache-a".to_string(),
+            healthy_cache: "cache-b".to_string(),
+            delivered,
+        };
+        h.replication.as_mut().unwrap().silent_failovers = vec![silent(true)];
+        assert_eq!(guarantees(&h), Vec::<String>::new());
+        h.replication.as_mut().unwrap().silent_failovers.push(silent(false));
+        assert_eq!(guarantees(&h), ["stalled"]);
     }
 
     #[test]
