@@ -273,6 +273,12 @@ async fn fleet_places_rolls_out_scales_and_survives_a_silent_member() {
     let refused = kubectl().args(["create", "-f", "-"]).stdin(misfit.to_string()).fails();
     assert!(refused.stderr.contains("spec.policy.numberOfClusters: Forbidden"), "{}", refused.stderr);
     assert!(!kubectl().args(["get", "crp", "misfit"]).run().success(), "a refused placement is not stored");
+    let namespaced = json!({"apiVersion": "placement.kubernetes-fleet.io/v1", "kind": "ClusterResourcePlacement",
+        "metadata": {"name": "namespaced"},
+        "spec": {"resourceSelectors": [{"group": "", "version": "v1", "kind": "ConfigMap", "name": "settings"}]}});
+    let refused = kubectl().args(["create", "-f", "-"]).stdin(namespaced.to_string()).fails();
+    let selector = "spec.resourceSelectors[0].kind: Invalid value: \"ConfigMap\": ConfigMap is namespaced";
+    assert!(refused.stderr.contains(selector), "{}", refused.stderr);
     let short = json!({"apiVersion": "placement.kubernetes-fleet.io/v1", "kind": "ClusterResourcePlacement",
         "metadata": {"name": "too-many"},
         "spec": {"resourceSelectors": [{"group": "", "version": "v1", "kind": "Namespace", "name": "app"}],

@@ -8,14 +8,15 @@
 //! annotations, finalizers) never fail on a placement stored before a rule existed, as
 //! KubeFleet's webhook, which sees no status writes, lets them through.
 //!
-//! Not checked here: whether a selected kind is cluster-scoped (that needs the resource
-//! table; the placement's status reports a selector that selects nothing it can place).
+//! Whether a selected kind is cluster-scoped needs the cluster's resource table: that is
+//! checked when a placement is created ([`namespaced_selectors`]); a kind the hub does not
+//! serve yet (its CRD may come next) is let in, and the placement's status says so.
 
 use super::policy::{self as fleet_policy, PlacementType};
 use super::rollout;
 use apiserver::registry::strategy::{Causes, Committed, Hook, Strategy};
 use apiserver::registry::{Core, ResourceType};
-use apiserver::rest::status::ApiResult;
+use apiserver::rest::status::{ApiError, ApiResult};
 use apiserver::strategy::invalid;
 use placement::Quantity;
 use protocol::meta;
@@ -483,6 +484,26 @@ fn strategy_rules(crp: &Value, causes: &mut Causes) {
     }
 }
 
+/// The causes for selectors of namespaced kinds, which a ClusterResourcePlacement cannot
+/// place by themselves (KubeFleet's webhook refuses them too); `namespaced` tells whether
+/// the hub serves a group and kind namespaced (`None`: not served).
+pub fn namespaced_selectors(crp: &Value, namespaced: impl Fn(&str, &str) -> Option<bool>) -> Causes {
+    let mut causes = Causes::new();
+    let list = crp.pointer("/spec/resourceSelectors").and_then(Value::as_array);
+    for (i, selector) in list.into_iter().flatten().enumerate() {
+        let text = |field: &str| selector.get(field).and_then(Value::as_str).unwrap_or_default();
+        let (group, kind) = (text("group"), text("kind"));
+        if namespaced(group, kind) == Some(true) {
+            let why = format!(
+                "{kind} is namespaced and a ClusterResourcePlacement selects cluster-scoped resources: select its \
+                 Namespace (group \"\", version v1, kind Namespace) to place what is in it"
+            );
+            causes.push((format!("spec.resourceSelectors[{i}].kind"), invalid(kind, &why)));
+        }
+    }
+    causes
+}
+
 /// ClusterResourcePlacements: a custom resource defined in code, with the rules above.
 #[derive(Debug, Default)]
 pub struct PlacementStrategy(pub crate::crd::strategy::CustomResource);
@@ -504,8 +525,16 @@ impl Strategy for PlacementStrategy {
         self.0.to_version(rt, object)
     }
 
+    /// A new placement's selectors name cluster-scoped kinds of its cluster.
     fn admit(&self, core: &Core, rt: &ResourceType, cluster: &str, object: &mut Value) -> ApiResult<()> {
-        self.0.admit(core, rt, cluster, object)
+        self.0.admit(core, rt, cluster, object)?;
+        let served =
+            |group: &str, kind: &str| core.registry.resource_for_kind(cluster, group, kind).map(|r| r.namespaced);
+        let causes = namespaced_selectors(object, served);
+        if causes.is_empty() {
+            return Ok(());
+        }
+        Err(ApiError::invalid(&rt.kind, &rt.group, meta::name(object).unwrap_or_default(), &causes))
     }
 
     fn validate(&self, rt: &ResourceType, old: Option<&Value>, object: &Value) -> Causes {

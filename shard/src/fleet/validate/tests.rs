@@ -246,3 +246,21 @@ fn writes_that_leave_the_spec_alone_are_not_checked() {
     annotated["status"] = json!({"conditions": []});
     assert!(placement(Some(&stored), &annotated).is_empty());
 }
+
+#[test]
+fn selectors_of_namespaced_kinds_are_refused() {
+    let mut object = crp(json!({"placementType": "PickAll"}));
+    object["spec"]["resourceSelectors"] = json!([
+        {"group": "", "version": "v1", "kind": "Namespace", "name": "web"},
+        {"group": "", "version": "v1", "kind": "ConfigMap", "name": "settings"},
+        {"group": "example.io", "version": "v1", "kind": "Widget"},
+    ]);
+    let served = |group: &str, kind: &str| match (group, kind) {
+        ("", "Namespace") => Some(false),
+        ("", "ConfigMap") => Some(true),
+        _ => None,
+    };
+    let causes = namespaced_selectors(&object, served);
+    assert_eq!(fields(&causes), ["spec.resourceSelectors[1].kind"], "a kind not served yet is let in");
+    assert!(causes[0].1.contains("select its Namespace"), "{}", causes[0].1);
+}
