@@ -2,6 +2,7 @@
 //! conflict detection and the applier's managedFields entry.
 
 use serde_json::Value;
+use std::borrow::Cow;
 
 use super::conflict::{Conflict, Conflicts};
 use super::entries::{
@@ -72,7 +73,7 @@ pub fn apply(
         return Err(ApplyError::ManagedFieldsInConfig);
     }
     let reset = writer.reset_set();
-    let live_object = live.map_or_else(|| Value::Object(Default::default()), without_managed_fields);
+    let live_object = live.map_or_else(|| Cow::Owned(Value::Object(Default::default())), without_managed_fields);
     let mut managers = match live {
         Some(live) => index(
             decode_managed_fields(live.pointer("/metadata/managedFields")).map_err(ApplyError::LiveManagedFields)?,
@@ -85,11 +86,11 @@ pub fn apply(
 
     let mut config = config.clone();
     remove_paths(&mut config, &reset, shape);
-    let mut object = merge(Some(&live_object), &config, shape).map_err(ApplyError::InvalidConfig)?;
+    let mut object = merge(Some(&*live_object), &config, shape).map_err(ApplyError::InvalidConfig)?;
     let applied_fields = object_fields(&config, shape)
         .map_err(ApplyError::InvalidConfig)?
         .recursive_difference(&reset)
-        .difference(&stripped_fields());
+        .difference(stripped_fields());
 
     let applier_id = identifier(writer.manager, OperationType::Apply, writer.api_version, writer.subresource());
     let previous = managers.remove(&applier_id);
@@ -128,7 +129,7 @@ pub fn apply(
         }
     }
     managers.retain(|_, entry| !entry.fields.is_empty());
-    if object != live_object {
+    if object != *live_object {
         if let Some(applier) = managers.get_mut(&applier_id) {
             applier.time = Some(writer.time.into());
         }
@@ -149,7 +150,7 @@ fn track_untracked(
     managers: &mut Managers,
 ) {
     let empty = Value::Object(Default::default());
-    let fields = compare(&empty, live, shape).excluding(reset).changed().difference(&stripped_fields());
+    let fields = compare(&empty, live, shape).excluding(reset).changed().difference(stripped_fields());
     if fields.is_empty() {
         return;
     }
@@ -176,6 +177,6 @@ fn prune(object: &mut Value, previous: &FieldSet, managers: &Managers, shape: &d
     let stale = present
         .intersection(&previous.with_declared_parents(shape))
         .difference(&owned.with_declared_parents(shape))
-        .difference(&stripped_fields());
+        .difference(stripped_fields());
     remove_paths(object, &stale, shape);
 }

@@ -78,8 +78,14 @@ impl WriteContext<'_> {
 }
 
 /// Fields no manager ever owns (kube's `stripMeta` set, plus the deletion fields, which
-/// only the server sets): the object's identity and server-maintained metadata.
-fn stripped_fields() -> FieldSet {
+/// only the server sets): the object's identity and server-maintained metadata. Built once:
+/// every tracked write subtracts it.
+fn stripped_fields() -> &'static FieldSet {
+    static STRIPPED: std::sync::LazyLock<FieldSet> = std::sync::LazyLock::new(build_stripped_fields);
+    &STRIPPED
+}
+
+fn build_stripped_fields() -> FieldSet {
     let metadata = [
         "name",
         "namespace",
@@ -104,13 +110,17 @@ fn stripped_fields() -> FieldSet {
     set
 }
 
-/// The object without `metadata.managedFields`, which is never itself tracked or merged.
-fn without_managed_fields(object: &Value) -> Value {
+/// The object without `metadata.managedFields`, which is never itself tracked or merged;
+/// borrowed when it has none (a create's body, usually), so only then is it copied.
+fn without_managed_fields(object: &Value) -> std::borrow::Cow<'_, Value> {
+    if object.pointer("/metadata/managedFields").is_none() {
+        return std::borrow::Cow::Borrowed(object);
+    }
     let mut object = object.clone();
     if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
         metadata.remove("managedFields");
     }
-    object
+    std::borrow::Cow::Owned(object)
 }
 
 /// Writes `entries` to `metadata.managedFields`, or removes the field when there are none

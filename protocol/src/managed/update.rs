@@ -2,6 +2,7 @@
 //! JSON/merge/strategic patch), computed from the object before and after.
 
 use serde_json::Value;
+use std::borrow::Cow;
 
 use super::entries::{
     cap_update_managers, decode_managed_fields, encode, identifier, index, is_reset, ManagedFieldsEntry, Managers,
@@ -33,7 +34,7 @@ use super::{stripped_fields, without_managed_fields, WriteContext};
 pub fn update(old: Option<&Value>, new: &Value, writer: &WriteContext<'_>, shape: &dyn Shape) -> Vec<Value> {
     let mut managers = starting_managers(old, new, writer.subresource.is_some());
     let empty = Value::Object(Default::default());
-    let old_object = old.map_or_else(|| empty.clone(), without_managed_fields);
+    let old_object = old.map_or(Cow::Borrowed(&empty), without_managed_fields);
     let new_object = without_managed_fields(new);
 
     let comparison = compare(&old_object, &new_object, shape).excluding(&writer.reset_set());
@@ -41,7 +42,7 @@ pub fn update(old: Option<&Value>, new: &Value, writer: &WriteContext<'_>, shape
     for entry in managers.values_mut() {
         entry.fields = entry.fields.difference(&changed).difference(&comparison.removed);
     }
-    let taken = changed.difference(&comparison.removed).difference(&stripped_fields());
+    let taken = changed.difference(&comparison.removed).difference(stripped_fields());
     if !taken.is_empty() {
         let id = identifier(writer.manager, OperationType::Update, writer.api_version, writer.subresource());
         let entry = managers.entry(id).or_insert_with(|| ManagedFieldsEntry {
