@@ -78,7 +78,8 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let tally = stop_writers(writers, &stop).await?;
     let mut history = recorder.snapshot();
-    history.replication = Some(converged(&installation, &tally.deleted, &BTreeMap::new(), CONVERGE).await?);
+    let record = converged(&installation, &tally.deleted, &BTreeMap::new(), CONVERGE).await?;
+    history.replication = Some(ReplicationRecord { created: tally.created, updated: tally.updated, ..record });
     scenario::save(&history, options.history_file.as_deref())?;
     anyhow::ensure!(tally.created > 0 && !tally.deleted.is_empty(), "the writers created or deleted nothing");
     let violations = check_all(&history);

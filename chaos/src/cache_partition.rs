@@ -138,6 +138,7 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
     println!("regional caches judged for the shards replicating to them now: {scopes:?}");
     let mut history = recorder.snapshot();
     let mut record = cache_faults::converged(&installation, &tally.deleted, &scopes, CONVERGE).await?;
+    (record.created, record.updated) = (tally.created, tally.updated);
     record.failover_deletes.push(failover);
     record.silent_failovers.push(silent);
     history.replication = Some(record);

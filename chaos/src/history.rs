@@ -59,6 +59,12 @@ pub struct ReplicationRecord {
     pub sources: Vec<ReplicaRecord>,
     /// Every replicated object whose delete a shard acknowledged during the run, by id.
     pub deleted: Vec<String>,
+    /// How many creates of replicated objects the shards acknowledged during the run.
+    #[serde(default)]
+    pub created: usize,
+    /// How many patches of replicated objects the shards acknowledged during the run.
+    #[serde(default)]
+    pub updated: usize,
     /// What each cache held.
     pub caches: Vec<CacheRecord>,
     /// The scripted deletes after a failover (the cache-partition scenario), which the run

@@ -135,10 +135,12 @@ fn outage(history: &History) -> String {
 fn replication(history: &History) -> String {
     let Some(replication) = &history.replication else { return String::new() };
     let mut out = format!(
-        "replicated objects on the live shards: {} ({} deleted during the run)\n",
-        replication.sources.len(),
+        "replicated writes acknowledged: {} creates, {} patches, {} deletes\n",
+        replication.created,
+        replication.updated,
         replication.deleted.len()
     );
+    out += &format!("replicated objects on the live shards: {}\n", replication.sources.len());
     for cache in &replication.caches {
         out += &format!("  cache {}: {} replicas", cache.cache, cache.replicas.len());
         if let Some(origins) = &cache.origins {

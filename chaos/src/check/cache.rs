@@ -155,6 +155,8 @@ mod tests {
             live_shards: vec!["root".to_string(), "shard-1".to_string()],
             sources: vec![replica(A, "ua", 5), replica(B, "ub", 7)],
             deleted: vec![GONE.to_string()],
+            created: 3,
+            updated: 1,
             caches: vec![
                 CacheRecord { cache: "cache-r".to_string(), replicas: regional, origins: None },
                 CacheRecord { cache: "cache-p".to_string(), replicas: parent, origins: None },
