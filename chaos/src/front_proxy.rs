@@ -56,13 +56,7 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
     }
     let installation_options = InstallationOptions { extra_shards: 1, front_proxy: true, ..Default::default() };
     let mut installation = Installation::start_with(installation_options).await.context("start the installation")?;
-    let mut targets = Vec::new();
-    for (index, shard) in installation.all().enumerate() {
-        let cluster = format!("chaos-{index}");
-        scenario::prepare(shard, &cluster).await?;
-        installation.proxy().wait_resolves(&cluster).await?;
-        targets.push(Target { shard: shard.name().to_string(), cluster, http: client(installation.proxy())? });
-    }
+    let targets = proxied_targets(&installation).await?;
     let recorder = Recorder::new(options.seed, &options.scenario);
     let workload = Workload::spawn(&recorder, &targets, options);
     let stop = Arc::new(AtomicBool::new(false));
@@ -89,6 +83,19 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
     scenario::save(&history, options.history_file.as_deref())?;
     let violations = check_all(&history);
     Ok(Report { history, violations, elapsed: started.elapsed() })
+}
+
+/// One logical cluster `chaos-<n>` prepared on each shard, as the workload reaches it:
+/// through the front-proxy, which must already resolve it.
+pub(crate) async fn proxied_targets(installation: &Installation) -> anyhow::Result<Vec<Target>> {
+    let mut targets = Vec::new();
+    for (index, shard) in installation.all().enumerate() {
+        let cluster = format!("chaos-{index}");
+        scenario::prepare(shard, &cluster).await?;
+        installation.proxy().wait_resolves(&cluster).await?;
+        targets.push(Target { shard: shard.name().to_string(), cluster, http: client(installation.proxy())? });
+    }
+    Ok(targets)
 }
 
 /// A client of the proxy as admin, patient for [`REQUEST_TIMEOUT`]. It keeps working

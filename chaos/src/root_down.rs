@@ -74,14 +74,7 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
         ..Default::default()
     };
     let mut installation = Installation::start_with(installation_options).await.context("start the installation")?;
-    let mut targets = Vec::new();
-    for (index, shard) in installation.all().enumerate() {
-        let cluster = format!("chaos-{index}");
-        scenario::prepare(shard, &cluster).await?;
-        installation.proxy().wait_resolves(&cluster).await?;
-        let http = crate::front_proxy::client(installation.proxy())?;
-        targets.push(Target { shard: shard.name().to_string(), cluster, http });
-    }
+    let targets = crate::front_proxy::proxied_targets(&installation).await?;
     let layout = Layout::place(&installation).await?;
     let recorder = Recorder::new(options.seed, &options.scenario);
     let workload = Workload::spawn(&recorder, &targets, options);

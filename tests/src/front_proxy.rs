@@ -18,7 +18,7 @@ use crate::binary::binary;
 use crate::kubeconfig::{self, AdminKubeconfig};
 use crate::kubectl::Kubectl;
 use crate::process::{log_tail, OwnedChild};
-use crate::shard::{wait_ready, KUBECONFIG_FILE, START_TIMEOUT, STOP_TIMEOUT};
+use crate::shard::{wait_answering, wait_ready, KUBECONFIG_FILE, STOP_TIMEOUT};
 use crate::tls_http::{ClientIdentity, TlsHttp};
 
 /// The file, inside the data dir, that receives the proxy's output.
@@ -256,43 +256,9 @@ async fn launch(
     let mut child = OwnedChild::spawn(&mut command, "atoll-front-proxy")?;
     let (admin, http) = match wait {
         Wait::Ready => wait_ready("atoll-front-proxy", &mut child, &kubeconfig_path, &log_path).await?,
-        Wait::Serving => wait_serving(&mut child, &kubeconfig_path, &log_path).await?,
+        Wait::Serving => {
+            wait_answering("atoll-front-proxy", "/healthz", &mut child, &kubeconfig_path, &log_path).await?
+        }
     };
     Ok((child, admin, http))
-}
-
-/// Waits (at most [`START_TIMEOUT`]) until the proxy wrote its kubeconfig and `/healthz`
-/// answers 200.
-async fn wait_serving(
-    child: &mut OwnedChild,
-    kubeconfig_path: &Path,
-    log_path: &Path,
-) -> anyhow::Result<(AdminKubeconfig, TlsHttp)> {
-    let deadline = Instant::now() + START_TIMEOUT;
-    loop {
-        let probe = async {
-            anyhow::ensure!(kubeconfig_path.exists(), "{} not written yet", kubeconfig_path.display());
-            let admin = kubeconfig::read(kubeconfig_path)?;
-            let http = TlsHttp::new(&admin.base_url, &admin.ca_pem, Some(&admin.identity))?;
-            let response = http.clone().with_timeout(Duration::from_secs(2)).get("/healthz").await?;
-            anyhow::ensure!(response.status == StatusCode::OK, "/healthz answered {}", response.status);
-            Ok((admin, http))
-        };
-        let last = match probe.await {
-            Ok(serving) => return Ok(serving),
-            Err(error) => format!("{error:#}"),
-        };
-        if let Some(status) = child.try_exited()? {
-            anyhow::bail!(
-                "atoll-front-proxy exited ({status}); last probe: {last}\n{}",
-                log_tail(log_path, LOG_TAIL_LINES)
-            );
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "atoll-front-proxy not serving within {START_TIMEOUT:?}; last probe: {last}\n{}",
-            log_tail(log_path, LOG_TAIL_LINES)
-        );
-        tokio::time::sleep(POLL_INTERVAL).await;
-    }
 }

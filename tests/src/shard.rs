@@ -391,9 +391,22 @@ pub(crate) async fn wait_ready(
     kubeconfig_path: &Path,
     log_path: &Path,
 ) -> anyhow::Result<(AdminKubeconfig, TlsHttp)> {
+    wait_answering(what, "/readyz", child, kubeconfig_path, log_path).await
+}
+
+/// Waits (at most [`START_TIMEOUT`]) until the process `what` wrote `kubeconfig_path`
+/// and answers `endpoint` (`/readyz`, or `/healthz` for a process that is serving but
+/// may not be ready) with 200; errors quote the tail of `log_path`.
+pub(crate) async fn wait_answering(
+    what: &str,
+    endpoint: &str,
+    child: &mut OwnedChild,
+    kubeconfig_path: &Path,
+    log_path: &Path,
+) -> anyhow::Result<(AdminKubeconfig, TlsHttp)> {
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
-        let last = match probe(kubeconfig_path).await {
+        let last = match probe(kubeconfig_path, endpoint).await {
             Ok(ready) => return Ok(ready),
             Err(error) => format!("{error:#}"),
         };
@@ -401,14 +414,14 @@ pub(crate) async fn wait_ready(
         let where_ = log_path.display();
         if let Some(status) = child.try_exited()? {
             anyhow::bail!(
-                "{what} exited ({status}) before it was ready; last probe: {last}\n\
+                "{what} exited ({status}) before {endpoint} answered 200; last probe: {last}\n\
                  --- tail of {where_} ---\n{}",
                 tail()
             );
         }
         if Instant::now() >= deadline {
             anyhow::bail!(
-                "{what} not ready within {START_TIMEOUT:?}; last probe: {last}\n\
+                "{what}: {endpoint} not 200 within {START_TIMEOUT:?}; last probe: {last}\n\
                  --- tail of {where_} ---\n{}",
                 tail()
             );
@@ -417,14 +430,14 @@ pub(crate) async fn wait_ready(
     }
 }
 
-/// One readiness check: the kubeconfig exists and parses, and `/readyz` says 200.
-async fn probe(kubeconfig_path: &Path) -> anyhow::Result<(AdminKubeconfig, TlsHttp)> {
+/// One check: the kubeconfig exists and parses, and `endpoint` says 200.
+async fn probe(kubeconfig_path: &Path, endpoint: &str) -> anyhow::Result<(AdminKubeconfig, TlsHttp)> {
     anyhow::ensure!(kubeconfig_path.exists(), "{} not written yet", kubeconfig_path.display());
     // The file may be half-written; a parse error just means "not yet".
     let admin = kubeconfig::read(kubeconfig_path)?;
     let http = TlsHttp::new(&admin.base_url, &admin.ca_pem, Some(&admin.identity))?;
-    let response = http.clone().with_timeout(PROBE_TIMEOUT).get("/readyz").await?;
-    anyhow::ensure!(response.status == StatusCode::OK, "/readyz answered {}: {}", response.status, response.text());
+    let response = http.clone().with_timeout(PROBE_TIMEOUT).get(endpoint).await?;
+    anyhow::ensure!(response.status == StatusCode::OK, "{endpoint} answered {}: {}", response.status, response.text());
     Ok((admin, http))
 }
 
