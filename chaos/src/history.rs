@@ -46,6 +46,10 @@ pub struct History {
     /// What happened while a shard was down for a long spell (the root-down scenario).
     #[serde(default)]
     pub outage: Option<OutageRecord>,
+    /// Placements, bindings and heartbeats while agents were cut off from their hub
+    /// (the agent-partition scenario).
+    #[serde(default)]
+    pub placement: Option<crate::check::placement::PlacementRecord>,
 }
 
 /// The replicated objects of the live shards and every cache's replicas, read after

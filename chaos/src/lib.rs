@@ -30,6 +30,10 @@
 //! - [`root_down`] is scenario 3: the root shard down for a long spell while the other
 //!   shards keep serving, scheduling workspaces and binding an export of another shard
 //!   from the cache, and the front-proxy (restarted meanwhile) keeps routing to them.
+//! - [`agent_partition`] is scenario 8: Fleet member agents partitioned from their hub
+//!   (through a fault proxy each) and killed while sticky placements roll out ConfigMap
+//!   changes; no placement may leave a member over a fault shorter than the heartbeat
+//!   timeout, and every picked member converges while no other holds anything.
 //! - [`storm`] is the workspace storm: Workspaces created and deleted while a shard is
 //!   killed, and the final Workspaces and LogicalClusters read from every shard.
 //! - [`check`] holds the checkers, pure functions from a history to violations: the
@@ -38,6 +42,7 @@
 //!   convergence and cache convergence.
 //! - [`summary`] is the text a run or a replay prints.
 
+pub mod agent_partition;
 pub mod cache_faults;
 pub mod cache_partition;
 pub mod check;
@@ -63,6 +68,7 @@ pub async fn run(options: &scenario::RunOptions) -> anyhow::Result<scenario::Rep
         cache_faults::NAME => cache_faults::run(options).await,
         root_down::NAME => root_down::run(options).await,
         cache_partition::NAME => cache_partition::run(options).await,
+        agent_partition::NAME => agent_partition::run(options).await,
         _ => scenario::run(options).await,
     }
 }

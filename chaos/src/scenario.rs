@@ -29,6 +29,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("cache-hierarchy", "kill -9 and SIGSTOP the regional cache, its parent and a shard while replicated objects change; cache convergence"),
     ("root-down", "the root shard down for the whole fault phase while the other shards serve, schedule workspaces and bind APIs from the cache"),
     ("cache-partition", "partition shards from regional caches A and B, kill them, split them from the parent, delete after a failover; cache convergence"),
+    ("agent-partition", "partition Fleet member agents from the hub and kill -9 them while placements roll out; no flapping, convergence, no leaks"),
 ];
 
 fn mix(scenario: &str) -> anyhow::Result<Mix> {

@@ -52,6 +52,7 @@ pub fn summarize(history: &History, violations: &[Violation], elapsed: Option<Du
     out += &index(history);
     out += &replication(history);
     out += &outage(history);
+    out += &crate::agent_partition::summary(history);
     out += &format!("violations: {}\n", violations.len());
     for violation in violations {
         out += &format!("  {violation}\n");

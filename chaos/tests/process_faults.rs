@@ -240,3 +240,32 @@ async fn with_root_down_the_other_shards_serve_schedule_and_bind_from_the_cache(
     let root_failed = history.operations.iter().any(|op| op.shard == "root" && inside(op.invoke_ms));
     assert!(root_failed, "clients tried root during its outage:\n{summary}");
 }
+
+/// Scenario 8, Fleet member agents cut off from their hub (each through a fault proxy of
+/// its own) and killed while sticky placements roll out ConfigMap changes: the run must
+/// show that an agent really was partitioned (its heartbeat on the hub stopped being
+/// renewed, and was renewed again after the heal), that an agent was killed and
+/// restarted, that the hub acknowledged writes and the bindings were watched, and the
+/// placement checker must find no flap, no stale member, no leak.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitioned_and_killed_fleet_agents_keep_their_placements_and_converge() {
+    let report = run(&options("agent-partition", 41, 10)).await.expect("the scenario runs to a verdict");
+    let summary = report.summary();
+    println!("{summary}");
+    let record = report.history.placement.as_ref().expect("the placement record");
+    let proofs = chaos::check::placement::partition_proofs(record);
+    println!("partitions: {proofs:?}");
+    assert!(
+        proofs.iter().any(|p| p.samples >= 2 && p.stalled && p.resumed),
+        "an agent's heartbeat stopped on the hub while it was partitioned and resumed after:\n{summary}"
+    );
+    assert!(record.faults.iter().any(|f| f.what == "kill -9"), "an agent was killed:\n{summary}");
+    assert!(record.writes >= 10, "the hub acknowledged ConfigMap writes ({}):\n{summary}", record.writes);
+    let clusters: std::collections::BTreeSet<&str> = record.bindings.iter().map(|b| b.cluster.as_str()).collect();
+    assert_eq!(clusters.len(), 3, "the bindings of every member were watched:\n{summary}");
+    assert!(
+        record.placements.iter().all(|p| !p.picked.is_empty()) && !record.hub_objects.is_empty(),
+        "the final state was read:\n{summary}"
+    );
+    assert!(report.violations.is_empty(), "violations:\n{summary}");
+}

@@ -7,6 +7,7 @@ pub mod cache;
 pub mod index;
 pub mod ledger;
 pub mod outage;
+pub mod placement;
 pub mod storage;
 pub mod watch;
 pub mod workspaces;
@@ -48,5 +49,6 @@ pub fn check_all(history: &History) -> Vec<Violation> {
     violations.extend(index::check(history));
     violations.extend(cache::check(history));
     violations.extend(outage::check(history));
+    violations.extend(placement::check(history));
     violations
 }
