@@ -199,25 +199,6 @@ pub struct PathProbe {
     pub owner_uid: Option<String>,
 }
 
-/// A Workspace as the final read found it.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct WorkspaceRecord {
-    /// Its name in the parent.
-    pub name: String,
-    /// Its UID, which its LogicalCluster names as owner.
-    pub uid: String,
-    /// `status.phase` (empty when unset).
-    pub phase: String,
-    /// `spec.cluster`: the logical cluster scheduled for it, if any.
-    pub cluster: Option<String>,
-    /// The shard `spec.URL` names, if any.
-    pub shard: Option<String>,
-    /// Whether it is being deleted (a deletionTimestamp).
-    pub deleting: bool,
-}
-
-/// A LogicalCluster owned by a Workspace, as the final read of one shard found it.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 /// A long outage of one shard and what the rest of the installation did meanwhile.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct OutageRecord {
@@ -264,6 +245,25 @@ pub struct BindingRecord {
     pub final_phase: String,
 }
 
+/// A Workspace as the final read found it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct WorkspaceRecord {
+    /// Its name in the parent.
+    pub name: String,
+    /// Its UID, which its LogicalCluster names as owner.
+    pub uid: String,
+    /// `status.phase` (empty when unset).
+    pub phase: String,
+    /// `spec.cluster`: the logical cluster scheduled for it, if any.
+    pub cluster: Option<String>,
+    /// The shard `spec.URL` names, if any.
+    pub shard: Option<String>,
+    /// Whether it is being deleted (a deletionTimestamp).
+    pub deleting: bool,
+}
+
+/// A LogicalCluster owned by a Workspace, as the final read of one shard found it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct LogicalClusterRecord {
     /// The shard it is stored on.
     pub shard: String,
