@@ -31,7 +31,7 @@ use ::tests::{ShardOptions, ShardProcess, TlsHttp};
 use anyhow::Context;
 use serde_json::{json, Value};
 
-use crate::check::placement::{AgentFault, PlacementRecord};
+use crate::history::{AgentFault, PlacementRecord};
 use crate::netproxy::{Direction, FaultProxy, NetFault};
 use crate::scenario::{save, Report, RunOptions};
 use crate::schedule::{self, Action, Step};
@@ -301,47 +301,6 @@ async fn inject(
         observe::lock(faults).push(fault);
     }
     Ok(())
-}
-
-/// The run's placement figures, for the summary: writes, bindings watched, heartbeat
-/// samples, what each fault showed on the hub, and where each placement ended.
-pub fn summary(history: &crate::history::History) -> String {
-    let Some(record) = &history.placement else { return String::new() };
-    let bindings: std::collections::BTreeSet<&str> = record.bindings.iter().map(|b| b.binding.as_str()).collect();
-    let mut out = format!(
-        "placement: {} members, heartbeat timeout {} ms; {} ConfigMap writes acknowledged; {} binding events over {} \
-         bindings; {} heartbeat samples\n",
-        record.members.len(),
-        record.heartbeat_timeout_ms,
-        record.writes,
-        record.bindings.len(),
-        bindings.len(),
-        record.heartbeats.len()
-    );
-    for proof in crate::check::placement::partition_proofs(record) {
-        out += &format!(
-            "  {} partitioned {}..{} ms: {} hub samples inside, heartbeat {}, {} after the heal\n",
-            proof.member,
-            proof.from_ms,
-            proof.to_ms,
-            proof.samples,
-            if proof.stalled { "stalled" } else { "RENEWED" },
-            if proof.resumed { "renewed" } else { "NOT renewed" }
-        );
-    }
-    for fault in record.faults.iter().filter(|f| !f.partition) {
-        out += &format!("  {} agent {}: {}..{} ms\n", fault.member, fault.what, fault.from_ms, fault.to_ms);
-    }
-    for placement in &record.placements {
-        out += &format!(
-            "  {} ({}): picked {:?}, Available on {:?}\n",
-            placement.crp,
-            placement.pick.map_or("PickAll".to_string(), |n| format!("PickN {n}")),
-            placement.picked,
-            placement.available
-        );
-    }
-    out
 }
 
 #[cfg(test)]

@@ -13,9 +13,8 @@ use tests::tls_http::list_items;
 use tests::TlsHttp;
 
 use super::{placements, SETTLE};
-use crate::check::placement::{
-    final_state, BindingEvent, HeartbeatSample, MemberObject, PlacedObject, PlacementOutcome, PlacementRecord,
-};
+use crate::check::placement::final_state;
+use crate::history::{BindingEvent, HeartbeatSample, MemberObject, PlacedObject, PlacementOutcome, PlacementRecord};
 use crate::workload::Recorder;
 
 /// How often the hub's MemberClusters are sampled.

@@ -1,4 +1,5 @@
 use super::*;
+use crate::history::{AgentFault, MemberObject, PlacedObject};
 
 const MEMBERS: [&str; 3] = ["m1", "m2", "m3"];
 
