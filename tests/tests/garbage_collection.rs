@@ -310,23 +310,46 @@ async fn collection_interrupted_by_kill9_finishes_after_restart() {
     // deleted in background just before it.
     let owner = create(&kubectl, config_map("owner", "default", vec![]));
     // One stream of JSON documents, so that one kubectl creates them all.
-    let manifest: Vec<String> = (0..150)
-        .map(|i| config_map(&format!("dep-{i}"), "default", vec![owner_ref(&owner, false)]).to_string())
+    let manifest: Vec<String> = (0..DEPENDENTS)
+        .map(|i| {
+            let mut dependent = config_map(&format!("dep-{i}"), "default", vec![owner_ref(&owner, false)]);
+            dependent["metadata"]["labels"] = json!({"role": "dependent"});
+            dependent.to_string()
+        })
         .collect();
     kubectl.clone().args(["create", "-f", "-"]).stdin(manifest.join("\n")).ok();
-    // Deleted over the raw API and killed at once, without a kubectl process in between.
+    // Deleted over the raw API, the dependents counted through it, and killed at once,
+    // without a kubectl process in between.
     let owner_path = core_path("crash", "default", "configmaps", "owner");
     let response = shard.http().send(Method::DELETE, &owner_path, &[], Vec::new()).await.unwrap();
     assert_eq!(response.status, StatusCode::OK, "{}", response.text());
+    let present_before_kill = dependents(&shard).await;
     shard.kill9();
-    let log_before_restart = log_len(&shard);
     shard.restart().await.expect("restart after kill -9");
-    let indexed_after_kill = indexed_objects_since(&shard, log_before_restart).await;
 
     // The restarted collector rebuilds its index from the store and finishes the job.
-    for i in 0..150 {
+    for i in 0..DEPENDENTS {
         wait_gone(&shard, &core_path("crash", "default", "configmaps", &format!("dep-{i}"))).await;
     }
+    assert_eq!(dependents(&shard).await, 0, "every dependent was collected after the restart");
+
+    // Proof that the collection was still under way at the kill and that the restarted
+    // collector finished it: dependents were left just before the kill, and the restarted
+    // process (its counters start at zero) deleted some of them itself, no more than
+    // were left. Without that the recovery path above never ran.
+    let deleted_after_restart = gc_deletes(&shard).await;
+    println!(
+        "{present_before_kill} dependents left just before the kill, {deleted_after_restart} deleted after the restart"
+    );
+    assert!(
+        present_before_kill > 0,
+        "the collector had deleted every dependent before the kill: the test did not interrupt a collection"
+    );
+    assert!(
+        deleted_after_restart > 0 && deleted_after_restart <= present_before_kill,
+        "the restarted collector deleted {deleted_after_restart} objects, {present_before_kill} dependents \
+         were left just before the kill: the recovery path did not finish the collection"
+    );
 
     // The restarted collector knows the owner still waits: releasing its dependent lets it go.
     let waiting_path = core_path("crash", "default", "configmaps", "waiting");
@@ -334,45 +357,25 @@ async fn collection_interrupted_by_kill9_finishes_after_restart() {
     shard.kubectl().cluster("crash").clear_finalizers("configmap", "held", "default");
     wait_gone(&shard, &held_path).await;
     wait_gone(&shard, &waiting_path).await;
-
-    // Proof that the background collection was still under way at the kill: the index the
-    // restarted collector built held more than it holds once everything of this test is
-    // gone, plus `waiting` and `held`. The surplus are dependents of `owner` the crashed
-    // collector had not deleted yet; without them the recovery path above never ran.
-    let log_before_restart = log_len(&shard);
-    shard.restart().await.expect("a clean restart");
-    let indexed_at_rest = indexed_objects_since(&shard, log_before_restart).await;
-    let pending_dependents = indexed_after_kill.saturating_sub(indexed_at_rest + 2);
-    assert!(
-        pending_dependents > 0,
-        "no dependent was left to collect at the kill (indexed {indexed_after_kill} after it, \
-         {indexed_at_rest} at rest): the test did not interrupt a collection"
-    );
 }
 
-/// The length of the shard log now, to find what a restart logs after it.
-fn log_len(shard: &ShardProcess) -> usize {
-    std::fs::read_to_string(shard.log_path()).map(|log| log.len()).unwrap_or_default()
+/// The dependents of `owner` in the interrupted-collection test.
+const DEPENDENTS: usize = 150;
+
+/// How many of the interrupted-collection test's dependents the shard still serves.
+async fn dependents(shard: &ShardProcess) -> usize {
+    let path = "/clusters/crash/api/v1/namespaces/default/configmaps?labelSelector=role%3Ddependent";
+    let response = shard.http().get(path).await.unwrap_or_else(|e| panic!("GET {path}: {e:#}"));
+    assert_eq!(response.status, StatusCode::OK, "GET {path}: {}", response.text());
+    let list: Value = response.json().expect("a list");
+    list["items"].as_array().expect("a list has items").len()
 }
 
-/// How many objects the collector indexed when it first listed the store after the log
-/// reached `offset` bytes (its line "garbage collector indexed the store objects=N").
-async fn indexed_objects_since(shard: &ShardProcess, offset: usize) -> usize {
-    let deadline = Instant::now() + GC_DEADLINE;
-    loop {
-        let log = std::fs::read_to_string(shard.log_path()).unwrap_or_default();
-        let line = log.get(offset..).and_then(|tail| tail.lines().find(|l| l.contains("collector indexed the store")));
-        if let Some(objects) = line.and_then(|line| field(line, "objects")) {
-            return objects;
-        }
-        assert!(Instant::now() < deadline, "the collector never indexed the store after the restart");
-        tokio::time::sleep(POLL_INTERVAL).await;
-    }
-}
-
-/// The number after `name=` in a log line.
-fn field(line: &str, name: &str) -> Option<usize> {
-    let start = line.find(&format!("{name}="))? + name.len() + 1;
-    let digits: String = line[start..].chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
+/// How many objects this shard process's garbage collector deleted (its
+/// `atoll_gc_actions_total{action="delete"}`; absent before its first delete).
+async fn gc_deletes(shard: &ShardProcess) -> usize {
+    let metrics = shard.http().get("/metrics").await.expect("GET /metrics").text();
+    let line =
+        metrics.lines().find(|line| line.starts_with("atoll_gc_actions_total{") && line.contains("action=\"delete\""));
+    line.and_then(|line| line.rsplit(' ').next()?.parse().ok()).unwrap_or_default()
 }
