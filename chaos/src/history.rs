@@ -33,6 +33,10 @@ pub struct History {
     /// Every LogicalCluster owned by a Workspace, read from every shard after healing.
     #[serde(default)]
     pub logical_clusters: Vec<LogicalClusterRecord>,
+    /// Every create and delete the storm issued in root, with what it was told (the
+    /// workspace-storm scenario).
+    #[serde(default)]
+    pub workspace_operations: Vec<WorkspaceOperation>,
     /// The spells during which a process was down or frozen (the front-proxy scenario),
     /// which the availability checker judges the other shards' requests against.
     #[serde(default)]
@@ -260,6 +264,23 @@ pub struct WorkspaceRecord {
     pub shard: Option<String>,
     /// Whether it is being deleted (a deletionTimestamp).
     pub deleting: bool,
+}
+
+/// One create or delete of a Workspace by a storm, and what the storm was told.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct WorkspaceOperation {
+    /// The Workspace's name (a storm never reuses one).
+    pub name: String,
+    /// [`OperationKind::Create`] or [`OperationKind::Delete`].
+    pub kind: OperationKind,
+    /// The UID an acknowledged create answered with.
+    pub uid: Option<String>,
+    /// When the request left.
+    pub invoke_ms: u64,
+    /// When the answer (or the failure) arrived.
+    pub complete_ms: u64,
+    /// What the storm was told.
+    pub outcome: Outcome,
 }
 
 /// A LogicalCluster owned by a Workspace, as the final read of one shard found it.

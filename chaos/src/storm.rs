@@ -2,7 +2,8 @@
 //! while shard-1, where about half of their logical clusters land, is killed and
 //! restarted from the seed's schedule. After healing and a bounded wait for scheduling
 //! and deletions to settle, every Workspace of root and every LogicalCluster of every
-//! shard is recorded, and the workspace checker judges them.
+//! shard is recorded with the storm's creates and deletes and their answers, and the
+//! workspace checker judges them.
 
 use std::time::{Duration, Instant};
 
@@ -13,7 +14,9 @@ use serde_json::Value;
 use tests::installation::{workspaces_path, Installation};
 
 use crate::check::check_all;
-use crate::history::{FaultRecord, History, LogicalClusterRecord, WorkspaceRecord};
+use crate::history::{
+    FaultRecord, History, LogicalClusterRecord, OperationKind, Outcome, WorkspaceOperation, WorkspaceRecord,
+};
 use crate::scenario::{Report, RunOptions};
 use crate::schedule::{self, Mix};
 
@@ -33,7 +36,8 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
     let mut installation = Installation::start(1).await.context("start the installation")?;
     let mut history = History { seed: options.seed, scenario: options.scenario.clone(), ..History::default() };
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let storm = tokio::spawn(storm(installation.root.http(), options.seed, stop.clone()));
+    let storm =
+        tokio::spawn(storm_since(installation.root.http(), "root".to_string(), options.seed, stop.clone(), started));
     let phase_start = Instant::now();
     for step in &steps {
         tokio::time::sleep_until((phase_start + Duration::from_millis(step.at_ms)).into()).await;
@@ -52,6 +56,7 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
     let tally = storm.await.context("join the storm")?;
     let (created, deleted) = (tally.created.len(), tally.deleted.len());
     println!("storm: {created} workspaces created, {deleted} deleted");
+    history.workspace_operations = tally.operations;
     settle(&installation).await;
     history.workspaces = workspaces(&installation).await?;
     for shard in installation.all() {
@@ -69,12 +74,14 @@ pub(crate) struct Tally {
     pub created: Vec<String>,
     /// Acknowledged deletes.
     pub deleted: Vec<String>,
+    /// Every create and delete issued, with its outcome, in order.
+    pub operations: Vec<WorkspaceOperation>,
 }
 
 /// Creates and deletes Workspaces in root (through `root`: the root shard, or a
-/// front-proxy) until told to stop; returns the creates and deletes acknowledged.
-/// Failures (a shard or the proxy down) are expected and only left out: the checkers
-/// judge the end state, not each answer.
+/// front-proxy) until told to stop; returns the creates and deletes acknowledged and
+/// every operation with its outcome. Failures (a shard or the proxy down) are expected:
+/// the workspace checker holds the end state only to the acknowledged answers.
 pub(crate) async fn storm(
     root: tests::TlsHttp,
     seed: u64,
@@ -83,13 +90,26 @@ pub(crate) async fn storm(
     storm_in(root, "root".to_string(), seed, stop).await
 }
 
-/// [`storm`] in the workspace at path `parent` (through `http`, which reaches it).
+/// [`storm`] in the workspace at path `parent` (through `http`, which reaches it); the
+/// operations' times count from the storm's start.
 pub(crate) async fn storm_in(
     root: tests::TlsHttp,
     parent: String,
     seed: u64,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Tally {
+    storm_since(root, parent, seed, stop, Instant::now()).await
+}
+
+/// [`storm_in`] with the operations' times counted from `started` (the run's start).
+pub(crate) async fn storm_since(
+    root: tests::TlsHttp,
+    parent: String,
+    seed: u64,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    started: Instant,
+) -> Tally {
+    let now_ms = || started.elapsed().as_millis() as u64;
     let mut rng = StdRng::seed_from_u64(seed);
     let mut tally = Tally::default();
     let mut live: Vec<String> = Vec::new();
@@ -100,15 +120,38 @@ pub(crate) async fn storm_in(
             next += 1;
             let body = serde_json::json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace",
                 "metadata": {"name": name}});
-            if root.post_json(&workspaces_path(&parent), &body).await.is_ok_and(|r| r.status.is_success()) {
+            let invoke_ms = now_ms();
+            let answer = root.post_json(&workspaces_path(&parent), &body).await;
+            let (outcome, uid) = outcome(answer);
+            let created = matches!(outcome, Outcome::Ok { .. });
+            tally.operations.push(WorkspaceOperation {
+                name: name.clone(),
+                kind: OperationKind::Create,
+                uid,
+                invoke_ms,
+                complete_ms: now_ms(),
+                outcome,
+            });
+            if created {
                 tally.created.push(name.clone());
                 live.push(name);
             }
         } else {
             let name = live.swap_remove(rng.gen_range(0..live.len()));
             let path = format!("{}/{name}", workspaces_path(&parent));
+            let invoke_ms = now_ms();
             let answer = root.send(http::Method::DELETE, &path, &[], bytes::Bytes::new()).await;
-            if answer.is_ok_and(|r| r.status.is_success()) {
+            let (outcome, _) = outcome(answer);
+            let deleted = matches!(outcome, Outcome::Ok { .. });
+            tally.operations.push(WorkspaceOperation {
+                name: name.clone(),
+                kind: OperationKind::Delete,
+                uid: None,
+                invoke_ms,
+                complete_ms: now_ms(),
+                outcome,
+            });
+            if deleted {
                 tally.deleted.push(name);
             } else {
                 live.push(name);
@@ -117,6 +160,26 @@ pub(crate) async fn storm_in(
         tokio::time::sleep(OPERATION_INTERVAL).await;
     }
     tally
+}
+
+/// What a storm's request was told, and the UID a 2xx answer names: 2xx is
+/// acknowledged, another 4xx a definite refusal, anything else unknown.
+fn outcome(answer: anyhow::Result<tests::HttpResponse>) -> (Outcome, Option<String>) {
+    let response = match answer {
+        Ok(response) => response,
+        Err(e) => return (Outcome::Unknown { reason: format!("{e:#}") }, None),
+    };
+    let status = response.status;
+    if status.is_success() {
+        let object = response.json().unwrap_or_default();
+        let rv = text(&object, "/metadata/resourceVersion").parse().unwrap_or_default();
+        let uid = Some(text(&object, "/metadata/uid")).filter(|uid| !uid.is_empty());
+        (Outcome::Ok { rv, value: None }, uid)
+    } else if status.is_client_error() {
+        (Outcome::Fail { status: status.as_u16() }, None)
+    } else {
+        (Outcome::Unknown { reason: format!("HTTP {}", status.as_u16()) }, None)
+    }
 }
 
 /// Waits (at most [`SETTLE`]) until no Workspace of root is scheduling, initializing or

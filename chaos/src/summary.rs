@@ -40,6 +40,7 @@ pub fn summarize(history: &History, violations: &[Violation], elapsed: Option<Du
             history.logical_clusters.len()
         );
     }
+    out += &storm(history);
     if !history.disk_full.is_empty() {
         let refused = history
             .operations
@@ -56,6 +57,26 @@ pub fn summarize(history: &History, violations: &[Violation], elapsed: Option<Du
     out += &format!("violations: {}\n", violations.len());
     for violation in violations {
         out += &format!("  {violation}\n");
+    }
+    out
+}
+
+/// The storm's creates and deletes of Workspaces by outcome.
+fn storm(history: &History) -> String {
+    let mut out = String::new();
+    for kind in [OperationKind::Create, OperationKind::Delete] {
+        let ops: Vec<_> = history.workspace_operations.iter().filter(|op| op.kind == kind).collect();
+        if ops.is_empty() {
+            continue;
+        }
+        let count = |f: fn(&Outcome) -> bool| ops.iter().filter(|op| f(&op.outcome)).count();
+        out += &format!(
+            "workspace {kind:?}: {} ({} acknowledged, {} refused, {} unknown)\n",
+            ops.len(),
+            count(|o| matches!(o, Outcome::Ok { .. })),
+            count(|o| matches!(o, Outcome::Fail { .. } | Outcome::NotFound)),
+            count(|o| matches!(o, Outcome::Unknown { .. })),
+        );
     }
     out
 }

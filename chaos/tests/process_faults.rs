@@ -108,6 +108,15 @@ async fn workspace_storms_under_shard_kills_leave_consistent_workspaces() {
     assert!(!history.workspaces.is_empty(), "Workspaces were left to judge:\n{summary}");
     let on_shard_1 = history.logical_clusters.iter().filter(|lc| lc.shard == "shard-1").count();
     assert!(on_shard_1 > 0, "some logical clusters live on the killed shard:\n{summary}");
+    let acknowledged = |kind| {
+        let ops = history.workspace_operations.iter();
+        ops.filter(|op| op.kind == kind && matches!(op.outcome, chaos::history::Outcome::Ok { .. })).count()
+    };
+    assert!(
+        acknowledged(chaos::history::OperationKind::Create) > 0
+            && acknowledged(chaos::history::OperationKind::Delete) > 0,
+        "the history holds acknowledged creates and deletes for the workspace checker to judge:\n{summary}"
+    );
     assert!(report.violations.is_empty(), "violations:\n{summary}");
 }
 

@@ -8,11 +8,16 @@
 //!   still exists (same UID): a completed deletion leaves no logical cluster behind, on
 //!   any shard;
 //! - **not-stuck**: no Workspace is still Scheduling (or without a phase) once the faults
-//!   have stopped and the bounded wait is over.
+//!   have stopped and the bounded wait is over;
+//! - **deleted-stays-gone**: no Workspace whose delete the storm was acknowledged (2xx)
+//!   exists at the end, not even one still being deleted: a deletion that does not
+//!   finish within the bounded wait is as wrong as one that is undone;
+//! - **created-survives**: a Workspace whose create was acknowledged, and which the storm
+//!   never tried to delete, exists at the end with the UID the create answered with.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::history::{History, LogicalClusterRecord, WorkspaceRecord};
+use crate::history::{History, LogicalClusterRecord, OperationKind, Outcome, WorkspaceRecord};
 
 use super::Violation;
 
@@ -52,6 +57,51 @@ pub fn check(history: &History) -> Vec<Violation> {
                 ),
             ));
         }
+    }
+    violations.extend(acknowledged(history));
+    violations
+}
+
+/// The storm's acknowledged creates and deletes against the final Workspaces.
+fn acknowledged(history: &History) -> Vec<Violation> {
+    let finals: BTreeMap<&str, &WorkspaceRecord> = history.workspaces.iter().map(|w| (w.name.as_str(), w)).collect();
+    let ops = &history.workspace_operations;
+    let acked = |op: &&crate::history::WorkspaceOperation| matches!(op.outcome, Outcome::Ok { .. });
+    let mut violations = Vec::new();
+    for delete in ops.iter().filter(|op| op.kind == OperationKind::Delete).filter(acked) {
+        if let Some(left) = finals.get(delete.name.as_str()) {
+            let state = if left.deleting { "still being deleted" } else { "still there" };
+            violations.push(Violation::new(
+                CHECKER,
+                "deleted-stays-gone",
+                format!(
+                    "workspace {} (uid {}) is {state} at the end; its delete was acknowledged at {} ms",
+                    delete.name, left.uid, delete.complete_ms
+                ),
+            ));
+        }
+    }
+    let delete_tried: BTreeSet<&str> =
+        ops.iter().filter(|op| op.kind == OperationKind::Delete).map(|op| op.name.as_str()).collect();
+    for create in ops.iter().filter(|op| op.kind == OperationKind::Create).filter(acked) {
+        if delete_tried.contains(create.name.as_str()) {
+            continue;
+        }
+        let problem = match finals.get(create.name.as_str()) {
+            None => "is gone at the end".to_string(),
+            Some(found) if create.uid.as_ref().is_some_and(|uid| *uid != found.uid) => {
+                format!("has uid {} at the end, not {}", found.uid, create.uid.as_deref().unwrap_or_default())
+            }
+            Some(_) => continue,
+        };
+        violations.push(Violation::new(
+            CHECKER,
+            "created-survives",
+            format!(
+                "workspace {}, whose create was acknowledged at {} ms and never deleted, {problem}",
+                create.name, create.complete_ms
+            ),
+        ));
     }
     violations
 }
@@ -156,6 +206,80 @@ mod tests {
         let found =
             guarantees(vec![ready("a", "c1", "root")], vec![lc("root", "c1", "a"), lc("shard-1", "c9", "gone")]);
         assert_eq!(found, ["no-orphan"]);
+    }
+
+    fn op(name: &str, kind: OperationKind, outcome: Outcome) -> crate::history::WorkspaceOperation {
+        let uid =
+            (kind == OperationKind::Create && matches!(outcome, Outcome::Ok { .. })).then(|| format!("uid-{name}"));
+        crate::history::WorkspaceOperation {
+            name: name.to_string(),
+            kind,
+            uid,
+            invoke_ms: 10,
+            complete_ms: 20,
+            outcome,
+        }
+    }
+
+    fn ok() -> Outcome {
+        Outcome::Ok { rv: 7, value: None }
+    }
+
+    fn judged(
+        workspaces: Vec<WorkspaceRecord>,
+        workspace_operations: Vec<crate::history::WorkspaceOperation>,
+    ) -> Vec<String> {
+        let logical_clusters = workspaces
+            .iter()
+            .map(|w| LogicalClusterRecord {
+                owner_uid: w.uid.clone(),
+                ..lc("root", w.cluster.as_deref().unwrap_or_default(), &w.name)
+            })
+            .collect();
+        let history = History { workspaces, logical_clusters, workspace_operations, ..History::default() };
+        check(&history).into_iter().map(|v| v.guarantee).collect()
+    }
+
+    #[test]
+    fn acknowledged_operations_that_the_end_state_honours_pass() {
+        let ops = vec![
+            op("kept", OperationKind::Create, ok()),
+            op("gone", OperationKind::Create, ok()),
+            op("gone", OperationKind::Delete, ok()),
+            // A delete whose answer was lost, then a 404 for the retry: not judged.
+            op("maybe", OperationKind::Create, ok()),
+            op("maybe", OperationKind::Delete, Outcome::Unknown { reason: "connection reset".to_string() }),
+            // A create whose answer was lost may or may not have happened.
+            op("unknown", OperationKind::Create, Outcome::Unknown { reason: "HTTP 503".to_string() }),
+        ];
+        let found = judged(vec![ready("kept", "c1", "root"), ready("maybe", "c2", "root")], ops.clone());
+        assert_eq!(found, Vec::<String>::new());
+        assert_eq!(
+            judged(vec![ready("kept", "c1", "root"), ready("unknown", "c3", "root")], ops),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn catches_an_acknowledged_delete_whose_workspace_is_still_there() {
+        let ops = vec![op("w", OperationKind::Create, ok()), op("w", OperationKind::Delete, ok())];
+        assert_eq!(judged(vec![ready("w", "c1", "root")], ops.clone()), ["deleted-stays-gone"]);
+        let mut deleting = ready("w", "c1", "root");
+        deleting.deleting = true;
+        assert_eq!(judged(vec![deleting], ops.clone()), ["deleted-stays-gone"]);
+        // Refused deletes promise nothing.
+        let refused =
+            vec![op("w", OperationKind::Create, ok()), op("w", OperationKind::Delete, Outcome::Fail { status: 409 })];
+        assert_eq!(judged(vec![ready("w", "c1", "root")], refused), Vec::<String>::new());
+    }
+
+    #[test]
+    fn catches_an_acknowledged_create_that_is_lost_or_replaced() {
+        let ops = vec![op("w", OperationKind::Create, ok())];
+        assert_eq!(judged(vec![], ops.clone()), ["created-survives"]);
+        let mut replaced = ready("w", "c1", "root");
+        replaced.uid = "uid-of-another-w".to_string();
+        assert_eq!(judged(vec![replaced], ops), ["created-survives"]);
     }
 
     #[test]
