@@ -7,6 +7,9 @@
 //! - a PickAll ClusterResourcePlacement of a namespace puts its objects on every member,
 //!   with a ResourceOverride giving the canary member its own value, and reports every
 //!   stage of KubeFleet's condition chain True;
+//! - an envelope ConfigMap in the namespace reaches each member as a Work of its own
+//!   (KubeFleet's name and labels), its Role applied by the agent and counted in the
+//!   placement's availability; removed from the namespace, its Work and Role go;
 //! - a change to the namespace's objects rolls out with `maxUnavailable: 1`: a watcher of
 //!   the bindings never sees two clusters updating at once, and every member ends on the
 //!   new value;
@@ -89,6 +92,9 @@ async fn fleet_places_rolls_out_scales_and_survives_a_silent_member() {
                 "data": {"where": "hub", "version": version}}),
             json!({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "web", "namespace": "app"},
                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "web:1"}]}}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "wrapper", "namespace": "app",
+                "annotations": {"kubernetes-fleet.io/envelope-configmap": "true"}},
+                "data": {"role.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: wrapped\nrules:\n- apiGroups: [\"\"]\n  resources: [\"configmaps\"]\n  verbs: [\"get\"]\n"}}),
         ]
     };
     kubectl().args(["apply", "-f", "-"]).stdin(yaml(&content("1"))).ok();
@@ -127,7 +133,38 @@ async fn fleet_places_rolls_out_scales_and_survives_a_silent_member() {
     assert_eq!(available["status"]["placementStatuses"].as_array().map(Vec::len), Some(5), "{available}");
     let selected = available["status"]["selectedResources"].as_array().cloned().unwrap_or_default();
     let kinds: Vec<&str> = selected.iter().filter_map(|r| r["kind"].as_str()).collect();
-    assert_eq!(kinds, ["Namespace", "ConfigMap", "PodTemplate"], "KubeFleet's order");
+    assert_eq!(kinds, ["Namespace", "ConfigMap", "ConfigMap", "PodTemplate"], "KubeFleet's order");
+    // The envelope: a Work of its own per member, named and labelled as KubeFleet's work
+    // generator does; what it carries is on the member, the envelope itself is not.
+    for name in &names {
+        let namespace = format!("fleet-member-{name}");
+        let works = kubectl().args(["get", "works", "-n", &namespace, "-o", "json"]).ok().json().unwrap();
+        let works = works["items"].as_array().cloned().unwrap_or_default();
+        let names_of: Vec<&str> = works.iter().filter_map(|w| w["metadata"]["name"].as_str()).collect();
+        assert_eq!(works.len(), 2, "{name}: the main Work and the envelope's: {names_of:?}");
+        let envelope = works.iter().find(|w| w["metadata"]["name"] != "app-work").unwrap();
+        let labels = &envelope["metadata"]["labels"];
+        assert!(envelope["metadata"]["name"].as_str().unwrap().starts_with("app-work-configmap-"), "{envelope}");
+        assert_eq!(labels["kubernetes-fleet.io/envelope-work"], "configmap", "{envelope}");
+        assert_eq!(labels["kubernetes-fleet.io/envelope-name"], "wrapper", "{envelope}");
+        assert_eq!(labels["kubernetes-fleet.io/envelope-namespace"], "app", "{envelope}");
+        assert_eq!(labels["kubernetes-fleet.io/parent-CRP"], "app", "{envelope}");
+        let manifests = envelope["spec"]["workload"]["manifests"].as_array().cloned().unwrap_or_default();
+        let kinds: Vec<&str> = manifests.iter().filter_map(|m| m["kind"].as_str()).collect();
+        assert_eq!(kinds, ["Role"], "{envelope}");
+        assert!(is_true(envelope, "Available"), "{name}: the envelope's Work is available: {envelope}");
+        let main = works.iter().find(|w| w["metadata"]["name"] == "app-work").unwrap();
+        let main_names: Vec<&str> = main["spec"]["workload"]["manifests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m["metadata"]["name"].as_str())
+            .collect();
+        assert!(!main_names.contains(&"wrapper") && !main_names.contains(&"wrapped"), "{main_names:?}");
+        let role = in_member(name).args(["get", "role", "wrapped", "-n", "app", "-o", "json"]).ok().json().unwrap();
+        assert_eq!(role["rules"][0]["verbs"][0], "get", "{name}: {role}");
+        assert!(!in_member(name).args(["get", "configmap", "wrapper", "-n", "app"]).run().success(), "{name}");
+    }
     for name in &names {
         let settings =
             in_member(name).args(["get", "configmap", "settings", "-n", "app", "-o", "json"]).ok().json().unwrap();
@@ -315,6 +352,22 @@ async fn fleet_places_rolls_out_scales_and_survives_a_silent_member() {
     assert!(placed(&bindings, "app").contains("m1"), "a silent member keeps what it has");
     agents[0].restart().unwrap();
     wait_json(kubectl, &["clusterresourcebindings"], "m1 picked again", |l| placed(l, "later").contains("m1"));
+
+    // The envelope leaves the namespace: its Works go, and with them its Role.
+    kubectl().args(["delete", "configmap", "wrapper", "-n", "app"]).ok();
+    for name in &names[1..] {
+        let namespace = format!("fleet-member-{name}");
+        wait_json(kubectl, &["works", "-n", &namespace], "the envelope's Work deleted", |l| {
+            let items = l["items"].as_array().cloned().unwrap_or_default();
+            let envelope = |w: &Value| w["metadata"]["labels"]["kubernetes-fleet.io/envelope-name"].is_string();
+            items.iter().any(|w| w["metadata"]["name"] == "app-work") && !items.iter().any(envelope)
+        });
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while in_member(name).args(["get", "role", "wrapped", "-n", "app"]).run().success() {
+            assert!(std::time::Instant::now() < deadline, "{name} kept the envelope's Role");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
 
     // Deleting a placement takes its objects off the members.
     kubectl().args(["delete", "crp", "app", "later"]).ok();

@@ -255,6 +255,29 @@ pub fn envelope_contents(object: &Value) -> Option<Result<Vec<Value>, String>> {
     Some(Ok(out))
 }
 
+/// An envelope ConfigMap and the prepared objects it carries.
+pub type Envelope = (Value, Vec<Value>);
+
+/// A member's manifests split as KubeFleet's work generator splits them: the plain
+/// objects (for the placement's main Work) and each envelope ConfigMap with the prepared
+/// objects it carries (for a Work of its own), in order.
+pub fn split_envelopes(manifests: Vec<Value>) -> Result<(Vec<Value>, Vec<Envelope>), String> {
+    let mut plain = Vec::new();
+    let mut envelopes = Vec::new();
+    for manifest in manifests {
+        match envelope_contents(&manifest) {
+            Some(Ok(inner)) => {
+                let mut inner: Vec<Value> = inner.iter().map(prepare).collect();
+                sort(&mut inner);
+                envelopes.push((manifest, inner));
+            }
+            Some(Err(message)) => return Err(message),
+            None => plain.push(manifest),
+        }
+    }
+    Ok((plain, envelopes))
+}
+
 /// Cluster-scoped kinds an envelope commonly carries (webhooks, cluster RBAC).
 const CLUSTER_SCOPED_ENVELOPE_KINDS: &[&str] = &[
     "ClusterRole",
@@ -457,5 +480,26 @@ mod tests {
         let elsewhere = json!({"kind": "ConfigMap", "metadata": {"name": "e", "namespace": "app",
             "annotations": {ENVELOPE_ANNOTATION: "1"}}, "data": {"x": "kind: Role\nmetadata:\n  name: r\n  namespace: other\n"}});
         assert!(envelope_contents(&elsewhere).unwrap().unwrap_err().contains("must be in app"));
+    }
+
+    #[test]
+    fn envelopes_split_from_the_plain_manifests() {
+        let envelope = json!({"kind": "ConfigMap", "metadata": {"name": "env", "namespace": "app",
+            "annotations": {ENVELOPE_ANNOTATION: "true"}},
+            "data": {"r.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: r\n  uid: u\n"}});
+        let plain = json!({"kind": "ConfigMap", "metadata": {"name": "plain", "namespace": "app"}});
+        let (main, envelopes) = split_envelopes(vec![plain.clone(), envelope.clone()]).unwrap();
+        assert_eq!(main, vec![plain.clone()]);
+        assert_eq!(envelopes.len(), 1);
+        assert_eq!(envelopes[0].0, envelope);
+        assert_eq!(
+            envelopes[0].1,
+            vec![json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": "r", "namespace": "app"}})],
+            "carried objects land in the envelope's namespace, prepared"
+        );
+        let bad = json!({"kind": "ConfigMap", "metadata": {"name": "bad", "namespace": "app",
+            "annotations": {ENVELOPE_ANNOTATION: "true"}}, "data": {"x": "just text"}});
+        assert!(split_envelopes(vec![plain, bad]).unwrap_err().contains("not a Kubernetes object"));
     }
 }

@@ -1,7 +1,7 @@
 //! One placement's share of a pass, in KubeFleet's order: the scheduler's part (snapshots,
 //! the framework's decision, the bindings' specs), the rollout's (which bindings become
-//! Bound, the policy snapshot's status), the work generator's (a Work per bound cluster)
-//! and the statuses of the bindings and the placement.
+//! Bound, the policy snapshot's status), the work generator's (a Work per bound cluster,
+//! and one per envelope) and the statuses of the bindings and the placement.
 
 use super::*;
 
@@ -270,19 +270,19 @@ impl Hub<'_> {
     ) -> anyhow::Result<Rollout> {
         let name = meta::name(crp).unwrap_or_default();
         let (snapshot_name, unwritten) = (&scheduled.snapshot_name, &scheduled.unwritten);
-        // How far each placed cluster got with the Work it has now: the rollout's readiness.
+        // How far each placed cluster got with the Works it has now (the main one and its
+        // envelopes'): the rollout's readiness.
         let crp_work = format!("{name}-work");
         let mut work_states: BTreeMap<String, WorkState> = BTreeMap::new();
         for binding in group.bindings.iter().filter(|b| !meta::is_deleting(b) && State::of(b) != State::Scheduled) {
             let cluster = target_of(binding).unwrap_or_default();
             let namespace = member_namespace(&cluster);
-            let work = group
-                .works
-                .iter()
-                .find(|w| meta::namespace(w) == Some(namespace.as_str()) && meta::name(w) == Some(crp_work.as_str()));
-            if let Some(work) = work {
-                work_states.insert(cluster, work_state(work, false));
+            let in_namespace = |w: &&Value| meta::namespace(w) == Some(namespace.as_str()) && !meta::is_deleting(w);
+            if !group.works.iter().filter(in_namespace).any(|w| meta::name(w) == Some(crp_work.as_str())) {
+                continue;
             }
+            let states = group.works.iter().filter(in_namespace).map(|w| work_state(w, false)).collect();
+            work_states.insert(cluster, combine_states(states));
         }
 
         let policy = crp.pointer("/spec/policy");
@@ -433,21 +433,47 @@ impl Hub<'_> {
                     continue;
                 }
             };
+            // Each envelope ConfigMap gets a Work of its own, as KubeFleet's work generator
+            // makes; the main Work carries the rest.
+            let (manifests, envelopes) = match resources::split_envelopes(manifests) {
+                Ok(split) => split,
+                Err(message) => {
+                    placed.override_failures.insert(cluster.clone(), message);
+                    continue;
+                }
+            };
             placed.overridden.insert(cluster.clone(), any_override);
-            jobs.push((cluster, binding, binding_snapshot, manifests));
+            jobs.push((cluster.clone(), binding, binding_snapshot, manifests, None));
+            for (envelope, inner) in envelopes {
+                jobs.push((cluster.clone(), binding, binding_snapshot, inner, Some(envelope)));
+            }
         }
         // The Works are independent objects: written together, they share the store's commits.
         let works = &group.works;
-        let writes = jobs.into_iter().map(|(cluster, binding, snapshot, manifests)| async move {
-            let done = self.work(crp, binding, &cluster, snapshot, manifests, works).await?;
-            anyhow::Ok((cluster, done))
+        let writes = jobs.into_iter().map(|(cluster, binding, snapshot, manifests, envelope)| async move {
+            let load = Load { manifests, envelope: envelope.as_ref() };
+            let done = self.work(crp, binding, &cluster, snapshot, load, works).await?;
+            anyhow::Ok((cluster, envelope.is_some(), done))
         });
-        for (cluster, (state, written)) in futures::future::try_join_all(writes).await? {
+        let mut states: BTreeMap<String, Vec<WorkState>> = BTreeMap::new();
+        let mut kept_envelopes: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (cluster, is_envelope, (state, written, name)) in futures::future::try_join_all(writes).await? {
             if let Some(work) = written {
                 keep_work(&mut group.works, work);
                 placed.moved = true;
             }
-            work_states.insert(cluster, state);
+            let kept = kept_envelopes.entry(cluster.clone()).or_default();
+            if is_envelope {
+                kept.insert(name);
+            }
+            states.entry(cluster).or_default().push(state);
+        }
+        // An envelope that left the selection takes its Work with it.
+        for (cluster, kept) in &kept_envelopes {
+            placed.moved |= self.remove_stale_envelope_works(cluster, kept, &mut group.works).await?;
+        }
+        for (cluster, states) in states {
+            work_states.insert(cluster, combine_states(states));
         }
         Ok(placed)
     }

@@ -80,11 +80,12 @@ impl Hub<'_> {
         }
         let mut out = Vec::new();
         for object in picked.into_values() {
-            match resources::envelope_contents(&object) {
-                Some(Ok(inner)) => out.extend(inner.iter().map(resources::prepare)),
-                Some(Err(message)) => return Err(message),
-                None => out.push(resources::prepare(&object)),
+            // An envelope travels whole: the work generator unwraps it into a Work of its
+            // own. What it carries is checked here, so a bad one fails the selection.
+            if let Some(Err(message)) = resources::envelope_contents(&object) {
+                return Err(message);
             }
+            out.push(resources::prepare(&object));
         }
         resources::sort(&mut out);
         Ok(out)

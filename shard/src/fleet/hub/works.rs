@@ -1,29 +1,78 @@
-//! The Works of a placement: one per bound cluster in the cluster's reserved namespace,
-//! with the cluster's overrides applied to the snapshot's manifests, and the removal of
-//! Works no binding wants any more.
+//! The Works of a placement: per bound cluster, in the cluster's reserved namespace, a
+//! main Work with the cluster's overrides applied to the snapshot's manifests and one
+//! Work per envelope ConfigMap with the objects it wraps (KubeFleet's layout); their
+//! states summed per cluster; and the removal of Works no binding or envelope wants.
 
 use super::*;
 
+/// Label on an envelope's Work with the kind of envelope (KubeFleet's `envelope-work`).
+pub const ENVELOPE_TYPE_LABEL: &str = "kubernetes-fleet.io/envelope-work";
+/// Label on an envelope's Work naming the envelope.
+pub const ENVELOPE_NAME_LABEL: &str = "kubernetes-fleet.io/envelope-name";
+/// Label on an envelope's Work with the envelope's namespace.
+pub const ENVELOPE_NAMESPACE_LABEL: &str = "kubernetes-fleet.io/envelope-namespace";
+
+/// What one Work of a cluster carries: the placement's main manifests, or those an
+/// envelope ConfigMap wraps.
+pub(super) struct Load<'a> {
+    pub manifests: Vec<Value>,
+    pub envelope: Option<&'a Value>,
+}
+
+/// The name of a cluster's Work for `envelope` (the main Work with `None`) and the one
+/// there is, adding an envelope's labels to `labels`. An envelope's Work is found by its
+/// labels, as KubeFleet finds it; a new one gets a unique name of KubeFleet's shape.
+fn work_identity<'w>(
+    crp_name: &str,
+    namespace: &str,
+    envelope: Option<&Value>,
+    works: &'w [Value],
+    labels: &mut Value,
+) -> (String, Option<&'w Value>) {
+    let mut in_namespace = works.iter().filter(|w| meta::namespace(w) == Some(namespace));
+    let Some(envelope) = envelope else {
+        let name = format!("{crp_name}-work");
+        let existing = in_namespace.find(|w| meta::name(w) == Some(name.as_str()));
+        return (name, existing);
+    };
+    let (envelope_name, envelope_namespace) =
+        (meta::name(envelope).unwrap_or_default(), meta::namespace(envelope).unwrap_or_default());
+    labels[ENVELOPE_TYPE_LABEL] = json!("configmap");
+    labels[ENVELOPE_NAME_LABEL] = json!(envelope_name);
+    labels[ENVELOPE_NAMESPACE_LABEL] = json!(envelope_namespace);
+    let existing = in_namespace.find(|w| {
+        label(w, ENVELOPE_TYPE_LABEL) == Some("configmap")
+            && label(w, ENVELOPE_NAME_LABEL) == Some(envelope_name)
+            && label(w, ENVELOPE_NAMESPACE_LABEL) == Some(envelope_namespace)
+    });
+    let name = match existing.and_then(|w| meta::name(w)) {
+        Some(name) => name.to_string(),
+        None => format!("{crp_name}-work-configmap-{}", uuid::Uuid::new_v4()),
+    };
+    (name, existing)
+}
+
 impl Hub<'_> {
-    /// Creates or updates the Work of one bound cluster; returns how far the member got
-    /// and the Work, when written.
+    /// Creates or updates one Work of a bound cluster: the placement's main Work, or the
+    /// Work of the load's envelope ConfigMap. Returns how far the member got, the Work
+    /// when written, and its name.
     pub(super) async fn work(
         &self,
         crp: &Value,
         binding: &Value,
         cluster: &str,
         snapshot: &str,
-        manifests: Vec<Value>,
+        load: Load<'_>,
         works: &[Value],
-    ) -> anyhow::Result<(WorkState, Option<Value>)> {
+    ) -> anyhow::Result<(WorkState, Option<Value>, String)> {
         let crp_name = meta::name(crp).unwrap_or_default();
         let namespace = member_namespace(cluster);
-        let name = format!("{crp_name}-work");
         let binding_name = meta::name(binding).unwrap_or_default();
+        let manifests = load.manifests;
         let digest = resources::hash(&manifests);
-        let existing = works.iter().find(|w| meta::namespace(w) == Some(&namespace) && meta::name(w) == Some(&name));
-        let labels = json!({PARENT_CRP_LABEL: crp_name, PARENT_BINDING_LABEL: binding_name,
+        let mut labels = json!({PARENT_CRP_LABEL: crp_name, PARENT_BINDING_LABEL: binding_name,
             PARENT_SNAPSHOT_INDEX_LABEL: snapshot.trim_end_matches("-snapshot").rsplit('-').next().unwrap_or("0")});
+        let (name, existing) = work_identity(crp_name, &namespace, load.envelope, works, &mut labels);
         let annotations = json!({PARENT_SNAPSHOT_NAME_ANNOTATION: snapshot, WORK_HASH_ANNOTATION: digest});
         let written = match existing {
             Some(work)
@@ -32,7 +81,7 @@ impl Hub<'_> {
                     && label(work, PARENT_BINDING_LABEL) == Some(binding_name)
                     && !meta::is_deleting(work) =>
             {
-                return Ok((work_state(work, false), None));
+                return Ok((work_state(work, false), None, name));
             }
             Some(work) if !meta::is_deleting(work) => {
                 self.update(&self.rows.works, Some(&namespace), &name, None, |old| {
@@ -44,7 +93,7 @@ impl Hub<'_> {
                 })
                 .await?
             }
-            Some(_) => return Ok((WorkState::default(), None)),
+            Some(_) => return Ok((WorkState::default(), None, name)),
             None => {
                 let work = json!({
                     "apiVersion": format!("{PLACEMENT_GROUP}/v1"),
@@ -56,7 +105,30 @@ impl Hub<'_> {
                 self.create(&self.rows.works, work).await?
             }
         };
-        Ok((work_state(&written, true), Some(written)))
+        Ok((work_state(&written, true), Some(written), name))
+    }
+
+    /// Deletes the envelope Works in `cluster`'s namespace other than `kept`: their
+    /// envelopes left the selection.
+    pub(super) async fn remove_stale_envelope_works(
+        &self,
+        cluster: &str,
+        kept: &BTreeSet<String>,
+        works: &mut Vec<Value>,
+    ) -> anyhow::Result<bool> {
+        let namespace = member_namespace(cluster);
+        let stale: Vec<String> = works
+            .iter()
+            .filter(|w| meta::namespace(w) == Some(namespace.as_str()) && label(w, ENVELOPE_TYPE_LABEL).is_some())
+            .filter(|w| !meta::is_deleting(w))
+            .filter_map(|w| meta::name(w).map(str::to_string))
+            .filter(|name| !kept.contains(name))
+            .collect();
+        for name in &stale {
+            self.delete(&self.rows.works, Some(&namespace), name).await?;
+            works.retain(|w| !(meta::namespace(w) == Some(namespace.as_str()) && meta::name(w) == Some(name.as_str())));
+        }
+        Ok(!stale.is_empty())
     }
 
     /// Deletes the Works of a placement whose cluster no longer has a binding past
@@ -78,6 +150,35 @@ impl Hub<'_> {
         }
         *works = left;
         Ok(())
+    }
+}
+
+/// One cluster's Works (its main Work and its envelopes') summed up as KubeFleet sums a
+/// binding's Works: Applied or Available only when every Work is, failed when any is;
+/// untrackable since the latest, unavailable since the earliest, the first failure's message.
+pub(super) fn combine_states(states: Vec<WorkState>) -> WorkState {
+    let all = |get: fn(&WorkState) -> Option<bool>| {
+        let values: Vec<Option<bool>> = states.iter().map(get).collect();
+        if values.contains(&Some(false)) {
+            Some(false)
+        } else if values.iter().all(|v| *v == Some(true)) && !values.is_empty() {
+            Some(true)
+        } else {
+            None
+        }
+    };
+    let applied = all(|s| s.applied);
+    let available = all(|s| s.available);
+    let untrackable_since =
+        if available == Some(true) { states.iter().filter_map(|s| s.untrackable_since).max() } else { None };
+    WorkState {
+        snapshot: states.first().map(|s| s.snapshot.clone()).unwrap_or_default(),
+        synced: states.iter().all(|s| s.synced),
+        applied,
+        available,
+        untrackable_since,
+        unavailable_since: states.iter().filter_map(|s| s.unavailable_since).min(),
+        message: states.iter().map(|s| s.message.clone()).find(|m| !m.is_empty()).unwrap_or_default(),
     }
 }
 
@@ -138,4 +239,36 @@ pub(super) fn apply_overrides(
         }
     }
     Ok((out, any))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clusters_works_sum_up_to_the_worst_of_them() {
+        let at = |s: &str| s.parse::<jiff::Timestamp>().unwrap();
+        let state = |applied, available| WorkState {
+            snapshot: "s".into(),
+            synced: true,
+            applied,
+            available,
+            ..WorkState::default()
+        };
+        let both = combine_states(vec![state(Some(true), Some(true)), state(Some(true), Some(true))]);
+        assert_eq!((both.applied, both.available), (Some(true), Some(true)));
+        let pending = combine_states(vec![state(Some(true), Some(true)), state(None, None)]);
+        assert_eq!((pending.applied, pending.available), (None, None), "an envelope not yet applied holds it back");
+        let mut failed = state(Some(false), None);
+        failed.message = "webhook refused".into();
+        let failed = combine_states(vec![state(Some(true), Some(true)), failed]);
+        assert_eq!((failed.applied, failed.message.as_str()), (Some(false), "webhook refused"));
+        let mut slow = state(Some(true), Some(true));
+        slow.untrackable_since = Some(at("2026-01-01T00:00:10Z"));
+        let mut fast = state(Some(true), Some(true));
+        fast.untrackable_since = Some(at("2026-01-01T00:00:05Z"));
+        let untrackable = combine_states(vec![fast, slow]);
+        assert_eq!(untrackable.untrackable_since, Some(at("2026-01-01T00:00:10Z")), "the latest decides");
+        assert_eq!(combine_states(Vec::new()).applied, None);
+    }
 }
