@@ -927,7 +927,7 @@ impl Cluster {
 
     /// Waits until every probe of the pod answers 200 over HTTPS without a client
     /// certificate, as the kubelet asks. A shard's readiness waits until it has joined
-    /// the installation and the front-proxy's until a shard's index reached it, which the
+    /// the installation and the front-proxy's until the shards' indexes reached it, which the
     /// root's name (not resolvable here) keeps them from: their `/readyz` counts when it
     /// answers 503 saying exactly that.
     async fn probe(&self, pod: &mut Pod, container: &Container) -> anyhow::Result<()> {
@@ -969,7 +969,8 @@ impl Cluster {
 /// resolve on loopback), not that something is broken.
 fn waits_for_peers(message: &str) -> bool {
     message.contains("has not joined the installation yet")
-        || message.contains("has not received the routing index from any shard yet")
+        || message.contains("the front-proxy knows no shard yet")
+        || message.contains("the front-proxy has not yet received the routing index of shard(s)")
 }
 
 /// The names of the files in `dir`, dot files (the PKI's lock) left out.
