@@ -13,7 +13,8 @@
 //! settle, and every Workspace the storm touched is probed through the proxy. Judged:
 //! the ledger and watch validator (over what the clients saw through the proxy),
 //! availability per shard (the healthy shard during the other's freeze), the workspace
-//! checker, and the index convergence checker.
+//! checker (with the storm's acknowledged creates and deletes), and the index convergence
+//! checker.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -60,7 +61,13 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
     let recorder = Recorder::new(options.seed, &options.scenario);
     let workload = Workload::spawn(&recorder, &targets, options);
     let stop = Arc::new(AtomicBool::new(false));
-    let churn = tokio::spawn(storm::storm(client(installation.proxy())?, options.seed, stop.clone()));
+    let churn = tokio::spawn(storm::storm_since(
+        client(installation.proxy())?,
+        "root".to_string(),
+        options.seed,
+        stop.clone(),
+        started,
+    ));
     inject(&mut installation, &targets, &steps, &recorder).await?;
     // Let the workload run a little on the healed installation, then stop it.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -76,6 +83,7 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
     let mut history = recorder.snapshot();
     storm::settle(&installation).await;
     history.workspaces = storm::workspaces(&installation).await?;
+    history.workspace_operations = tally.operations.clone();
     for shard in installation.all() {
         history.logical_clusters.extend(storm::logical_clusters(shard).await?);
     }

@@ -33,8 +33,8 @@ pub struct History {
     /// Every LogicalCluster owned by a Workspace, read from every shard after healing.
     #[serde(default)]
     pub logical_clusters: Vec<LogicalClusterRecord>,
-    /// Every create and delete the storm issued in root, with what it was told (the
-    /// workspace-storm scenario).
+    /// Every create and delete a storm issued, with its parent and what it was told (the
+    /// workspace-storm, front-proxy and root-down scenarios).
     #[serde(default)]
     pub workspace_operations: Vec<WorkspaceOperation>,
     /// The spells during which a process was down or frozen (the front-proxy scenario),
@@ -252,6 +252,10 @@ pub struct BindingRecord {
 /// A Workspace as the final read found it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct WorkspaceRecord {
+    /// The path of the workspace it is in (`root` in histories written before this was
+    /// recorded, when only root's Workspaces were).
+    #[serde(default = "root_parent")]
+    pub parent: String,
     /// Its name in the parent.
     pub name: String,
     /// Its UID, which its LogicalCluster names as owner.
@@ -266,9 +270,17 @@ pub struct WorkspaceRecord {
     pub deleting: bool,
 }
 
+/// The parent of Workspaces recorded before their parent was: root.
+fn root_parent() -> String {
+    "root".to_string()
+}
+
 /// One create or delete of a Workspace by a storm, and what the storm was told.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct WorkspaceOperation {
+    /// The path of the workspace the storm worked in (`root` when not recorded).
+    #[serde(default = "root_parent")]
+    pub parent: String,
     /// The Workspace's name (a storm never reuses one).
     pub name: String,
     /// [`OperationKind::Create`] or [`OperationKind::Delete`].

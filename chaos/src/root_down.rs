@@ -17,10 +17,11 @@
 //!   must still route the live shards' workspaces (paths only root could resolve get 503).
 //!
 //! Judged: the ledger, the watch validator, availability per shard (the root window),
-//! the workspace checker over root's and the parent's Workspaces, and the outage checker
-//! (every binding Bound after healing; the outage on record). What the run must show
-//! (requests found root down, a workspace Ready and a binding Bound inside the outage) is
-//! in the [`OutageRecord`] for the test to assert.
+//! the workspace checker over root's and the parent's Workspaces (each recorded with its
+//! parent, the storm's acknowledged creates and deletes held to the parent's), and the
+//! outage checker (every binding Bound after healing; the outage on record). What the
+//! run must show (requests found root down, a workspace Ready and a binding Bound inside
+//! the outage) is in the [`OutageRecord`] for the test to assert.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -80,7 +81,8 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
     let workload = Workload::spawn(&recorder, &targets, options);
     let stop = Arc::new(AtomicBool::new(false));
     let proxy = crate::front_proxy::client(installation.proxy())?;
-    let churn = tokio::spawn(storm::storm_in(proxy.clone(), layout.parent.clone(), options.seed, stop.clone()));
+    let churn =
+        tokio::spawn(storm::storm_since(proxy.clone(), layout.parent.clone(), options.seed, stop.clone(), started));
     tokio::time::sleep(Duration::from_millis(calm_ms)).await;
     let mut outage = outage(&mut installation, &targets, &layout, &recorder, Duration::from_millis(outage_ms)).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -94,6 +96,7 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
     storm::settle_in(&installation, &[(&installation.root, ROOT_CLUSTER), (shard_1, layout.parent.as_str())]).await;
     history.workspaces = storm::workspaces(&installation).await?;
     history.workspaces.extend(storm::workspaces_in(&installation, shard_1, &layout.parent).await?);
+    history.workspace_operations = tally.operations;
     for shard in installation.all() {
         history.logical_clusters.extend(storm::logical_clusters(shard).await?);
     }

@@ -78,30 +78,11 @@ pub(crate) struct Tally {
     pub operations: Vec<WorkspaceOperation>,
 }
 
-/// Creates and deletes Workspaces in root (through `root`: the root shard, or a
-/// front-proxy) until told to stop; returns the creates and deletes acknowledged and
-/// every operation with its outcome. Failures (a shard or the proxy down) are expected:
-/// the workspace checker holds the end state only to the acknowledged answers.
-pub(crate) async fn storm(
-    root: tests::TlsHttp,
-    seed: u64,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-) -> Tally {
-    storm_in(root, "root".to_string(), seed, stop).await
-}
-
-/// [`storm`] in the workspace at path `parent` (through `http`, which reaches it); the
-/// operations' times count from the storm's start.
-pub(crate) async fn storm_in(
-    root: tests::TlsHttp,
-    parent: String,
-    seed: u64,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-) -> Tally {
-    storm_since(root, parent, seed, stop, Instant::now()).await
-}
-
-/// [`storm_in`] with the operations' times counted from `started` (the run's start).
+/// Creates and deletes Workspaces in the workspace at path `parent` (through `root`: the
+/// root shard, or a front-proxy, which reaches it) until told to stop; returns the creates
+/// and deletes acknowledged and every operation with its outcome, its times counted from
+/// `started` (the run's start). Failures (a shard or the proxy down) are expected: the
+/// workspace checker holds the end state only to the acknowledged answers.
 pub(crate) async fn storm_since(
     root: tests::TlsHttp,
     parent: String,
@@ -125,6 +106,7 @@ pub(crate) async fn storm_since(
             let (outcome, uid) = outcome(answer);
             let created = matches!(outcome, Outcome::Ok { .. });
             tally.operations.push(WorkspaceOperation {
+                parent: parent.clone(),
                 name: name.clone(),
                 kind: OperationKind::Create,
                 uid,
@@ -144,6 +126,7 @@ pub(crate) async fn storm_since(
             let (outcome, _) = outcome(answer);
             let deleted = matches!(outcome, Outcome::Ok { .. });
             tally.operations.push(WorkspaceOperation {
+                parent: parent.clone(),
                 name: name.clone(),
                 kind: OperationKind::Delete,
                 uid: None,
@@ -222,6 +205,7 @@ pub(crate) async fn workspaces_in(
         .map(|w| {
             let url = w.pointer("/spec/URL").and_then(Value::as_str);
             WorkspaceRecord {
+                parent: parent.to_string(),
                 name: text(w, "/metadata/name"),
                 uid: text(w, "/metadata/uid"),
                 phase: text(w, "/status/phase"),

@@ -108,16 +108,23 @@ async fn workspace_storms_under_shard_kills_leave_consistent_workspaces() {
     assert!(!history.workspaces.is_empty(), "Workspaces were left to judge:\n{summary}");
     let on_shard_1 = history.logical_clusters.iter().filter(|lc| lc.shard == "shard-1").count();
     assert!(on_shard_1 > 0, "some logical clusters live on the killed shard:\n{summary}");
-    let acknowledged = |kind| {
-        let ops = history.workspace_operations.iter();
-        ops.filter(|op| op.kind == kind && matches!(op.outcome, chaos::history::Outcome::Ok { .. })).count()
-    };
+    let (creates, deletes) = acknowledged_storm(history, "root");
     assert!(
-        acknowledged(chaos::history::OperationKind::Create) > 0
-            && acknowledged(chaos::history::OperationKind::Delete) > 0,
+        creates > 0 && deletes > 0,
         "the history holds acknowledged creates and deletes for the workspace checker to judge:\n{summary}"
     );
     assert!(report.violations.is_empty(), "violations:\n{summary}");
+}
+
+/// How many creates and deletes the storm recorded as acknowledged; every operation it
+/// recorded must be in `parent`.
+fn acknowledged_storm(history: &chaos::history::History, parent: &str) -> (usize, usize) {
+    use chaos::history::{OperationKind, Outcome};
+    let ops = &history.workspace_operations;
+    assert!(ops.iter().all(|op| op.parent == parent), "the storm worked in {parent}: {ops:?}");
+    let acknowledged =
+        |kind| ops.iter().filter(|op| op.kind == kind && matches!(op.outcome, Outcome::Ok { .. })).count();
+    (acknowledged(OperationKind::Create), acknowledged(OperationKind::Delete))
 }
 
 /// Scenario 5: clients write, watch and churn Workspaces through a real front-proxy
@@ -150,6 +157,11 @@ async fn a_front_proxy_killed_mid_watch_and_shards_frozen_behind_it_lose_nothing
     let resolving = index.probes.iter().filter(|p| p.status == 200).count();
     let refused = index.probes.iter().filter(|p| index.deleted.contains(&p.workspace) && p.status != 200).count();
     assert!(resolving > 0 && refused > 0, "live and deleted Workspaces were probed:\n{summary}");
+    let (creates, deletes) = acknowledged_storm(history, "root");
+    assert!(
+        creates > 0 && deletes > 0,
+        "the storm through the proxy recorded acknowledged creates and deletes for the workspace checker:\n{summary}"
+    );
 }
 
 /// The cache hierarchy: replicated ClusterRoles created, changed and deleted on both
@@ -248,6 +260,17 @@ async fn with_root_down_the_other_shards_serve_schedule_and_bind_from_the_cache(
     assert_eq!(healthy, 2, "shard-1's and shard-2's rates while root was down were judged:\n{summary}");
     let root_failed = history.operations.iter().any(|op| op.shard == "root" && inside(op.invoke_ms));
     assert!(root_failed, "clients tried root during its outage:\n{summary}");
+    let parent = history.workspace_operations.first().map(|op| op.parent.clone()).unwrap_or_default();
+    assert!(parent.starts_with("root:"), "the storm worked in a workspace below root ({parent:?}):\n{summary}");
+    let (creates, deletes) = acknowledged_storm(history, &parent);
+    assert!(
+        creates > 0 && deletes > 0,
+        "the storm in {parent} recorded acknowledged creates and deletes for the workspace checker:\n{summary}"
+    );
+    assert!(
+        history.workspaces.iter().any(|w| w.parent == parent) && history.workspaces.iter().any(|w| w.parent == "root"),
+        "the final Workspaces of root and of {parent} were recorded, each with its parent:\n{summary}"
+    );
 }
 
 /// Scenario 8, Fleet member agents cut off from their hub (each through a fault proxy of

@@ -88,6 +88,7 @@ mod tests {
 
     fn workspace(name: &str, phase: &str) -> WorkspaceRecord {
         WorkspaceRecord {
+            parent: "root".to_string(),
             name: name.to_string(),
             uid: format!("uid-{name}"),
             phase: phase.to_string(),

@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::history::{History, LogicalClusterRecord, OperationKind, Outcome, WorkspaceRecord};
+use crate::history::{History, LogicalClusterRecord, OperationKind, Outcome, WorkspaceOperation, WorkspaceRecord};
 
 use super::Violation;
 
@@ -62,32 +62,39 @@ pub fn check(history: &History) -> Vec<Violation> {
     violations
 }
 
-/// The storm's acknowledged creates and deletes against the final Workspaces.
+/// The storm's acknowledged creates and deletes against the final Workspaces, matched by
+/// parent and name (a run may record the Workspaces of more than one parent, and names
+/// repeat across parents).
 fn acknowledged(history: &History) -> Vec<Violation> {
-    let finals: BTreeMap<&str, &WorkspaceRecord> = history.workspaces.iter().map(|w| (w.name.as_str(), w)).collect();
+    let finals: BTreeMap<(&str, &str), &WorkspaceRecord> =
+        history.workspaces.iter().map(|w| ((w.parent.as_str(), w.name.as_str()), w)).collect();
     let ops = &history.workspace_operations;
-    let acked = |op: &&crate::history::WorkspaceOperation| matches!(op.outcome, Outcome::Ok { .. });
+    let acked = |op: &&WorkspaceOperation| matches!(op.outcome, Outcome::Ok { .. });
     let mut violations = Vec::new();
     for delete in ops.iter().filter(|op| op.kind == OperationKind::Delete).filter(acked) {
-        if let Some(left) = finals.get(delete.name.as_str()) {
+        if let Some(left) = finals.get(&(delete.parent.as_str(), delete.name.as_str())) {
             let state = if left.deleting { "still being deleted" } else { "still there" };
             violations.push(Violation::new(
                 CHECKER,
                 "deleted-stays-gone",
                 format!(
-                    "workspace {} (uid {}) is {state} at the end; its delete was acknowledged at {} ms",
-                    delete.name, left.uid, delete.complete_ms
+                    "workspace {} in {} (uid {}) is {state} at the end; its delete was acknowledged at {} ms",
+                    delete.name, delete.parent, left.uid, delete.complete_ms
                 ),
             ));
         }
     }
-    let delete_tried: BTreeSet<&str> =
-        ops.iter().filter(|op| op.kind == OperationKind::Delete).map(|op| op.name.as_str()).collect();
+    let delete_tried: BTreeSet<(&str, &str)> = ops
+        .iter()
+        .filter(|op| op.kind == OperationKind::Delete)
+        .map(|op| (op.parent.as_str(), op.name.as_str()))
+        .collect();
     for create in ops.iter().filter(|op| op.kind == OperationKind::Create).filter(acked) {
-        if delete_tried.contains(create.name.as_str()) {
+        let key = (create.parent.as_str(), create.name.as_str());
+        if delete_tried.contains(&key) {
             continue;
         }
-        let problem = match finals.get(create.name.as_str()) {
+        let problem = match finals.get(&key) {
             None => "is gone at the end".to_string(),
             Some(found) if create.uid.as_ref().is_some_and(|uid| *uid != found.uid) => {
                 format!("has uid {} at the end, not {}", found.uid, create.uid.as_deref().unwrap_or_default())
@@ -98,8 +105,8 @@ fn acknowledged(history: &History) -> Vec<Violation> {
             CHECKER,
             "created-survives",
             format!(
-                "workspace {}, whose create was acknowledged at {} ms and never deleted, {problem}",
-                create.name, create.complete_ms
+                "workspace {} in {}, whose create was acknowledged at {} ms and never deleted, {problem}",
+                create.name, create.parent, create.complete_ms
             ),
         ));
     }
@@ -136,6 +143,7 @@ mod tests {
 
     fn workspace(name: &str, phase: &str, cluster: Option<&str>, shard: Option<&str>) -> WorkspaceRecord {
         WorkspaceRecord {
+            parent: "root".to_string(),
             name: name.to_string(),
             uid: format!("uid-{name}"),
             phase: phase.to_string(),
@@ -212,6 +220,7 @@ mod tests {
         let uid =
             (kind == OperationKind::Create && matches!(outcome, Outcome::Ok { .. })).then(|| format!("uid-{name}"));
         crate::history::WorkspaceOperation {
+            parent: "root".to_string(),
             name: name.to_string(),
             kind,
             uid,
@@ -280,6 +289,47 @@ mod tests {
         let mut replaced = ready("w", "c1", "root");
         replaced.uid = "uid-of-another-w".to_string();
         assert_eq!(judged(vec![replaced], ops), ["created-survives"]);
+    }
+
+    fn in_parent(parent: &str, mut workspace: WorkspaceRecord) -> WorkspaceRecord {
+        workspace.parent = parent.to_string();
+        workspace
+    }
+
+    fn op_in(parent: &str, name: &str, kind: OperationKind, outcome: Outcome) -> crate::history::WorkspaceOperation {
+        crate::history::WorkspaceOperation { parent: parent.to_string(), ..op(name, kind, outcome) }
+    }
+
+    #[test]
+    fn operations_are_matched_to_workspaces_of_their_own_parent() {
+        let (parent, other) = ("root:rd-1", "root");
+        // Kept in the parent, deleted in root: the same name in the other parent is neither.
+        let ops = vec![
+            op_in(parent, "w", OperationKind::Create, ok()),
+            op_in(other, "w", OperationKind::Create, ok()),
+            op_in(other, "w", OperationKind::Delete, ok()),
+        ];
+        assert_eq!(judged(vec![in_parent(parent, ready("w", "c1", "root"))], ops.clone()), Vec::<String>::new());
+        // The parent's create is not honoured by root's namesake, which must be gone.
+        let found = judged(vec![in_parent(other, ready("w", "c2", "root"))], ops);
+        assert_eq!(found, ["deleted-stays-gone", "created-survives"]);
+        // A delete in the parent is not undone by root's namesake being there.
+        let ops =
+            vec![op_in(parent, "w", OperationKind::Create, ok()), op_in(parent, "w", OperationKind::Delete, ok())];
+        assert_eq!(judged(vec![in_parent(other, ready("w", "c1", "root"))], ops.clone()), Vec::<String>::new());
+        assert_eq!(judged(vec![in_parent(parent, ready("w", "c1", "root"))], ops), ["deleted-stays-gone"]);
+    }
+
+    #[test]
+    fn records_written_before_the_parent_was_are_root_s() {
+        let mut record = serde_json::to_value(ready("w", "c1", "root")).unwrap();
+        record.as_object_mut().unwrap().remove("parent");
+        let record: WorkspaceRecord = serde_json::from_value(record).unwrap();
+        assert_eq!(record.parent, "root");
+        let mut operation = serde_json::to_value(op_in("root:rd-1", "w", OperationKind::Create, ok())).unwrap();
+        operation.as_object_mut().unwrap().remove("parent");
+        let operation: crate::history::WorkspaceOperation = serde_json::from_value(operation).unwrap();
+        assert_eq!(operation.parent, "root");
     }
 
     #[test]
