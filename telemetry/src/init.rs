@@ -2,6 +2,8 @@
 
 use crate::log_format::WithTraceIds;
 use opentelemetry::trace::TracerProvider as _;
+use opentelemetry::KeyValue;
+use opentelemetry_sdk::resource::{EnvResourceDetector, SdkProvidedResourceDetector, TelemetryResourceDetector};
 use opentelemetry_sdk::trace::{BatchConfig, BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -128,24 +130,34 @@ fn provider(default_service: &str, instance: Option<Instance<'_>>) -> Result<Sdk
         .with_protocol(opentelemetry_otlp::Protocol::Grpc)
         .build()
         .map_err(|error| format!("the OTLP exporter: {error}"))?;
+    let resource = resource(default_service, instance);
+    opentelemetry::global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
+    let processor = BatchSpanProcessor::builder(exporter).with_batch_config(batch_config()).build();
+    Ok(SdkTracerProvider::builder().with_resource(resource).with_span_processor(processor).build())
+}
+
+/// The Resource every exported span names: the service (`OTEL_SERVICE_NAME`, else
+/// `default_service`) and, given one, the instance.
+fn resource(default_service: &str, instance: Option<Instance<'_>>) -> Resource {
     let service = std::env::var("OTEL_SERVICE_NAME")
         .ok()
         .filter(|name| !name.trim().is_empty())
         .unwrap_or_else(|| default_service.to_string());
-    let mut resource = Resource::builder().with_service_name(service);
-    if let Some(Instance { attribute, name }) = instance {
-        resource = resource.with_attribute(opentelemetry::KeyValue::new(attribute, name.to_string()));
-        // OTEL_RESOURCE_ATTRIBUTES may name the instance itself (the compose file does).
-        let named = std::env::var("OTEL_RESOURCE_ATTRIBUTES")
-            .is_ok_and(|set| set.split(',').any(|pair| pair.trim_start().starts_with("service.instance.id=")));
-        if !named {
-            resource = resource.with_attribute(opentelemetry::KeyValue::new("service.instance.id", name.to_string()));
-        }
-    }
-    let resource = resource.build();
-    opentelemetry::global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
-    let processor = BatchSpanProcessor::builder(exporter).with_batch_config(batch_config()).build();
-    Ok(SdkTracerProvider::builder().with_resource(resource).with_span_processor(processor).build())
+    // The process's own names first, then the SDK's detectors (as `Resource::builder()`
+    // runs them), so that OTEL_RESOURCE_ATTRIBUTES can still rename the instance (the
+    // compose file does); the service name last, as it was chosen above.
+    let named = instance.into_iter().flat_map(|Instance { attribute, name }| {
+        [KeyValue::new(attribute, name.to_string()), KeyValue::new("service.instance.id", name.to_string())]
+    });
+    Resource::builder_empty()
+        .with_attributes(named)
+        .with_detectors(&[
+            Box::new(SdkProvidedResourceDetector),
+            Box::new(TelemetryResourceDetector),
+            Box::new(EnvResourceDetector::new()),
+        ])
+        .with_service_name(service)
+        .build()
 }
 
 /// Export batches of at most [`MAX_EXPORT_BATCH`] spans from a queue of [`MAX_QUEUE`],
@@ -169,3 +181,26 @@ fn batch_config() -> BatchConfig {
 pub const MAX_EXPORT_BATCH: usize = 2_048;
 /// Atoll's default span queue (the SDK's is 2,048): eight batches.
 pub const MAX_QUEUE: usize = 16_384;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_instance_is_named_unless_the_environment_names_it() {
+        let value = |resource: &Resource, key: &'static str| resource.get(&key.into()).map(|v| v.to_string());
+        let shard = Some(Instance { attribute: "atoll.shard", name: "root" });
+        // One test sets the variable, so no other test of this crate sees it changed.
+        std::env::remove_var("OTEL_RESOURCE_ATTRIBUTES");
+        let plain = resource("atoll-shard", shard);
+        assert_eq!(value(&plain, "service.instance.id").as_deref(), Some("root"));
+        assert_eq!(value(&plain, "atoll.shard").as_deref(), Some("root"));
+        std::env::set_var("OTEL_RESOURCE_ATTRIBUTES", "service.instance.id=root-a,deployment.environment=compose");
+        let renamed = resource("atoll-shard", shard);
+        std::env::remove_var("OTEL_RESOURCE_ATTRIBUTES");
+        assert_eq!(value(&renamed, "service.instance.id").as_deref(), Some("root-a"));
+        assert_eq!(value(&renamed, "atoll.shard").as_deref(), Some("root"));
+        assert_eq!(value(&renamed, "deployment.environment").as_deref(), Some("compose"));
+        assert_eq!(value(&resource("atoll-front-proxy", None), "service.instance.id"), None);
+    }
+}
