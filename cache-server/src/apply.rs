@@ -14,6 +14,9 @@
 //!   object. A recreated object has a later `source_rv`; and the sender of the tombstone
 //!   itself sends in order, so its own later upsert is its newer word (a child cache whose
 //!   replica an operator deleted and its origin restored) and is decided as usual.
+//! - A change of an origin from a sender that does not relay the origin's newest
+//!   replication session is skipped ([`crate::fence`]); a session announcement moves the
+//!   relay only forward.
 //! - Deleting the replica of a Shard (`core.kcp.io/shards`) also purges every replica
 //!   whose origin is that shard ([`Validated::purges_origin`]).
 
@@ -49,6 +52,16 @@ pub enum Skip {
     },
     /// A tombstone for a replica the cache does not hold.
     Absent,
+    /// A change of an origin from a sender that no longer relays its newest replication
+    /// session here ([`crate::fence::fenced`]).
+    Fenced,
+    /// A session announcement at or below the session already recorded for its origin.
+    OldSession {
+        /// The session recorded.
+        held: u64,
+        /// The session announced.
+        incoming: u64,
+    },
     /// An upsert of an object the cache saw deleted at or after its version.
     Deleted {
         /// `source_rv` of the replica whose deletion the cache remembers.
@@ -148,13 +161,36 @@ pub enum Validated {
         /// The authenticated sender.
         sender: String,
     },
+    /// The sender now relays session `epoch` of `origin`.
+    Epoch {
+        /// `fence::epoch_key` of the origin.
+        store_key: String,
+        /// The origin shard.
+        origin: String,
+        /// Its session.
+        epoch: u64,
+        /// The authenticated sender (the relay).
+        sender: String,
+    },
 }
 
 impl Validated {
     /// The store key the change is about.
     pub fn store_key(&self) -> &str {
         match self {
-            Validated::Upsert { store_key, .. } | Validated::Tombstone { store_key, .. } => store_key,
+            Validated::Upsert { store_key, .. }
+            | Validated::Tombstone { store_key, .. }
+            | Validated::Epoch { store_key, .. } => store_key,
+        }
+    }
+
+    /// The origin shard and the sender of a change to replicas (not of an announcement),
+    /// for fencing.
+    pub fn origin_and_sender(&self) -> Option<(&str, &str)> {
+        match self {
+            Validated::Upsert { replica, .. } => Some((replica.key.as_ref()?.origin.as_str(), &replica.sender)),
+            Validated::Tombstone { key, sender, .. } => Some((&key.origin, sender)),
+            Validated::Epoch { .. } => None,
         }
     }
 
@@ -203,6 +239,17 @@ pub fn validate(change: Change, sender: &str, origins: &Origins) -> Result<Valid
         Some(change::Change::Tombstone(key)) => {
             let store_key = checked_key(&key, sender, origins)?;
             Ok(Validated::Tombstone { store_key, key, force, sender: sender.to_owned() })
+        }
+        Some(change::Change::Epoch(epoch)) => {
+            if epoch.origin.is_empty() || epoch.origin.contains('/') || epoch.epoch == 0 {
+                return Err(Rejected::Invalid(format!(
+                    "a session announcement needs an origin without '/' and an epoch above 0: {epoch:?}"
+                )));
+            }
+            authz::authorize_origin(origins, sender, &epoch.origin)
+                .map_err(|why| Rejected::Denied(format!("session of {}: {why}", epoch.origin)))?;
+            let store_key = crate::fence::epoch_key(&epoch.origin);
+            Ok(Validated::Epoch { store_key, origin: epoch.origin, epoch: epoch.epoch, sender: sender.to_owned() })
         }
     }
 }
@@ -300,6 +347,25 @@ mod tests {
         assert_eq!(remembered_deletion(Some(5), Some(9), false), None, "a later one is kept");
         assert_eq!(remembered_deletion(None, None, false), None, "nothing held, no version to remember");
         assert_eq!(remembered_deletion(Some(5), None, true), None, "a forced repair leaves nothing");
+    }
+
+    #[test]
+    fn session_announcements_are_validated_and_authorized() {
+        let announce = |origin: &str, epoch| {
+            let epoch = protocol::cache::OriginEpoch { origin: origin.into(), epoch, via: "forged".into() };
+            Change { change: Some(change::Change::Epoch(epoch)), force: false }
+        };
+        let valid = validate(announce("s1", 7), "cache-a", &Origins::Any).expect("a cache relays any origin");
+        assert_eq!(
+            valid,
+            Validated::Epoch { store_key: "o/s1".into(), origin: "s1".into(), epoch: 7, sender: "cache-a".into() },
+            "the relay is the stream's sender, whatever the change says"
+        );
+        assert_eq!(valid.origin_and_sender(), None);
+        let own = Origins::Only("s1".into());
+        assert!(matches!(validate(announce("s2", 7), "s1", &own), Err(Rejected::Denied(_))));
+        assert!(matches!(validate(announce("s1", 0), "cache-a", &Origins::Any), Err(Rejected::Invalid(_))));
+        assert!(matches!(validate(announce("a/b", 1), "cache-a", &Origins::Any), Err(Rejected::Invalid(_))));
     }
 
     #[test]

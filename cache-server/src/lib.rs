@@ -12,6 +12,8 @@
 //! - the service dispatches each RPC to its module: [`replicate`] (a sender's stream of
 //!   batches, applied by the rules of [`apply`] and acknowledged once durable), [`list`]
 //!   and [`watch`];
+//! - [`fence`] decides, per origin, which sender relays its newest replication session
+//!   and may change its replicas;
 //! - [`replicas`] is the only module that touches the store: replica and position keys,
 //!   optimistic writes, and the purge of a deleted shard's replicas.
 //!
@@ -23,6 +25,7 @@
 
 pub mod apply;
 pub mod authz;
+pub mod fence;
 pub mod list;
 pub mod metrics;
 pub mod replicas;

@@ -1,4 +1,5 @@
-//! `List`: the replicas a cache holds, as of one cache resourceVersion.
+//! `List`: the replicas a cache holds, and its origins' replication sessions, as of one
+//! cache resourceVersion.
 
 use crate::authz::{self, Caller};
 use crate::replicas;
@@ -22,8 +23,9 @@ pub fn list(state: &State, caller: &Caller, request: &ListRequest) -> Result<Lis
         origin_matches && (request.sender.is_empty() || replica.sender == request.sender)
     };
     let (items, rv) = replicas::list(&state.store, &prefix, None, keep).map_err(|e| store_unavailable(&e))?;
-    tracing::debug!(%caller, prefix, items = items.len(), rv, "list");
-    Ok(ListResponse { items, rv })
+    let epochs = replicas::list_epochs(&state.store, &request.origin, Some(rv)).map_err(|e| store_unavailable(&e))?;
+    tracing::debug!(%caller, prefix, items = items.len(), epochs = epochs.len(), rv, "list");
+    Ok(ListResponse { items, rv, epochs })
 }
 
 /// The key prefix a List or Watch of `group/resource` covers.

@@ -4,16 +4,19 @@
 //! <namespace>/<name>` → prost-encoded [`Replica`]; `p/<sender>` → the sender's position,
 //! 8 bytes big-endian; `t/<group>/<resource>/<origin>/<cluster>/<namespace>/<name>` → a
 //! remembered deletion ([`Deletion`]), written before the replica is deleted and collected
-//! after the retention ([`collect_deletions`]). Decisions come from [`crate::apply`]; this
+//! after the retention ([`collect_deletions`]); `o/<origin>` → the origin's newest
+//! replication session and its relay (a prost-encoded `OriginEpoch`, [`crate::fence`]).
+//! Decisions come from [`crate::apply`]; this
 //! module only reads what they need and commits what they decide, with optimistic
 //! preconditions so that two streams writing one key never lose an update between the
 //! read and the write.
 
 use crate::apply::{self, Decision, Held, Remembered, Skip, Validated};
+use crate::fence;
 use bytes::Bytes;
 use futures::future::join_all;
 use prost::Message;
-use protocol::cache::Replica;
+use protocol::cache::{OriginEpoch, Replica};
 use protocol::replication::{self, REPLICA_PREFIX};
 use store::{ListOptions, Precondition, Store, StoreError, Versioned};
 
@@ -40,8 +43,18 @@ pub fn decode(bytes: &[u8]) -> Result<Replica, StoreError> {
     Replica::decode(bytes).map_err(|e| StoreError::Corrupt(format!("stored replica: {e}")))
 }
 
+/// Whether `change` comes from a sender fenced off its origin ([`fence::fenced`]): it must
+/// write nothing.
+pub fn is_fenced(store: &Store, change: &Validated) -> Result<bool, StoreError> {
+    let Some((origin, sender)) = change.origin_and_sender() else { return Ok(false) };
+    Ok(fence::fenced(read_epoch(store, origin)?.as_ref(), sender, origin))
+}
+
 /// Applies one validated change, re-deciding when a concurrent write got in between.
 pub async fn apply(store: &Store, change: &Validated) -> Result<Applied, StoreError> {
+    if let Validated::Epoch { origin, epoch, sender, .. } = change {
+        return announce(store, origin, *epoch, sender).await;
+    }
     let key = change.store_key().as_bytes();
     let mut attempt = 0;
     loop {
@@ -70,6 +83,7 @@ pub async fn apply(store: &Store, change: &Validated) -> Result<Applied, StoreEr
                 }
                 commit(store, key, held.as_ref(), apply::decide_tombstone(held.is_some()), None).await
             }
+            Validated::Epoch { .. } => return Err(StoreError::Corrupt("an announcement among replica changes".into())),
         };
         match result {
             Err(StoreError::Conflict { .. } | StoreError::AlreadyExists | StoreError::NotFound)
@@ -80,6 +94,59 @@ pub async fn apply(store: &Store, change: &Validated) -> Result<Applied, StoreEr
             other => return other,
         }
     }
+}
+
+/// Records that `via` relays session `epoch` of `origin`, unless a session at least as
+/// new is recorded ([`fence::announce`]); durable when this returns.
+pub async fn announce(store: &Store, origin: &str, epoch: u64, via: &str) -> Result<Applied, StoreError> {
+    let key = fence::epoch_key(origin);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let held = store.get(key.as_bytes())?;
+        let record = held.as_ref().map(|held| decode_epoch(&held.value)).transpose()?;
+        let Some(next) = fence::announce(record.as_ref(), origin, epoch, via) else {
+            let held = record.map_or(0, |record| record.epoch);
+            return Ok(Applied::Skipped(Skip::OldSession { held, incoming: epoch }));
+        };
+        let precondition = match &held {
+            Some(held) => Precondition::ResourceVersion(held.rv),
+            None => Precondition::MustNotExist,
+        };
+        match store.put(key.clone(), Bytes::from(next.encode_to_vec()), precondition).await {
+            Ok(_) => {
+                tracing::info!(origin, epoch, via, "an origin's newest replication session is relayed by a new sender");
+                return Ok(Applied::Written);
+            }
+            Err(StoreError::Conflict { .. } | StoreError::AlreadyExists | StoreError::NotFound)
+                if attempt < CONFLICT_RETRIES => {}
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+fn decode_epoch(bytes: &[u8]) -> Result<OriginEpoch, StoreError> {
+    OriginEpoch::decode(bytes).map_err(|e| StoreError::Corrupt(format!("stored origin session: {e}")))
+}
+
+/// The session recorded for `origin`, if any.
+pub fn read_epoch(store: &Store, origin: &str) -> Result<Option<OriginEpoch>, StoreError> {
+    store.get(fence::epoch_key(origin).as_bytes())?.map(|stored| decode_epoch(&stored.value)).transpose()
+}
+
+/// Every origin's recorded session (only `origin`'s when not empty), as of `at_rv` (the
+/// newest when `None`).
+pub fn list_epochs(store: &Store, origin: &str, at_rv: Option<u64>) -> Result<Vec<OriginEpoch>, StoreError> {
+    let prefix = if origin.is_empty() { fence::EPOCH_PREFIX.to_owned() } else { fence::epoch_key(origin) };
+    let options = ListOptions { prefix: prefix.into_bytes(), at_rv, ..ListOptions::default() };
+    let page = store.list(&options, |_, _| true)?;
+    let records = page.items.iter().map(|(_, stored)| decode_epoch(&stored.value));
+    // An exact prefix also matches longer origin names: keep only the one asked for.
+    Ok(records
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .filter(|r| origin.is_empty() || r.origin == origin)
+        .collect())
 }
 
 fn held_source_rv(held: &Versioned) -> u64 {
@@ -322,8 +389,9 @@ pub enum PurgeError {
     },
 }
 
-/// Deletes every replica whose origin is `origin` and `origin`'s position: the shard is
-/// gone, and nothing it replicated may linger. Returns how many replicas went.
+/// Deletes every replica whose origin is `origin`, `origin`'s position and its session
+/// record: the shard is gone (or replicates elsewhere now), and nothing it replicated may
+/// linger; should it come back, it starts over with a full sync. Returns how many replicas went.
 pub async fn purge_origin(store: &Store, origin: &str) -> Result<usize, PurgeError> {
     let mut purged = 0;
     for resource in resource_prefixes(store)? {
@@ -350,9 +418,11 @@ pub async fn purge_origin(store: &Store, origin: &str) -> Result<usize, PurgeErr
             }
         }
     }
-    match store.delete(replication::position_key(origin), Precondition::MustExist).await {
-        Ok(_) | Err(StoreError::NotFound) => {}
-        Err(error) => return Err(error.into()),
+    for key in [replication::position_key(origin), fence::epoch_key(origin)] {
+        match store.delete(key, Precondition::MustExist).await {
+            Ok(_) | Err(StoreError::NotFound) => {}
+            Err(error) => return Err(error.into()),
+        }
     }
     Ok(purged)
 }

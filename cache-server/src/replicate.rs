@@ -20,7 +20,7 @@
 //! the sender sent them. A position is written only after the changes of its batch are
 //! durable, so an ack (and a recorded position) never covers a change a crash could lose.
 
-use crate::apply::{self, Rejected, Validated};
+use crate::apply::{self, Rejected, Skip, Validated};
 use crate::authz::{self, Caller, Origins};
 use crate::replicas::{self, Applied};
 use crate::state::State;
@@ -73,11 +73,17 @@ pub async fn replicate(
     let first = tokio::time::timeout(HELLO_TIMEOUT, inbound.message())
         .await
         .map_err(|_| Status::deadline_exceeded("send Hello first: the stream sent nothing for 10s"))??;
-    let sender = match first.and_then(|request| request.request) {
-        Some(replicate_request::Request::Hello(hello)) => hello.sender,
+    let (sender, epoch) = match first.and_then(|request| request.request) {
+        Some(replicate_request::Request::Hello(hello)) => (hello.sender, hello.epoch),
         _ => return Err(Status::invalid_argument("the first message of a Replicate stream must be a Hello")),
     };
     let origins = authz::authorize_sender(&caller, &sender).map_err(Status::permission_denied)?;
+    if let Origins::Only(shard) = &origins {
+        // A shard's new session, recorded before the answer: whatever this stream sends,
+        // the parent learns of the session first (the uplink relays the store's changes in
+        // order). Epoch 0 (a shard that keeps no sessions) records nothing.
+        replicas::announce(&state.store, shard, epoch, shard).await.map_err(|e| store_unavailable(&e))?;
+    }
     let position = replicas::read_position(&state.store, &sender).map_err(|e| store_unavailable(&e))?;
     let span = tracing::info_span!("replicate", otel.kind = "server", rpc.system = "grpc", rpc.service = "atoll.cache.Cache", rpc.method = "Replicate", %sender, %caller);
     telemetry::propagation::continue_grpc(&span, metadata);
@@ -86,8 +92,9 @@ pub async fn replicate(
     let (acks, acks_rx) = mpsc::channel(ACKS_MAX);
     let (applied, applied_rx) = mpsc::channel(APPLIED_MAX);
     // Cannot fail: the channel is new and has room.
-    let _ = acks.try_send(Ok(ReplicateResponse { position, batches: 0 }));
-    let session = Session { state, sender, origins };
+    let _ = acks.try_send(Ok(ReplicateResponse { position, batches: 0, epochs: true }));
+    let fencing = !matches!(caller, Caller::Operator(_));
+    let session = Session { state, sender, origins, fencing };
     tokio::spawn(session.clone().apply_stage(inbound, applied).instrument(span.clone()));
     tokio::spawn(session.position_stage(position, applied_rx, acks).instrument(span));
     Ok(Box::pin(tokio_stream::wrappers::ReceiverStream::new(acks_rx)))
@@ -141,6 +148,9 @@ struct Session {
     state: Arc<State>,
     sender: String,
     origins: Origins,
+    /// Whether the sender's changes are fenced by origin sessions: a shard's or a cache's
+    /// are, an operator's (a repair by hand) are not.
+    fencing: bool,
 }
 
 /// The span of one round: when its batches come from traced writes, it continues the one
@@ -228,9 +238,17 @@ impl Session {
                 }
             }
             let total = changes.len();
-            let mut steps: Vec<Step> = match commit_changes(&self.state, changes).await {
+            let mut steps: Vec<Step> = match commit_changes(&self.state, changes, self.fencing).await {
                 Ok(counts) => {
-                    tracing::debug!(changes = total, ?counts, "round applied");
+                    if counts.fenced > 0 {
+                        tracing::info!(
+                            changes = total,
+                            ?counts,
+                            "round applied; changes of origins this sender no longer relays were refused"
+                        );
+                    } else {
+                        tracing::debug!(changes = total, ?counts, "round applied");
+                    }
                     let sender = crate::metrics::SenderLabels { sender: self.sender.clone() };
                     self.state.metrics.batches_applied.get_or_create(&sender).inc_by(positions.len() as u64);
                     self.state.metrics.changes_applied.get_or_create(&sender).inc_by(total as u64);
@@ -294,7 +312,7 @@ impl Session {
             }
             for position in positions {
                 batches += 1;
-                if acks.send(Ok(ReplicateResponse { position, batches })).await.is_err() {
+                if acks.send(Ok(ReplicateResponse { position, batches, epochs: true })).await.is_err() {
                     return;
                 }
             }
@@ -334,6 +352,8 @@ pub struct Counts {
     pub deleted: usize,
     /// Changes that wrote nothing.
     pub skipped: usize,
+    /// Changes refused from a sender fenced off their origin (counted apart from `skipped`).
+    pub fenced: usize,
     /// Replicas removed because their origin's Shard replica was deleted.
     pub purged: usize,
 }
@@ -343,22 +363,40 @@ impl Counts {
         match applied {
             Applied::Written => self.written += 1,
             Applied::Deleted => self.deleted += 1,
+            Applied::Skipped(Skip::Fenced) => self.fenced += 1,
             Applied::Skipped(_) => self.skipped += 1,
         }
     }
 }
 
-/// Commits validated changes: changes to distinct keys concurrently (the store commits
+/// Commits validated changes: session announcements first, in order; then, unless
+/// `fencing` is off (an operator's stream: repairs by hand), every change from a sender
+/// fenced off its origin is refused; changes to distinct keys concurrently (the store commits
 /// concurrent ops with one fsync), changes to one key in their order, and the keys of
 /// Shard replicas that get deleted last, each deletion after purging its origin.
 ///
 /// Purging before deleting the Shard replica makes the purge crash-safe: until the Shard
 /// replica is gone, a resent tombstone finds it and purges again.
-pub async fn commit_changes(state: &State, changes: Vec<Validated>) -> Result<Counts, Status> {
-    let (shard_deletions, ordinary): (Vec<_>, Vec<_>) = group_by_key(changes)
+pub async fn commit_changes(state: &State, changes: Vec<Validated>, fencing: bool) -> Result<Counts, Status> {
+    let (announcements, changes): (Vec<_>, Vec<_>) =
+        changes.into_iter().partition(|change| matches!(change, Validated::Epoch { .. }));
+    let mut counts = Counts::default();
+    // Session announcements first: the relay they name decides whether the round's changes
+    // of their origins are fenced.
+    for announcement in &announcements {
+        counts.add(replicas::apply(&state.store, announcement).await.map_err(|e| store_unavailable(&e))?);
+    }
+    let mut admitted = Vec::with_capacity(changes.len());
+    for change in changes {
+        if fencing && replicas::is_fenced(&state.store, &change).map_err(|e| store_unavailable(&e))? {
+            counts.add(Applied::Skipped(Skip::Fenced));
+        } else {
+            admitted.push(change);
+        }
+    }
+    let (shard_deletions, ordinary): (Vec<_>, Vec<_>) = group_by_key(admitted)
         .into_iter()
         .partition(|changes| changes.iter().any(|change| change.purges_origin().is_some()));
-    let mut counts = Counts::default();
     let per_key = ordinary.into_iter().map(|changes| async move {
         let mut applied = Vec::with_capacity(changes.len());
         for change in &changes {

@@ -88,7 +88,7 @@ async fn collect_deletions(state: Arc<State>, retention: Duration) {
         }
         match crate::replicas::collect_deletions(&state.store, retention, None).await {
             Ok(0) => {}
-            Ok(forgotten) => tracing::debug!(forgotten, "forgot expired deletions"),
+            Ok(forgotten) => tracing::info!(forgotten, "forgot expired deletions"),
             Err(error) => tracing::warn!(%error, "forgetting expired deletions failed; trying again later"),
         }
     }

@@ -124,7 +124,7 @@ struct Stream {
 impl Stream {
     async fn open(cache: &mut CacheClient<GrpcClient>, sender: &str) -> Result<Stream, Status> {
         let (requests, rx) = mpsc::channel(64);
-        let hello = Hello { sender: sender.into() };
+        let hello = Hello { sender: sender.into(), ..Hello::default() };
         requests.send(ReplicateRequest { request: Some(replicate_request::Request::Hello(hello)) }).await.unwrap();
         let mut acks = cache.replicate(tokio_stream::wrappers::ReceiverStream::new(rx)).await?.into_inner();
         let answer = acks.message().await?.expect("an answer to the Hello");

@@ -25,6 +25,8 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// The sending half of a replication stream, with its window of unacknowledged batches.
 pub(crate) struct Link {
     requests: mpsc::Sender<ReplicateRequest>,
+    /// Whether the target reads session announcements (it said so answering the Hello).
+    takes_epochs: bool,
     window: watch::Sender<Window>,
     lag: Lag,
 }
@@ -71,14 +73,16 @@ pub(crate) struct Opened {
 }
 
 impl Link {
-    /// Opens a stream to `target` as `sender` and waits for the answer to the Hello.
+    /// Opens a stream to `target` as `sender` in replication session `epoch` (0: none) and
+    /// waits for the answer to the Hello.
     pub async fn open(
         target: &mut CacheClient<GrpcClient>,
         sender: &str,
+        epoch: u64,
         lag: (LagMetrics, String),
     ) -> anyhow::Result<Opened> {
         let (requests, requests_rx) = mpsc::channel(REQUESTS_BUFFER);
-        let hello = Hello { sender: sender.to_owned() };
+        let hello = Hello { sender: sender.to_owned(), epoch };
         let hello = ReplicateRequest { request: Some(replicate_request::Request::Hello(hello)) };
         requests.send(hello).await.context("queue the Hello")?;
         let stream = tokio_stream::wrappers::ReceiverStream::new(requests_rx);
@@ -95,7 +99,7 @@ impl Link {
             .map_err(|_| anyhow::anyhow!("the target did not answer the Hello within {HELLO_TIMEOUT:?}"))??;
         let (metrics, to) = lag;
         let lag = Lag { metrics, to, pending: Mutex::default() };
-        let link = Link { requests, window: watch::Sender::new(Window::default()), lag };
+        let link = Link { requests, takes_epochs: answer.epochs, window: watch::Sender::new(Window::default()), lag };
         Ok(Opened { link, acks, position: answer.position })
     }
 
@@ -121,7 +125,8 @@ impl Link {
         Ok(())
     }
 
-    async fn send_batch(&self, batch: Batch, since: Option<Instant>) -> anyhow::Result<()> {
+    async fn send_batch(&self, mut batch: Batch, since: Option<Instant>) -> anyhow::Result<()> {
+        batch.changes = plan::for_target(std::mem::take(&mut batch.changes), self.takes_epochs);
         self.wait_until(Window::can_send).await?;
         // One task sends, so the room just seen is still there.
         self.window.send_modify(|window| window.sent(batch.position));

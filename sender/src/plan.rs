@@ -78,6 +78,16 @@ pub fn batches(changes: Vec<Change>, position: u64) -> Vec<Batch> {
     batches
 }
 
+/// `changes` as a target takes them: without session announcements (`OriginEpoch`
+/// changes) when the target did not say it reads them in its answer to the Hello, since an
+/// older cache refuses a whole batch for a change it cannot read.
+pub fn for_target(mut changes: Vec<Change>, takes_epochs: bool) -> Vec<Change> {
+    if !takes_epochs {
+        changes.retain(|change| !matches!(change.change, Some(change::Change::Epoch(_))));
+    }
+    changes
+}
+
 /// The batches of one stream that are sent and not yet acknowledged, in order, and the
 /// position the target has made durable.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -215,6 +225,15 @@ mod tests {
             let accepted = window.acked(acked);
             assert_eq!((accepted, window.in_flight(), window.durable(), window.is_drained()), expected, "{name}");
         }
+    }
+
+    #[test]
+    fn an_older_target_gets_no_announcements() {
+        let epoch = protocol::cache::OriginEpoch { origin: "s1".into(), epoch: 3, via: String::new() };
+        let announcement = Change { change: Some(change::Change::Epoch(epoch)), force: false };
+        let changes = vec![announcement.clone(), upsert("a", 1), tombstone("t")];
+        assert_eq!(for_target(changes.clone(), true), changes);
+        assert_eq!(for_target(changes, false), [upsert("a", 1), tombstone("t")]);
     }
 
     #[test]

@@ -34,6 +34,13 @@ pub trait Outbox: Send + Sync + 'static {
     /// Which keys of the store are followed (empty: all).
     fn prefix(&self) -> Bytes;
 
+    /// A new replication session of this sender, announced in the Hello: larger than every
+    /// earlier one, across restarts (a shard persists it). The default, 0, announces none
+    /// (a cache server relays its origins' sessions instead).
+    fn epoch(&self) -> impl Future<Output = anyhow::Result<u64>> + Send {
+        async { Ok(0) }
+    }
+
     /// The change a store event makes at the target, if any.
     fn change_of(&self, event: &Event) -> Option<Change>;
 
@@ -91,9 +98,10 @@ async fn session<O: Outbox>(
     lag: (LagMetrics, String),
     established: &mut bool,
 ) -> anyhow::Result<()> {
-    let Opened { link, mut acks, position } = Link::open(&mut cache, outbox.sender(), lag).await?;
+    let epoch = outbox.epoch().await.context("begin a replication session")?;
+    let Opened { link, mut acks, position } = Link::open(&mut cache, outbox.sender(), epoch, lag).await?;
     *established = true;
-    tracing::info!(position, "replicating");
+    tracing::info!(position, epoch, "replicating");
     tokio::select! {
         result = forward(outbox, &mut cache, &link, position, resync) => result,
         error = link.read_acks(&mut acks) => Err(error),

@@ -73,7 +73,9 @@ fn export(name: &str, path: &str) -> Replica {
 async fn replicate(client: &GrpcClient, server: &Running, replicas: Vec<Replica>) {
     let mut cache = CacheClient::with_origin(client.clone(), url(server).parse().unwrap());
     let (tx, rx) = tokio::sync::mpsc::channel(4);
-    let hello = ReplicateRequest { request: Some(replicate_request::Request::Hello(Hello { sender: "s1".into() })) };
+    let hello = ReplicateRequest {
+        request: Some(replicate_request::Request::Hello(Hello { sender: "s1".into(), ..Hello::default() })),
+    };
     tx.send(hello).await.unwrap();
     let changes = replicas.into_iter().map(|r| Change { change: Some(change::Change::Upsert(r)), force: false });
     let batch = Batch { changes: changes.collect(), position: 0, ..Batch::default() };

@@ -617,3 +617,85 @@ async fn a_deletion_after_failover_is_not_resurrected_by_the_old_cache() {
     }
     assert_matches(&installation, PARENT, &["root", "shard-1", "shard-2"]).await;
 }
+
+/// How long the parent remembers a deletion in the fencing test: far shorter than the old
+/// cache stays away, so only fencing can keep the deleted object out.
+const SHORT_TOMBSTONE_RETENTION_SECONDS: u64 = 2;
+
+/// Issue 15's remaining hole, with no time bound: shard-1 replicates through regional cache
+/// A, fails over to B when A goes away, and deletes an object there. The parent forgets the
+/// deletion (a 2 s `--tombstone-retention-seconds`) long before A comes back still holding
+/// the object. The parent must not take it back from A (A relays an older replication
+/// session of shard-1 than B does), and A must drop shard-1's replicas once it sees that
+/// shard-1 moved on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_cache_back_after_the_deletion_is_forgotten_resurrects_nothing() {
+    let mut installation = installation(failover_under_a_parent()).await;
+    let parent = installation.cache_mut(PARENT).unwrap();
+    let retention = SHORT_TOMBSTONE_RETENTION_SECONDS.to_string();
+    parent.options_mut().extra_args.extend(["--tombstone-retention-seconds".to_string(), retention]);
+    parent.restart().await.unwrap();
+    let (on_1, _) = workspace_per_shard(&installation, "fence").await;
+    let shard_1 = installation.by_name("shard-1").unwrap();
+    let cluster = cluster_of(shard_1, &on_1).await;
+    apply(shard_1, &on_1, &cluster_role("doomed", true));
+    let doomed = role_id("shard-1", &cluster, "doomed");
+    let holds = |replicas: &[Replica]| cache::find(replicas, &doomed).is_some();
+    for cache in [REGION_A, PARENT] {
+        let cache = installation.cache(cache).unwrap();
+        cache::wait_replicas(cache, "the doomed role replicated", CONVERGE_TIMEOUT, holds).await.unwrap();
+    }
+
+    // A goes away (cut from shard-1 and from the parent); shard-1 fails over to B and
+    // deletes the role there.
+    installation.cache_mut(REGION_A).unwrap().stop().await.unwrap();
+    let shard_1 = installation.by_name("shard-1").unwrap();
+    apply(shard_1, &on_1, &cluster_role("after-failover", true));
+    let after = role_id("shard-1", &cluster, "after-failover");
+    let region_b = installation.cache(REGION_B).unwrap();
+    cache::wait_replicas(region_b, "shard-1 writes to B", CONVERGE_TIMEOUT, |r| cache::find(r, &after).is_some())
+        .await
+        .unwrap();
+    shard_1.kubectl().cluster(&on_1).args(["delete", "clusterrole", "doomed"]).ok();
+    let gone = |replicas: &[Replica]| cache::find(replicas, &doomed).is_none();
+    for cache in [REGION_B, PARENT] {
+        let cache = installation.cache(cache).unwrap();
+        cache::wait_replicas(cache, "the doomed role deleted", CONVERGE_TIMEOUT, gone).await.unwrap();
+    }
+
+    // The parent forgets the deletion while A is still away: the time-bounded guard is
+    // gone, and only fencing is left.
+    let parent = installation.cache(PARENT).unwrap();
+    let forgotten =
+        || std::fs::read_to_string(parent.log_path()).unwrap_or_default().contains("forgot expired deletions");
+    let deadline = Instant::now() + CONVERGE_TIMEOUT;
+    while !forgotten() {
+        assert!(Instant::now() < deadline, "the parent never forgot the deletion:\n{}", parent.log_tail(30));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // A comes back, still holding the role, and compares itself with the parent every
+    // second.
+    installation.cache_mut(REGION_A).unwrap().restart().await.unwrap();
+    let region_a = installation.cache(REGION_A).unwrap();
+    assert!(
+        holds(&region_a.replicas().await.unwrap()),
+        "A must still hold the stale role for this test to mean anything"
+    );
+    let of_shard_1 =
+        |replicas: &[Replica]| replicas.iter().any(|r| r.key.as_ref().is_some_and(|k| k.origin == "shard-1"));
+    let parent = installation.cache(PARENT).unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        let held = parent.replicas().await.unwrap();
+        assert!(gone(&held), "the parent resurrected the deleted role: {:#?}\n{}", names(&held), region_a.log_tail(20));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // A learns that shard-1 moved on and drops every replica of it.
+    cache::wait_replicas(region_a, "A dropped the replicas of shard-1", CONVERGE_TIMEOUT, |r| !of_shard_1(r))
+        .await
+        .unwrap();
+    assert!(gone(&parent.replicas().await.unwrap()), "A's drop brought nothing back");
+    assert_matches(&installation, PARENT, &["root", "shard-1", "shard-2"]).await;
+    assert_matches(&installation, REGION_B, &["root", "shard-1", "shard-2"]).await;
+}

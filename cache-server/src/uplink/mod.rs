@@ -13,6 +13,9 @@
 //!   unacknowledged. Without a usable position it first makes the parent equal to this
 //!   cache ([`plan::repairs`]); the same comparison runs every `--resync-interval-seconds`
 //!   to repair drift. [`CacheOutbox`] says what is sent.
+//!   Session records travel too: each origin's newest session this cache relays is
+//!   announced to the parent, and a comparison that finds the parent naming another relay
+//!   of a newer session drops the origin's replicas here ([`crate::fence`]).
 //! - [`Uplink::follow_shards`] (module [`shards`]) follows the parent's Shard replicas with
 //!   the shared watcher and purges, locally, the replicas of a shard whose Shard replica
 //!   the parent deletes.
@@ -20,15 +23,18 @@
 pub mod plan;
 pub mod shards;
 
+use crate::fence;
 use crate::replicas;
 use crate::state::State;
 use anyhow::Context;
 use bytes::Bytes;
 use http::Uri;
+use prost::Message;
 use protocol::cache::cache_client::CacheClient;
-use protocol::cache::{change, Change, ListRequest, Replica};
+use protocol::cache::{change, Change, ListRequest, OriginEpoch, Replica};
 use protocol::replication::REPLICA_PREFIX;
 use security::grpc::GrpcClient;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 use store::StoreError;
@@ -81,19 +87,77 @@ struct CacheOutbox {
 
 impl CacheOutbox {
     /// Everything the parent holds (from every sender: whether a sibling relayed a later
-    /// version decides what this cache may repair).
-    async fn list_parent(&self, cache: &mut CacheClient<GrpcClient>) -> anyhow::Result<Vec<Replica>> {
-        let listed = cache.list(ListRequest::default()).await.context("list what the parent holds")?;
-        Ok(listed.into_inner().items)
+    /// version decides what this cache may repair), and its origins' sessions.
+    async fn list_parent(&self, cache: &mut CacheClient<GrpcClient>) -> anyhow::Result<Listed> {
+        let listed = cache.list(ListRequest::default()).await.context("list what the parent holds")?.into_inner();
+        Ok(Listed { replicas: listed.items, epochs: listed.epochs, rv: listed.rv })
     }
 
-    /// Every local replica, as of `at` (the newest when `None`), and that resourceVersion.
-    async fn list_local(&self, at: Option<u64>) -> anyhow::Result<Result<(Vec<Replica>, u64), StoreError>> {
+    /// Every local replica and session record, as of `at` (the newest when `None`).
+    async fn list_local(&self, at: Option<u64>) -> anyhow::Result<Result<Listed, StoreError>> {
         let store = self.state.store.clone();
-        tokio::task::spawn_blocking(move || replicas::list(&store, REPLICA_PREFIX, at, |_| true))
-            .await
-            .context("list the local store")
+        tokio::task::spawn_blocking(move || {
+            let (replicas, rv) = replicas::list(&store, REPLICA_PREFIX, at, |_| true)?;
+            let epochs = replicas::list_epochs(&store, "", Some(rv))?;
+            Ok(Listed { replicas, epochs, rv })
+        })
+        .await
+        .context("list the local store")
     }
+
+    /// What makes the parent equal to this cache, after dropping the origins the parent
+    /// says moved on to another relay ([`fence::moved_on`]): their replicas here are stale
+    /// copies the parent refuses, and kept they would only be relayed again. Announcements
+    /// go first; repairs of origins the parent fences for this cache are left out.
+    async fn compare(&self, parent: &Listed, local: Listed) -> anyhow::Result<Vec<Change>> {
+        let held: BTreeSet<&str> =
+            local.replicas.iter().filter_map(|replica| Some(replica.key.as_ref()?.origin.as_str())).collect();
+        let moved = fence::moved_on(&parent.epochs, &local.epochs, &held, &self.state.name);
+        for record in &moved {
+            self.drop_origin(record).await?;
+        }
+        let gone: BTreeSet<&str> = moved.iter().map(|record| record.origin.as_str()).collect();
+        let kept: Vec<Replica> = local
+            .replicas
+            .into_iter()
+            .filter(|replica| replica.key.as_ref().is_none_or(|key| !gone.contains(key.origin.as_str())))
+            .collect();
+        let fenced = fence::fenced_at_parent(&parent.epochs, &local.epochs, &self.state.name);
+        let mut changes = fence::announcements(&parent.epochs, &local.epochs);
+        let repairs = plan::repairs(&parent.replicas, &kept, &self.state.name);
+        changes
+            .extend(repairs.into_iter().filter(|change| fence::origin_of(change).is_none_or(|o| !fenced.contains(o))));
+        Ok(changes)
+    }
+
+    /// Drops every replica of an origin the parent says `record.via` relays in a newer
+    /// session, unless the origin came back here meanwhile (its session here is at least
+    /// as new by now).
+    async fn drop_origin(&self, record: &OriginEpoch) -> anyhow::Result<()> {
+        let origin = &record.origin;
+        let here = replicas::read_epoch(&self.state.store, origin)?;
+        if here.as_ref().is_some_and(|here| here.epoch >= record.epoch) {
+            return Ok(());
+        }
+        let purged = replicas::purge_origin(&self.state.store, origin)
+            .await
+            .with_context(|| format!("drop the replicas of origin {origin:?}, which moved on"))?;
+        tracing::info!(
+            origin,
+            purged,
+            epoch = record.epoch,
+            via = record.via,
+            "the origin replicates through another cache now: dropped its replicas here"
+        );
+        Ok(())
+    }
+}
+
+/// One side's replicas and session records as of one resourceVersion.
+struct Listed {
+    replicas: Vec<Replica>,
+    epochs: Vec<OriginEpoch>,
+    rv: u64,
 }
 
 impl sender::Outbox for CacheOutbox {
@@ -105,8 +169,10 @@ impl sender::Outbox for CacheOutbox {
         &self.state.store
     }
 
+    /// The whole store: replicas (`r/`) and session records (`o/`) are relayed, and the
+    /// rest (positions, remembered deletions) is skipped by [`to_change`].
     fn prefix(&self) -> Bytes {
-        Bytes::from_static(REPLICA_PREFIX.as_bytes())
+        Bytes::new()
     }
 
     fn change_of(&self, event: &store::Event) -> Option<Change> {
@@ -116,11 +182,13 @@ impl sender::Outbox for CacheOutbox {
     /// Makes the parent equal to this cache as of a local list.
     async fn full_sync(&self, cache: &mut CacheClient<GrpcClient>) -> anyhow::Result<(Vec<Change>, u64)> {
         let parent = self.list_parent(cache).await?;
-        let (local, rv) = self.list_local(None).await??;
-        let repairs = plan::repairs(&parent, &local, &self.state.name);
+        let local = self.list_local(None).await??;
+        let (local_count, rv) = (local.replicas.len(), local.rv);
+        let repairs = self.compare(&parent, local).await?;
         tracing::info!(
-            parent = parent.len(),
-            local = local.len(),
+            parent = parent.replicas.len(),
+            parent_rv = parent.rv,
+            local = local_count,
             repairs = repairs.len(),
             rv,
             "compared with the parent"
@@ -133,7 +201,7 @@ impl sender::Outbox for CacheOutbox {
     async fn repairs(&self, cache: &mut CacheClient<GrpcClient>, at: u64) -> anyhow::Result<Vec<Change>> {
         let parent = self.list_parent(cache).await?;
         match self.list_local(Some(at)).await? {
-            Ok((local, _)) => Ok(plan::repairs(&parent, &local, &self.state.name)),
+            Ok(local) => self.compare(&parent, local).await,
             Err(error @ StoreError::Gone { .. }) => {
                 tracing::warn!(%error, "skipping this drift check: the change log no longer reaches the position");
                 Ok(Vec::new())
@@ -143,9 +211,17 @@ impl sender::Outbox for CacheOutbox {
     }
 }
 
-/// The change to forward for a local store event: the replica as it is, or a tombstone
-/// of the deleted one's key.
+/// The change to forward for a local store event: the replica as it is, a tombstone of
+/// the deleted one's key, or the announcement of a session this cache relays now. Nothing
+/// else of the store leaves it.
 pub fn to_change(event: &store::Event) -> Option<Change> {
+    if event.key.starts_with(fence::EPOCH_PREFIX.as_bytes()) {
+        let record = OriginEpoch::decode(&event.value.as_ref()?[..]).ok()?;
+        return Some(fence::announcement(&record.origin, record.epoch));
+    }
+    if !event.key.starts_with(REPLICA_PREFIX.as_bytes()) {
+        return None;
+    }
     let decoded = |bytes: &[u8]| match replicas::decode(bytes) {
         Ok(replica) => Some(replica),
         Err(error) => {
@@ -187,5 +263,17 @@ mod tests {
         let tombstone = to_change(&event(EventKind::Deleted, None, Some(value))).expect("tombstone");
         assert_eq!(tombstone, Change { change: Some(change::Change::Tombstone(key)), force: false });
         assert_eq!(to_change(&event(EventKind::Modified, Some(Bytes::from_static(b"\xff")), None)), None);
+
+        let record = OriginEpoch { origin: "s".into(), epoch: 12, via: "s".into() };
+        let announced = store::Event {
+            key: Bytes::from_static(b"o/s"),
+            ..event(EventKind::Added, Some(Bytes::from(record.encode_to_vec())), None)
+        };
+        assert_eq!(to_change(&announced), Some(fence::announcement("s", 12)), "a session record is announced");
+        let position = store::Event {
+            key: Bytes::from_static(b"p/s"),
+            ..event(EventKind::Modified, Some(Bytes::copy_from_slice(&7u64.to_be_bytes())), None)
+        };
+        assert_eq!(to_change(&position), None, "positions stay here");
     }
 }

@@ -72,6 +72,7 @@ mod tests {
                     format!("upsert {} @{} force={}", r.key.as_ref().unwrap().name, r.source_rv, change.force)
                 }
                 Some(change::Change::Tombstone(k)) => format!("tombstone {}", k.name),
+                Some(change::Change::Epoch(e)) => format!("epoch {} {}", e.origin, e.epoch),
                 None => "none".into(),
             })
             .collect()

@@ -13,11 +13,17 @@
 //! drift repair) is the shared sender of crate `sender`, which the cache server's uplink
 //! runs too; [`ShardOutbox`] says what is replicated.
 //!
+//! Each stream begins a new replication session whose epoch the Hello announces: the
+//! resourceVersion of a write to [`EPOCH_KEY`], so it grows across restarts. Caches fence
+//! by it: a regional cache this shard left can no longer change this shard's replicas in
+//! the parent (see the cache server's `fence` module).
+//!
 //! - [`replica`]: the pure part (stored object → replica, key parsing, the diff).
 
 pub mod replica;
 
 use crate::state::Shard;
+use anyhow::Context;
 use apiserver::objects;
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -31,6 +37,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use store::{Event, ListOptions};
+
+/// The store key written to begin each replication session (its resourceVersion is the
+/// session's epoch); internal, never served or replicated.
+const EPOCH_KEY: &str = "internal/replication-session";
 
 /// Where and how this shard replicates.
 #[derive(Clone)]
@@ -69,6 +79,18 @@ impl sender::Outbox for ShardOutbox {
 
     fn prefix(&self) -> Bytes {
         Bytes::new()
+    }
+
+    /// A store write's resourceVersion: larger than every earlier session's, and durable
+    /// before the Hello announces it, so a restarted shard never reuses one.
+    async fn epoch(&self) -> anyhow::Result<u64> {
+        let committed = self
+            .shard
+            .store
+            .put(EPOCH_KEY, Bytes::new(), store::Precondition::None)
+            .await
+            .context("record a new replication session")?;
+        Ok(committed.rv)
     }
 
     fn change_of(&self, event: &Event) -> Option<Change> {

@@ -160,6 +160,7 @@ mod tests {
                 .map(|c| match c.change.as_ref().unwrap() {
                     change::Change::Upsert(r) => (format!("upsert {}", r.source_rv), c.force),
                     change::Change::Tombstone(k) => (format!("tombstone {}", k.name), c.force),
+                    change::Change::Epoch(e) => (format!("epoch {}", e.epoch), c.force),
                 })
                 .collect()
         };

@@ -140,8 +140,9 @@ impl CacheClient {
     async fn replicate_unbounded(&self, sender: &str, batches: Vec<Batch>) -> Result<Vec<ReplicateResponse>, Status> {
         // One slot: the next message is only queued once the previous one was answered.
         let (mut requests, outgoing) = futures::channel::mpsc::channel::<ReplicateRequest>(1);
-        let hello =
-            ReplicateRequest { request: Some(replicate_request::Request::Hello(Hello { sender: sender.into() })) };
+        let hello = ReplicateRequest {
+            request: Some(replicate_request::Request::Hello(Hello { sender: sender.into(), ..Hello::default() })),
+        };
         requests.send(hello).await.map_err(|_| Status::internal("queue the Hello"))?;
         let mut responses = self.grpc().replicate(outgoing).await?.into_inner();
         let mut answers = vec![next_answer(&mut responses, "the Hello").await?];

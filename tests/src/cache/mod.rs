@@ -227,6 +227,12 @@ impl CacheServerProcess {
         }
     }
 
+    /// The options the next [`CacheServerProcess::restart`] starts it with (a test that
+    /// needs other flags changes them here).
+    pub fn options_mut(&mut self) -> &mut CacheServerOptions {
+        &mut self.options
+    }
+
     /// Sends SIGTERM and waits at most [`STOP_TIMEOUT`]; ignoring SIGTERM is an error.
     pub async fn stop(&mut self) -> anyhow::Result<ExitStatus> {
         let Some(mut child) = self.child.take() else {
