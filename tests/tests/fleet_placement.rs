@@ -135,13 +135,28 @@ async fn fleet_places_rolls_out_scales_and_survives_a_silent_member() {
     let kinds: Vec<&str> = selected.iter().filter_map(|r| r["kind"].as_str()).collect();
     assert_eq!(kinds, ["Namespace", "ConfigMap", "ConfigMap", "PodTemplate"], "KubeFleet's order");
     // The envelope: a Work of its own per member, named and labelled as KubeFleet's work
-    // generator does; what it carries is on the member, the envelope itself is not.
+    // generator does; what it carries is on the member, the envelope itself is not. Both
+    // Works belong to the member's binding, so they go when it goes.
+    let bindings = kubectl().args(["get", "clusterresourcebindings", "-o", "json"]).ok().json().unwrap();
+    let bindings = bindings["items"].as_array().cloned().unwrap_or_default();
     for name in &names {
         let namespace = format!("fleet-member-{name}");
         let works = kubectl().args(["get", "works", "-n", &namespace, "-o", "json"]).ok().json().unwrap();
         let works = works["items"].as_array().cloned().unwrap_or_default();
         let names_of: Vec<&str> = works.iter().filter_map(|w| w["metadata"]["name"].as_str()).collect();
         assert_eq!(works.len(), 2, "{name}: the main Work and the envelope's: {names_of:?}");
+        let binding = bindings
+            .iter()
+            .find(|b| {
+                b["metadata"]["labels"]["kubernetes-fleet.io/parent-CRP"] == "app"
+                    && b["spec"]["targetCluster"] == *name
+            })
+            .unwrap_or_else(|| panic!("{name} has a binding of app"));
+        for work in &works {
+            let owner = &work["metadata"]["ownerReferences"][0];
+            assert_eq!(owner["kind"], "ClusterResourceBinding", "{work}");
+            assert_eq!(owner["uid"], binding["metadata"]["uid"], "{name}: owned by its binding: {work}");
+        }
         let envelope = works.iter().find(|w| w["metadata"]["name"] != "app-work").unwrap();
         let labels = &envelope["metadata"]["labels"];
         assert!(envelope["metadata"]["name"].as_str().unwrap().starts_with("app-work-configmap-"), "{envelope}");
@@ -288,6 +303,17 @@ async fn fleet_places_rolls_out_scales_and_survives_a_silent_member() {
         wait_json(kubectl, &["clusterresourcebindings"], "west scales to one", |l| placed(l, "west").len() == 1);
     let one = placed(&bindings, "west");
     assert!(one.contains("m3") || one.contains("m4"), "scaling down keeps a best-scored pick: {one:?}");
+    // The bindings scaled away are removed, and their Works with them.
+    for dropped in three.difference(&one) {
+        let namespace = format!("fleet-member-{dropped}");
+        wait_json(kubectl, &["works", "-n", &namespace], "the dropped binding's Work gone", |l| {
+            !l["items"].as_array().into_iter().flatten().any(|w| w["metadata"]["name"] == "west-work")
+        });
+    }
+    wait_json(kubectl, &["clusterresourcebindings"], "only the kept binding of west left", |l| {
+        let items = l["items"].as_array().cloned().unwrap_or_default();
+        items.iter().filter(|b| b["metadata"]["labels"]["kubernetes-fleet.io/parent-CRP"] == "west").count() == 1
+    });
 
     // What KubeFleet's webhook refuses, refused with the field to fix: tolerations may be
     // added but not removed, the placement type is fixed, fields must fit the type.

@@ -5,6 +5,7 @@
 //! logical cluster:
 //! - a ClusterResourcePlacement written: that placement;
 //! - a Work written (its member agent reported): the Work's placement;
+//! - a ClusterResourceBinding gone: its placement;
 //! - a MemberCluster written: that member, whose hub status is brought up; placements
 //!   are decided again only when what the scheduler sees of it changed (a heartbeat
 //!   alone changes nothing);
@@ -148,6 +149,17 @@ impl StoreConsumer for Feed {
                 };
                 let parent = new.as_ref().or(old.as_ref()).and_then(|o| meta::labels(o).get(PARENT_CRP_LABEL).cloned());
                 if let Some(parent) = parent.filter(|_| reported) {
+                    self.0.trigger(hub, |t| {
+                        t.placements.insert(parent);
+                    });
+                }
+            }
+            // A binding gone (its Works removed from the member): the rollout may use the
+            // room it held.
+            (PLACEMENT_GROUP, "clusterresourcebindings") if event.value.is_none() => {
+                let Some(prev) = &event.prev else { return };
+                let old = serde_json::from_slice::<Value>(&prev.value).ok();
+                if let Some(parent) = old.as_ref().and_then(|o| meta::labels(o).get(PARENT_CRP_LABEL).cloned()) {
                     self.0.trigger(hub, |t| {
                         t.placements.insert(parent);
                     });

@@ -1,7 +1,14 @@
 //! The rolling update of one ClusterResourcePlacement, pure: which bindings become Bound
 //! to the latest resource snapshot, which Bound ones move to it and which Unscheduled ones
 //! go, within `maxUnavailable` and `maxSurge` as KubeFleet's rollout controller counts
-//! them (percentages of the target count, rounded up).
+//! them (percentages of the target count, rounded up):
+//! - `maxUnavailable` holds the clusters that are ready (available for what their binding
+//!   says now) and will stay so at `target - maxUnavailable`: a cluster whose binding was
+//!   changed and is not available again, or is not available at all, counts against it
+//!   until it is, and a binding being deleted counts as about to be unavailable;
+//! - `maxSurge` holds the clusters that are or may become ready (every placed binding that
+//!   has not failed, being deleted or not, bound-but-not-yet-available included) at
+//!   `target + maxSurge`.
 
 use serde_json::Value;
 
@@ -38,13 +45,18 @@ pub struct Member {
     pub state: State,
     /// Its resource snapshot is the latest.
     pub current: bool,
-    /// Its resources are available on the member (for its current generation).
+    /// Its resources are available on the member for what the binding says now: a Work
+    /// still carrying an earlier snapshot does not make it ready.
     pub ready: bool,
-    /// Its resources failed to apply or override on the member.
+    /// Its resources failed to override, apply or become available on the member
+    /// (KubeFleet's terminal binding failures): it will not become ready by waiting.
     pub failed: bool,
     /// Why it will not become ready by waiting, naming its cluster: its resources failed
     /// to apply or override, or stayed unavailable beyond `unavailablePeriodSeconds`.
     pub stuck: Option<String>,
+    /// Being deleted: its resources stay on the member until its Works are gone, so it may
+    /// still serve, and may stop at any moment.
+    pub deleting: bool,
 }
 
 /// `maxUnavailable` or `maxSurge`: a count or a percentage of the target.
@@ -77,21 +89,29 @@ pub struct Plan {
 
 /// Plans one pass for `members` (sorted by name) towards `target` clusters.
 pub fn plan(members: &[Member], target: usize, max_unavailable: usize, max_surge: usize) -> Plan {
-    // With a target of at least one, one cluster may always be unavailable, or nothing
-    // could ever move.
-    let max_unavailable = if target > 0 { max_unavailable.max(1) } else { max_unavailable };
-    let ready = members.iter().filter(|m| m.state != State::Scheduled && m.ready).count();
-    let can_be_ready = members.iter().filter(|m| m.state != State::Scheduled && (m.ready || !m.failed)).count();
+    let placed = |m: &&Member| m.state != State::Scheduled;
+    // Ready now, and of those the ones that may stop at any moment (being deleted): the
+    // lower bound of what stays available whatever this pass does.
+    let ready = members.iter().filter(placed).filter(|m| m.ready).count();
+    let leaving = members.iter().filter(placed).filter(|m| m.ready && m.deleting).count();
+    // Everything that may be ready during the rollout: placed and not failed, whether
+    // available yet or not, being deleted or not.
+    let can_be_ready = members.iter().filter(placed).filter(|m| !m.failed).count();
     let mut plan = Plan::default();
-    // Updates that failed to apply proceed regardless: they are unavailable anyway.
-    let outdated: Vec<&Member> = members.iter().filter(|m| m.state == State::Bound && !m.current).collect();
+    let outdated: Vec<&Member> =
+        members.iter().filter(|m| m.state == State::Bound && !m.current && !m.deleting).collect();
+    // Updates that failed proceed regardless: they are unavailable anyway.
     plan.update.extend(outdated.iter().filter(|m| m.failed).map(|m| m.name.clone()));
     // Removing an Unscheduled binding or moving a Bound one to the latest snapshot may
     // make its cluster unavailable: as many may go as keep `target - maxUnavailable`
     // ready, Unscheduled ones first (KubeFleet charges every candidate, ready or not).
-    let mut removable = ready.saturating_sub(target.saturating_sub(max_unavailable));
-    let candidates =
-        members.iter().filter(|m| m.state == State::Unscheduled).chain(outdated.iter().copied().filter(|m| !m.failed));
+    // With `maxUnavailable` 0 nothing ready may go: a move waits for its replacement to be
+    // ready (surge), and an update in place cannot start (see [`blockers`]).
+    let mut removable = (ready - leaving).saturating_sub(target.saturating_sub(max_unavailable));
+    let candidates = members
+        .iter()
+        .filter(|m| m.state == State::Unscheduled && !m.deleting)
+        .chain(outdated.iter().copied().filter(|m| !m.failed));
     for member in candidates {
         let goes = removable > 0;
         removable = removable.saturating_sub(1);
@@ -121,12 +141,29 @@ pub fn plan(members: &[Member], target: usize, max_unavailable: usize, max_surge
 /// up `maxUnavailable`, or holds surge room) is stuck, no wait frees the budget, and the
 /// stuck ones' reasons say what must change. While any of them may still become ready,
 /// the rollout is converging (fleet#807, fleet#503: the two looked the same).
-pub fn blockers(members: &[Member], plan: &Plan) -> Vec<String> {
+pub fn blockers(members: &[Member], plan: &Plan, max_unavailable: usize) -> Vec<String> {
     if plan.blocked.is_empty() {
         return Vec::new();
     }
     let unready: Vec<&Member> = members.iter().filter(|m| m.state != State::Scheduled && !m.ready).collect();
-    if unready.is_empty() || unready.iter().any(|m| m.stuck.is_none()) {
+    if unready.is_empty() {
+        // Everything placed is ready and still something waits: only an update in place
+        // with no room to be unavailable, which no wait changes.
+        let in_place: Vec<&String> = members
+            .iter()
+            .filter(|m| m.state == State::Bound && !m.current && plan.blocked.contains(&m.name))
+            .map(|m| &m.name)
+            .collect();
+        if max_unavailable == 0 && !in_place.is_empty() {
+            return vec![format!(
+                "maxUnavailable is 0, so {} binding(s) cannot update their clusters in place ({})",
+                in_place.len(),
+                in_place.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")
+            )];
+        }
+        return Vec::new();
+    }
+    if unready.iter().any(|m| m.stuck.is_none()) {
         return Vec::new();
     }
     unready.iter().filter_map(|m| m.stuck.clone()).collect()
@@ -138,7 +175,7 @@ mod tests {
     use serde_json::json;
 
     fn member(name: &str, state: State, current: bool, ready: bool) -> Member {
-        Member { name: name.into(), state, current, ready, failed: false, stuck: None }
+        Member { name: name.into(), state, current, ready, failed: false, stuck: None, deleting: false }
     }
 
     #[test]
@@ -214,6 +251,180 @@ mod tests {
         assert!(second.bind.is_empty(), "a, old and new1 can be ready: no room for new2 without surge");
     }
 
+    /// KubeFleet's counting, case by case: what is ready, what is leaving, what can be
+    /// ready, and what that lets this pass do.
+    #[test]
+    fn the_budgets_count_every_unavailable_and_every_possibly_ready_binding() {
+        let bound = |name: &str, current: bool, ready: bool| member(name, State::Bound, current, ready);
+        let unscheduled = |name: &str, ready: bool| member(name, State::Unscheduled, true, ready);
+        let scheduled = |name: &str| member(name, State::Scheduled, false, false);
+        let deleting = |mut m: Member| {
+            m.deleting = true;
+            m
+        };
+        let failed = |mut m: Member| {
+            m.failed = true;
+            m.ready = false;
+            m
+        };
+        /// (case, members, target, maxUnavailable, maxSurge, bind, update, remove, blocked)
+        type Case<'a> =
+            (&'a str, Vec<Member>, usize, usize, usize, &'a [&'a str], &'a [&'a str], &'a [&'a str], &'a [&'a str]);
+        let cases: Vec<Case> = vec![
+            (
+                "a cluster changed last pass and not available again uses up maxUnavailable",
+                vec![
+                    bound("a", true, false),
+                    bound("b", false, true),
+                    bound("c", false, true),
+                    bound("d", false, true),
+                ],
+                4,
+                1,
+                0,
+                &[],
+                &[],
+                &[],
+                &["b", "c", "d"],
+            ),
+            (
+                "an unavailable cluster not being changed counts as well",
+                vec![bound("a", false, false), bound("b", false, true), bound("c", false, true)],
+                3,
+                1,
+                0,
+                &[],
+                &[],
+                &[],
+                &["a", "b", "c"],
+            ),
+            (
+                "with maxUnavailable 2 the second slot is free",
+                vec![
+                    bound("a", true, false),
+                    bound("b", false, true),
+                    bound("c", false, true),
+                    bound("d", false, true),
+                ],
+                4,
+                2,
+                0,
+                &[],
+                &["b"],
+                &[],
+                &["c", "d"],
+            ),
+            (
+                "a ready binding being deleted may vanish at any moment: it does not count as available",
+                vec![deleting(unscheduled("old", true)), bound("a", false, true), bound("b", true, false)],
+                2,
+                1,
+                0,
+                &[],
+                &[],
+                &[],
+                &["a"],
+            ),
+            (
+                "a binding being deleted is neither removed nor updated again",
+                vec![deleting(bound("a", false, true)), bound("b", true, true), bound("c", true, true)],
+                2,
+                1,
+                1,
+                &[],
+                &[],
+                &[],
+                &[],
+            ),
+            (
+                "maxSurge counts bound bindings not yet available",
+                vec![bound("a", true, true), bound("b", true, false), scheduled("c"), scheduled("d")],
+                3,
+                1,
+                0,
+                &["c"],
+                &[],
+                &[],
+                &["d"],
+            ),
+            (
+                "maxSurge counts a binding being deleted until its Works are gone",
+                vec![deleting(unscheduled("old", false)), bound("a", true, true), scheduled("new")],
+                2,
+                1,
+                0,
+                &[],
+                &[],
+                &[],
+                &["new"],
+            ),
+            (
+                "a failed binding holds no surge room, and its update goes regardless",
+                vec![failed(bound("a", false, false)), bound("b", false, true), scheduled("c")],
+                2,
+                1,
+                0,
+                &["c"],
+                &["a"],
+                &[],
+                &["b"],
+            ),
+            (
+                "maxUnavailable 0 keeps the old cluster until the new one is ready",
+                vec![unscheduled("old", true), scheduled("new")],
+                1,
+                0,
+                1,
+                &["new"],
+                &[],
+                &[],
+                &["old"],
+            ),
+            (
+                "maxUnavailable 0: the new one is ready, the old one goes",
+                vec![unscheduled("old", true), bound("new", true, true)],
+                1,
+                0,
+                1,
+                &[],
+                &[],
+                &["old"],
+                &[],
+            ),
+            (
+                "maxUnavailable 0 cannot update in place",
+                vec![bound("a", false, true), bound("b", false, true)],
+                2,
+                0,
+                1,
+                &[],
+                &[],
+                &[],
+                &["a", "b"],
+            ),
+        ];
+        for (case, members, target, unavailable, surge, bind, update, remove, blocked) in cases {
+            let plan = plan(&members, target, unavailable, surge);
+            assert_eq!(plan.bind, bind, "{case}: bind");
+            assert_eq!(plan.update, update, "{case}: update");
+            assert_eq!(plan.remove, remove, "{case}: remove");
+            assert_eq!(plan.blocked, blocked, "{case}: blocked");
+        }
+    }
+
+    #[test]
+    fn an_update_in_place_with_no_unavailable_budget_is_blocked_not_converging() {
+        let members = vec![member("a", State::Bound, false, true), member("b", State::Bound, false, true)];
+        let plan = plan(&members, 2, 0, 1);
+        assert_eq!(
+            blockers(&members, &plan, 0),
+            ["maxUnavailable is 0, so 2 binding(s) cannot update their clusters in place (a, b)"]
+        );
+        // With a budget nothing is blocked for good: one moves, the other waits for it.
+        let plan = super::plan(&members, 2, 1, 1);
+        assert!(blockers(&members, &plan, 1).is_empty());
+    }
+
     #[test]
     fn a_rollout_is_blocked_only_when_no_wait_can_free_its_budget() {
         let stuck = |mut m: Member, why: &str| {
@@ -272,7 +483,7 @@ mod tests {
         ];
         for (case, members, target, max_unavailable, want) in cases {
             let plan = plan(&members, target, max_unavailable, 0);
-            assert_eq!(blockers(&members, &plan), want, "{case}: {plan:?}");
+            assert_eq!(blockers(&members, &plan, max_unavailable), want, "{case}: {plan:?}");
         }
     }
 }

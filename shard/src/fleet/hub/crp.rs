@@ -54,20 +54,56 @@ struct Kept {
     moved: bool,
 }
 
+/// The placement's condition saying whether its policy is fulfilled.
+const PLACEMENT_SCHEDULED: &str = "ClusterResourcePlacementScheduled";
+
+/// A placement between the two halves of its pass.
+pub(super) struct Halfway {
+    /// The placement as the first half left it (its Scheduled condition written).
+    crp: Value,
+    scheduled: Scheduled,
+    rollout: Rollout,
+}
+
 impl Hub<'_> {
-    /// One placement's whole pass over its `group`; records what it selects in
-    /// `selection`; returns whether it should be passed again at once.
-    pub(super) async fn placement(
+    /// The first half of a placement's pass over its `group`, in KubeFleet's order: the
+    /// snapshots, the decision and the bindings, the rollout's part, then the placement's
+    /// Scheduled condition, before any Work (KubeFleet's scheduler and placement
+    /// controller report the decision while the work generator is still to run). Records
+    /// what it selects in `selection`. `None` when the placement is invalid, which its
+    /// status then says.
+    pub(super) async fn decide(
         &self,
         crp: &Value,
         shared: &Shared<'_>,
         group: &mut Group,
         selection: &mut Selection,
-    ) -> anyhow::Result<bool> {
+    ) -> anyhow::Result<Option<Halfway>> {
         let Some(scheduled) = self.schedule(crp, shared, group, selection).await? else {
-            return Ok(false);
+            return Ok(None);
         };
-        let mut rollout = self.roll(crp, shared.now, group, selection, &scheduled).await?;
+        let rollout = self.roll(crp, shared.now, group, selection, &scheduled).await?;
+        // Only the Scheduled condition: the rest of the status waits for the Works, and a
+        // pass that changes nothing writes nothing here either.
+        let mut wanted = crp.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
+        let condition =
+            crate::fleet::status::scheduled(PLACEMENT_SCHEDULED, &scheduled.decision, meta::generation(crp));
+        let conditions = wanted["conditions"].as_array().cloned().unwrap_or_default();
+        let mut conditions: Vec<Value> = conditions
+            .into_iter()
+            .filter(|c| c.get("type").and_then(Value::as_str) != condition.get("type").and_then(Value::as_str))
+            .collect();
+        conditions.insert(0, condition);
+        wanted["conditions"] = Value::Array(conditions);
+        let crp = self.write_placement_status(crp, wanted).await?.unwrap_or_else(|| crp.clone());
+        Ok(Some(Halfway { crp, scheduled, rollout }))
+    }
+
+    /// The second half: the Works, then the statuses of the bindings and the placement.
+    /// Returns whether the placement should be passed again at once.
+    pub(super) async fn place(&self, shared: &Shared<'_>, group: &mut Group, halfway: Halfway) -> anyhow::Result<bool> {
+        let Halfway { crp, scheduled, mut rollout } = halfway;
+        let crp = &crp;
         let placed = self.write_works(crp, shared, group, &scheduled, &mut rollout.work_states).await?;
         self.remove_stale_works(&group.bindings, &mut group.works).await?;
         self.write_statuses(crp, group, &scheduled, &rollout, &placed).await?;
@@ -274,10 +310,13 @@ impl Hub<'_> {
         // envelopes'): the rollout's readiness.
         let crp_work = format!("{name}-work");
         let mut work_states: BTreeMap<String, WorkState> = BTreeMap::new();
-        for binding in group.bindings.iter().filter(|b| !meta::is_deleting(b) && State::of(b) != State::Scheduled) {
+        for binding in group.bindings.iter().filter(|b| State::of(b) != State::Scheduled) {
             let cluster = target_of(binding).unwrap_or_default();
             let namespace = member_namespace(&cluster);
-            let in_namespace = |w: &&Value| meta::namespace(w) == Some(namespace.as_str()) && !meta::is_deleting(w);
+            // A binding being deleted serves with the Works it had until they are gone.
+            let leaving = meta::is_deleting(binding);
+            let in_namespace =
+                |w: &&Value| meta::namespace(w) == Some(namespace.as_str()) && (leaving || !meta::is_deleting(w));
             if !group.works.iter().filter(in_namespace).any(|w| meta::name(w) == Some(crp_work.as_str())) {
                 continue;
             }
@@ -330,25 +369,36 @@ impl Hub<'_> {
         let mut roll: Vec<rollout::Member> = group
             .bindings
             .iter()
-            .filter(|b| !meta::is_deleting(b))
             .map(|b| {
                 let cluster = target_of(b).unwrap_or_default();
                 let work = work_states.get(&cluster).cloned().unwrap_or_default();
+                let binding_snapshot = b.pointer("/spec/resourceSnapshotName").and_then(Value::as_str);
+                // Ready for what the binding says now: a Work still carrying an earlier
+                // snapshot (not rewritten yet, or held by a failed override) is not.
                 let ready = work.available == Some(true)
+                    && binding_snapshot.is_some_and(|s| s == work.snapshot)
                     && work.untrackable_since.is_none_or(|since| now.duration_since(since) >= unavailable_period);
+                // KubeFleet's terminal binding failures: the override, the apply or the
+                // availability check said False (the override as this pass's binding
+                // status last recorded it).
+                let override_failed = find_condition(b, "Overridden").is_some_and(|c| {
+                    c.get("status").and_then(Value::as_str) == Some("False")
+                        && c.get("observedGeneration").and_then(Value::as_i64) == Some(meta::generation(b))
+                });
                 rollout::Member {
                     name: meta::name(b).unwrap_or_default().to_string(),
                     state: State::of(b),
-                    current: b.pointer("/spec/resourceSnapshotName").and_then(Value::as_str) == Some(snapshot_name),
+                    current: binding_snapshot == Some(snapshot_name),
                     ready,
-                    failed: work.applied == Some(false),
+                    failed: override_failed || work.applied == Some(false) || work.available == Some(false),
                     stuck: stuck(&cluster, Some(&work), None, now, unavailable_period),
+                    deleting: meta::is_deleting(b),
                 }
             })
             .collect();
         roll.sort_by(|a, b| a.name.cmp(&b.name));
         let plan = rollout::plan(&roll, target, max_unavailable, max_surge);
-        let blockers = rollout::blockers(&roll, &plan);
+        let blockers = rollout::blockers(&roll, &plan, max_unavailable);
         // The new bindings: Bound to the latest snapshot when the rollout binds them now
         // (what a Scheduled binding bound at once would hold), else Scheduled.
         let mut creates = Vec::new();
@@ -384,7 +434,7 @@ impl Hub<'_> {
             moved = true;
         }
         for binding_name in &plan.remove {
-            self.delete(&self.rows.bindings, None, binding_name).await?;
+            self.delete_binding(binding_name).await?;
             group.bindings.retain(|b| meta::name(b) != Some(binding_name.as_str()));
             moved = true;
         }
@@ -518,7 +568,7 @@ impl Hub<'_> {
             &rollout.blockers,
             scheduled.held.as_ref(),
         );
-        self.write_placement_status(crp, status).await
+        self.write_placement_status(crp, status).await.map(|_| ())
     }
 }
 

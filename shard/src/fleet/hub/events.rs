@@ -10,18 +10,18 @@ use crate::fleet::placement_events::placement_events;
 
 impl Hub<'_> {
     /// Writes `wanted` as the placement's status when it says something new, and records
-    /// the events the change deserves.
-    pub(super) async fn write_placement_status(&self, crp: &Value, wanted: Value) -> anyhow::Result<()> {
+    /// the events the change deserves; returns the placement as stored, if written.
+    pub(super) async fn write_placement_status(&self, crp: &Value, wanted: Value) -> anyhow::Result<Option<Value>> {
         let before = crp.get("status").cloned().unwrap_or(Value::Null);
         let Some(written) = self.write_status(&self.rows.placements, crp, wanted).await? else {
-            return Ok(());
+            return Ok(None);
         };
         let after = written.get("status").cloned().unwrap_or(Value::Null);
         for event in placement_events(&before, &after) {
             let kind = if event.warning { EventType::Warning } else { EventType::Normal };
             self.recorder.record(self.shard, self.cluster, &written, kind, event.reason, &event.message).await;
         }
-        Ok(())
+        Ok(Some(written))
     }
 
     /// Records an event about a MemberCluster (as stored: with its uid).

@@ -13,9 +13,10 @@
 //!   statuses of the bindings, the policy snapshot and the placement ([`super::status`]).
 //!
 //! A pass lists each kind once and works on the placement's share of it, so a pass over
-//! many placements reads the hub once, not once per placement. Snapshots, bindings and
-//! Works are owned by their placement, so the garbage collector removes them with it; the
-//! member agent's finalizer on a Work holds it until the member's copies are gone.
+//! many placements reads the hub once, not once per placement. Snapshots and bindings are
+//! owned by their placement and Works by their binding, so the garbage collector removes
+//! them with it; the member agent's finalizer on a Work holds it until the member's copies
+//! are gone, and a binding the rollout removes waits for its Works (foreground deletion).
 //!
 //! The pass is here; [`members`] keeps each MemberCluster (namespace, conditions, leave
 //! flow), [`crp`] takes one placement through its share of the pass, [`selection`]
@@ -32,7 +33,7 @@ use crate::controllers::pacing;
 use crate::state::Shard;
 use apiserver::objects;
 use apiserver::registry::ResourceType;
-use apiserver::storage::{self, DeletePreconditions, ObjectRef, WriteOptions};
+use apiserver::storage::{self, Cascade, DeletePreconditions, ObjectRef, Propagation, WriteOptions};
 use futures::StreamExt;
 use placement::{Outcome, Profile, State as Now};
 use protocol::meta;
@@ -182,6 +183,29 @@ impl Hub<'_> {
         }
     }
 
+    /// Deletes a binding in foreground: it stays, being deleted, until the garbage
+    /// collector has deleted the Works it owns and their member agents have removed what
+    /// they applied, as KubeFleet's binding waits on its work-cleanup finalizer; meanwhile
+    /// the rollout counts it as still serving.
+    async fn delete_binding(&self, name: &str) -> anyhow::Result<()> {
+        let at = ObjectRef { cluster: self.cluster, namespace: None, name };
+        let (preconditions, cascade) = (DeletePreconditions::default(), Cascade::with(Propagation::Foreground));
+        match storage::delete_cascading(
+            self.shard,
+            &self.rows.bindings,
+            &at,
+            &preconditions,
+            cascade,
+            WriteOptions::default(),
+        )
+        .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(anyhow::anyhow!("delete ClusterResourceBinding {name}: {}", e.message)),
+        }
+    }
+
     /// Writes `wanted` as the status of an object when it says something new; returns
     /// the object as stored, if written.
     async fn write_status(&self, rt: &ResourceType, object: &Value, wanted: Value) -> anyhow::Result<Option<Value>> {
@@ -314,11 +338,26 @@ impl Hub<'_> {
         }
         passed.placements = jobs.len();
         let shared = &shared;
-        let placing: Vec<_> = jobs
+        // Every placement decided and bound first, then every placement's Works: the
+        // decisions (and their Scheduled conditions) do not wait behind other placements'
+        // Works, as KubeFleet's scheduler does not wait for its work generator.
+        let deciding: Vec<_> = jobs
             .into_iter()
             .map(|(crp, name, mut group)| async move {
                 let mut selection = Selection::default();
-                let outcome = self.placement(crp, shared, &mut group, &mut selection).await;
+                let halfway = self.decide(crp, shared, &mut group, &mut selection).await;
+                (name, group, selection, halfway)
+            })
+            .collect();
+        let decided: Vec<_> = futures::stream::iter(deciding).buffer_unordered(PLACEMENTS_IN_FLIGHT).collect().await;
+        let placing: Vec<_> = decided
+            .into_iter()
+            .map(|(name, mut group, selection, halfway)| async move {
+                let outcome = match halfway {
+                    Ok(Some(halfway)) => self.place(shared, &mut group, halfway).await,
+                    Ok(None) => Ok(false),
+                    Err(error) => Err(error),
+                };
                 (name, selection, outcome)
             })
             .collect();

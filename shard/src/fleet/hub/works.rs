@@ -74,11 +74,20 @@ impl Hub<'_> {
             PARENT_SNAPSHOT_INDEX_LABEL: snapshot.trim_end_matches("-snapshot").rsplit('-').next().unwrap_or("0")});
         let (name, existing) = work_identity(crp_name, &namespace, load.envelope, works, &mut labels);
         let annotations = json!({PARENT_SNAPSHOT_NAME_ANNOTATION: snapshot, WORK_HASH_ANNOTATION: digest});
+        // The binding owns its Works, so they go when it goes (KubeFleet ties them to the
+        // binding by its work-cleanup finalizer). A binding read back without a UID (never,
+        // short of a bug) leaves them to the placement rather than to no owner.
+        let owner = match meta::meta_str(binding, "uid") {
+            Some(_) => owner("ClusterResourceBinding", binding),
+            None => owner("ClusterResourcePlacement", crp),
+        };
+        let owned = |work: &Value| work.pointer("/metadata/ownerReferences/0/uid") == owner.get("uid");
         let written = match existing {
             Some(work)
                 if annotation(work, WORK_HASH_ANNOTATION) == Some(&digest)
                     && annotation(work, PARENT_SNAPSHOT_NAME_ANNOTATION) == Some(snapshot)
                     && label(work, PARENT_BINDING_LABEL) == Some(binding_name)
+                    && owned(work)
                     && !meta::is_deleting(work) =>
             {
                 return Ok((work_state(work, false), None, name));
@@ -88,6 +97,7 @@ impl Hub<'_> {
                     let mut new = old.clone();
                     new["metadata"]["labels"] = labels.clone();
                     new["metadata"]["annotations"] = annotations.clone();
+                    new["metadata"]["ownerReferences"] = json!([owner]);
                     new["spec"]["workload"]["manifests"] = json!(manifests);
                     new
                 })
@@ -99,7 +109,7 @@ impl Hub<'_> {
                     "apiVersion": format!("{PLACEMENT_GROUP}/v1"),
                     "kind": "Work",
                     "metadata": {"name": name, "namespace": namespace, "labels": labels, "annotations": annotations,
-                        "ownerReferences": [owner("ClusterResourcePlacement", crp)]},
+                        "ownerReferences": [owner]},
                     "spec": {"workload": {"manifests": manifests}},
                 });
                 self.create(&self.rows.works, work).await?
