@@ -16,7 +16,7 @@
 //! checker (with the storm's acknowledged creates and deletes), and the index convergence
 //! checker.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -71,13 +71,7 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
     inject(&mut installation, &targets, &steps, &recorder).await?;
     // Let the workload run a little on the healed installation, then stop it.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    stop.store(true, Ordering::SeqCst);
-    let tally = churn.await.context("join the workspace storm")?;
-    println!(
-        "storm through the front-proxy: {} workspaces created, {} deleted",
-        tally.created.len(),
-        tally.deleted.len()
-    );
+    let tally = storm::stop_proxied(&stop, churn).await?;
     let shards: Vec<_> = installation.all().collect();
     workload.finish(&recorder, &shards, &targets).await?;
     let mut history = recorder.snapshot();
@@ -159,8 +153,19 @@ async fn inject(
 /// Workspace the parent holds or the storm deleted, and returns the last probe: the
 /// checker judges whatever the proxy converged to.
 async fn converged_index(installation: &Installation, tally: &Tally, history: &History) -> anyhow::Result<IndexRecord> {
+    let shards: Vec<TlsHttp> = installation.all().map(|shard| shard.http()).collect();
+    converged_index_via(&client(installation.proxy())?, &shards, tally, history).await
+}
+
+/// [`converged_index`] through `proxy`, with the logical clusters counted on `shards`
+/// (clients reaching every shard directly).
+pub(crate) async fn converged_index_via(
+    proxy: &TlsHttp,
+    shards: &[TlsHttp],
+    tally: &Tally,
+    history: &History,
+) -> anyhow::Result<IndexRecord> {
     let deadline = Instant::now() + INDEX_SETTLE;
-    let proxy = client(installation.proxy())?;
     let mut names: Vec<&str> = history.workspaces.iter().map(|w| w.name.as_str()).collect();
     names.extend(tally.deleted.iter().map(String::as_str));
     names.sort_unstable();
@@ -170,15 +175,14 @@ async fn converged_index(installation: &Installation, tally: &Tally, history: &H
             parent: ROOT_CLUSTER.to_string(),
             deleted: tally.deleted.clone(),
             probes: Vec::with_capacity(names.len()),
-            indexed_clusters: indexed_clusters(&proxy).await,
+            indexed_clusters: indexed_clusters(proxy).await,
             stored_clusters: 0,
         };
         for name in &names {
-            record.probes.push(probe(&proxy, name).await);
+            record.probes.push(probe(proxy, name).await);
         }
-        for shard in installation.all() {
-            let all = storm::items(&shard.http(), "/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters").await?;
-            record.stored_clusters += all.len() as u64;
+        for shard in shards {
+            record.stored_clusters += storm::items(shard, storm::LOGICAL_CLUSTERS).await?.len() as u64;
         }
         let judged = History { workspaces: history.workspaces.clone(), index: Some(record), ..History::default() };
         if check::index::check(&judged).is_empty() || Instant::now() >= deadline {

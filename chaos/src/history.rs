@@ -9,7 +9,9 @@
 
 use serde::{Deserialize, Serialize};
 
+mod hosts;
 mod placement;
+pub use hosts::HostFaultRecord;
 pub use placement::{
     AgentFault, BindingEvent, HeartbeatSample, MemberObject, PlacedObject, PlacementOutcome, PlacementRecord,
 };
@@ -59,6 +61,9 @@ pub struct History {
     /// (the agent-partition scenario).
     #[serde(default)]
     pub placement: Option<PlacementRecord>,
+    /// Every fault on a container of the docker-compose installation (the hosts scenario).
+    #[serde(default)]
+    pub hosts: Vec<HostFaultRecord>,
 }
 
 /// The replicated objects of the live shards and every cache's replicas, read after

@@ -34,6 +34,9 @@
 //!   (through a fault proxy each) and killed while sticky placements roll out ConfigMap
 //!   changes; no placement may leave a member over a fault shorter than the heartbeat
 //!   timeout, and every picked member converges while no other holds anything.
+//! - [`hosts`] is the faults between hosts: the docker-compose installation, its shard and
+//!   cache containers disconnected from their network, paused, and degraded with packet
+//!   loss, blackholes, cuts and rate limits inside their network namespaces.
 //! - [`storm`] is the workspace storm: Workspaces created and deleted while a shard is
 //!   killed, and the final Workspaces and LogicalClusters read from every shard.
 //! - [`check`] holds the checkers, pure functions from a history to violations: the
@@ -49,6 +52,7 @@ pub mod check;
 pub mod disk;
 pub mod front_proxy;
 pub mod history;
+pub mod hosts;
 pub mod injector;
 pub mod netproxy;
 pub mod root_down;
@@ -60,7 +64,8 @@ pub mod workload;
 
 /// Runs one scenario to its verdict: the workspace storm ([`storm`]), the front-proxy
 /// scenario ([`front_proxy`]), the cache hierarchy ([`cache_faults`]), the cache
-/// partitions ([`cache_partition`]) or a process scenario ([`scenario`]).
+/// partitions ([`cache_partition`]), the hosts of the compose installation ([`hosts`]) or
+/// a process scenario ([`scenario`]).
 pub async fn run(options: &scenario::RunOptions) -> anyhow::Result<scenario::Report> {
     match options.scenario.as_str() {
         "workspace-storm" => storm::run(options).await,
@@ -69,6 +74,7 @@ pub async fn run(options: &scenario::RunOptions) -> anyhow::Result<scenario::Rep
         root_down::NAME => root_down::run(options).await,
         cache_partition::NAME => cache_partition::run(options).await,
         agent_partition::NAME => agent_partition::run(options).await,
+        hosts::NAME => hosts::run(options).await,
         _ => scenario::run(options).await,
     }
 }

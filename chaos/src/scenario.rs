@@ -30,6 +30,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("root-down", "the root shard down for the whole fault phase while the other shards serve, schedule workspaces and bind APIs from the cache"),
     ("cache-partition", "partition shards from regional caches A and B, kill them, split them from the parent, delete after a failover; cache convergence"),
     ("agent-partition", "partition Fleet member agents from the hub and kill -9 them while placements roll out; no flapping, convergence, no leaks"),
+    ("hosts", "partition, pause and degrade the installation's hosts: docker network disconnect, docker pause, packet loss/blackhole in a container's network namespace"),
 ];
 
 fn mix(scenario: &str) -> anyhow::Result<Mix> {
@@ -158,12 +159,24 @@ impl Workload {
         shards: &[&ShardProcess],
         targets: &[Target],
     ) -> anyhow::Result<()> {
+        let readers: Vec<TlsHttp> = shards.iter().map(|shard| shard.http()).collect();
+        self.finish_reading(recorder, &readers, targets).await
+    }
+
+    /// [`Workload::finish`] with the final states read through `readers` (`readers[i]`
+    /// reaches the shard serving `targets[i]` directly).
+    pub(crate) async fn finish_reading(
+        self,
+        recorder: &Recorder,
+        readers: &[TlsHttp],
+        targets: &[Target],
+    ) -> anyhow::Result<()> {
         recorder.stop_writers();
         for writer in self.writers {
             writer.await.context("join a writer")?;
         }
-        for (shard, target) in shards.iter().zip(targets) {
-            recorder.finish(final_state(shard, target).await?);
+        for (reader, target) in readers.iter().zip(targets) {
+            recorder.finish(final_state(reader, target).await?);
         }
         for watcher in self.watchers {
             watcher.await.context("join a watcher")?;
@@ -245,6 +258,7 @@ async fn inject(
                 crate::injector::resume(pid)?;
             }
             Action::ProxyKill9 => anyhow::bail!("a front-proxy step in a scenario without a front-proxy"),
+            Action::Host(_) => anyhow::bail!("a container's fault in a scenario without containers"),
             Action::DiskFull => {
                 let disk = disks.get(step.target).context("a disk-full step on a shard without a small disk")?;
                 let bytes = disk.fill()?;
@@ -264,12 +278,12 @@ async fn inject(
     Ok(())
 }
 
-/// Lists the collection directly on the shard (no proxy), retrying briefly.
-async fn final_state(shard: &ShardProcess, target: &Target) -> anyhow::Result<FinalState> {
-    let http = shard.http();
+/// Lists the collection through `http` (directly on the shard, no proxy), retrying
+/// briefly.
+async fn final_state(http: &TlsHttp, target: &Target) -> anyhow::Result<FinalState> {
     let mut last = None;
     for _ in 0..50 {
-        match workload::list(&http, &target.path()).await {
+        match workload::list(http, &target.path()).await {
             Ok((rv, objects)) => return Ok(FinalState { collection: target.collection(), rv, objects }),
             Err(error) => last = Some(error),
         }

@@ -9,6 +9,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+use crate::hosts::fault::HostFault;
 use crate::netproxy::{Direction, NetFault};
 
 /// What a step does to its target.
@@ -25,6 +26,9 @@ pub enum Action {
     /// `kill -9` of the front-proxy (the step's target is ignored), then a restart on the
     /// same port and data dir after the hold.
     ProxyKill9,
+    /// A fault on a container of the docker-compose installation (the `hosts` scenario),
+    /// lifted by its heal.
+    Host(HostFault),
 }
 
 /// One scheduled fault.
@@ -53,9 +57,18 @@ pub struct Mix {
     pub disk_full: bool,
 }
 
-/// The shortest and longest hold of a fault, and the calm after it.
-const HOLD_MS: (u64, u64) = (500, 3_000);
-const CALM_MS: (u64, u64) = (500, 2_000);
+/// How long faults hold and the calm spells between them last: each drawn between a
+/// shortest and a longest, in milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Spells {
+    /// A fault's hold.
+    pub hold_ms: (u64, u64),
+    /// The calm after a fault (and before the first).
+    pub calm_ms: (u64, u64),
+}
+
+/// The spells of process and proxy faults: short, so a few seconds see several.
+pub const SPELLS: Spells = Spells { hold_ms: (500, 3_000), calm_ms: (500, 2_000) };
 
 /// Draws the schedule for a fault phase of `duration_ms` over `targets` shards.
 pub fn draw(seed: u64, duration_ms: u64, targets: usize, mix: Mix) -> Vec<Step> {
@@ -80,7 +93,7 @@ pub fn draw(seed: u64, duration_ms: u64, targets: usize, mix: Mix) -> Vec<Step> 
     if actions.is_empty() {
         return Vec::new();
     }
-    steps(seed, duration_ms, targets, |rng, _| {
+    steps(seed, duration_ms, targets, SPELLS, |rng, _| {
         let action = actions[rng.gen_range(0..actions.len())];
         if action == Action::Net(NetFault::Blackhole) && rng.gen_bool(0.3) {
             // Sometimes slow rather than dead: delay both ways instead.
@@ -97,7 +110,7 @@ pub fn draw_alternating(seed: u64, duration_ms: u64, targets: usize, actions: &[
     if actions.is_empty() {
         return Vec::new();
     }
-    steps(seed, duration_ms, targets, |_, index| actions[index % actions.len()])
+    steps(seed, duration_ms, targets, SPELLS, |_, index| actions[index % actions.len()])
 }
 
 /// Draws a schedule that takes the `(target, action)` pairs of `turns` in turn (step `i`
@@ -105,10 +118,16 @@ pub fn draw_alternating(seed: u64, duration_ms: u64, targets: usize, actions: &[
 /// faults only make sense on certain targets (a network fault on a hop, a kill on a
 /// process) meets each of its pairs even in a short run, targets as well as kinds.
 pub fn draw_turns(seed: u64, duration_ms: u64, turns: &[(usize, Action)]) -> Vec<Step> {
+    draw_turns_spelled(seed, duration_ms, turns, SPELLS)
+}
+
+/// [`draw_turns`] with holds and calm spells drawn from `spells`: faults whose effect
+/// takes a while to show (a container cut off the network) hold longer.
+pub fn draw_turns_spelled(seed: u64, duration_ms: u64, turns: &[(usize, Action)], spells: Spells) -> Vec<Step> {
     if turns.is_empty() {
         return Vec::new();
     }
-    let mut steps = steps(seed, duration_ms, 1, |_, index| turns[index % turns.len()].1);
+    let mut steps = steps(seed, duration_ms, 1, spells, |_, index| turns[index % turns.len()].1);
     for (index, step) in steps.iter_mut().enumerate() {
         step.target = turns[index % turns.len()].0;
     }
@@ -121,6 +140,7 @@ fn steps(
     seed: u64,
     duration_ms: u64,
     targets: usize,
+    spells: Spells,
     mut action: impl FnMut(&mut StdRng, usize) -> Action,
 ) -> Vec<Step> {
     let mut rng = StdRng::seed_from_u64(seed);
@@ -128,12 +148,13 @@ fn steps(
     if targets == 0 {
         return steps;
     }
-    let mut at_ms = rng.gen_range(CALM_MS.0..=CALM_MS.1);
+    let (hold, calm) = (spells.hold_ms, spells.calm_ms);
+    let mut at_ms = rng.gen_range(calm.0..=calm.1);
     while at_ms < duration_ms {
         let action = action(&mut rng, steps.len());
-        let hold_ms = rng.gen_range(HOLD_MS.0..=HOLD_MS.1).min(duration_ms - at_ms);
+        let hold_ms = rng.gen_range(hold.0..=hold.1).min(duration_ms - at_ms);
         steps.push(Step { at_ms, target: rng.gen_range(0..targets), action, hold_ms });
-        at_ms += hold_ms + rng.gen_range(CALM_MS.0..=CALM_MS.1);
+        at_ms += hold_ms + rng.gen_range(calm.0..=calm.1);
     }
     steps
 }
@@ -194,5 +215,18 @@ mod tests {
         }
         assert_eq!(steps, draw_turns(23, 30_000, &turns));
         assert!(draw_turns(23, 30_000, &[]).is_empty());
+    }
+
+    #[test]
+    fn spells_bound_the_holds_and_calms() {
+        let spells = Spells { hold_ms: (3_000, 4_000), calm_ms: (2_000, 2_500) };
+        let steps = draw_turns_spelled(9, 60_000, &[(0, Action::Pause)], spells);
+        assert!(steps.len() >= 8, "{steps:?}");
+        assert!((2_000..=2_500).contains(&steps[0].at_ms), "{steps:?}");
+        for pair in steps.windows(2) {
+            assert!((3_000..=4_000).contains(&pair[0].hold_ms), "{pair:?}");
+            let calm = pair[1].at_ms - pair[0].at_ms - pair[0].hold_ms;
+            assert!((2_000..=2_500).contains(&calm), "{pair:?}");
+        }
     }
 }

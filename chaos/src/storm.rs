@@ -145,6 +145,22 @@ pub(crate) async fn storm_since(
     tally
 }
 
+/// Tells the storm behind `churn` to stop, waits for it, and prints what it did through
+/// the front-proxy.
+pub(crate) async fn stop_proxied(
+    stop: &std::sync::atomic::AtomicBool,
+    churn: tokio::task::JoinHandle<Tally>,
+) -> anyhow::Result<Tally> {
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let tally = churn.await.context("join the workspace storm")?;
+    println!(
+        "storm through the front-proxy: {} workspaces created, {} deleted",
+        tally.created.len(),
+        tally.deleted.len()
+    );
+    Ok(tally)
+}
+
 /// What a storm's request was told, and the UID a 2xx answer names: 2xx is
 /// acknowledged, another 4xx a definite refusal, anything else unknown.
 fn outcome(answer: anyhow::Result<tests::HttpResponse>) -> (Outcome, Option<String>) {
@@ -174,14 +190,31 @@ pub(crate) async fn settle(installation: &Installation) {
 /// [`settle`] for the Workspaces of every `(shard, parent path)` in `parents`: each
 /// parent is read from the shard that hosts it.
 pub(crate) async fn settle_in(installation: &Installation, parents: &[(&tests::ShardProcess, &str)]) {
-    let deadline = Instant::now() + SETTLE;
-    while Instant::now() < deadline {
+    settle_until(|| async {
         let mut settled = true;
         for (shard, parent) in parents {
             let all = workspaces_in(installation, shard, parent).await;
-            settled &= all.is_ok_and(|all| all.iter().all(|w| w.phase == "Ready" && !w.deleting));
+            settled &= all.is_ok_and(|all| settled_all(&all));
         }
-        if settled {
+        settled
+    })
+    .await;
+}
+
+/// Whether every Workspace of `all` is Ready and none is being deleted.
+pub(crate) fn settled_all(all: &[WorkspaceRecord]) -> bool {
+    all.iter().all(|w| w.phase == "Ready" && !w.deleting)
+}
+
+/// Polls `settled` until it says yes or [`SETTLE`] is over.
+pub(crate) async fn settle_until<F, Fut>(mut settled: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + SETTLE;
+    while Instant::now() < deadline {
+        if settled().await {
             return;
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -199,32 +232,56 @@ pub(crate) async fn workspaces_in(
     shard: &tests::ShardProcess,
     parent: &str,
 ) -> anyhow::Result<Vec<WorkspaceRecord>> {
-    let list = items(&shard.http(), &workspaces_path(parent)).await?;
+    workspace_records(&shard.http(), parent, |w| {
+        let url = w.pointer("/spec/URL").and_then(Value::as_str)?;
+        installation.shard_for_url(url).ok().map(|s| s.name().to_string())
+    })
+    .await
+}
+
+/// Every Workspace of the workspace at path `parent`, read through `http`; `shard_of`
+/// names the shard a Workspace's logical cluster is on.
+pub(crate) async fn workspace_records(
+    http: &tests::TlsHttp,
+    parent: &str,
+    shard_of: impl Fn(&Value) -> Option<String>,
+) -> anyhow::Result<Vec<WorkspaceRecord>> {
+    let list = items(http, &workspaces_path(parent)).await?;
     Ok(list
         .iter()
-        .map(|w| {
-            let url = w.pointer("/spec/URL").and_then(Value::as_str);
-            WorkspaceRecord {
-                parent: parent.to_string(),
-                name: text(w, "/metadata/name"),
-                uid: text(w, "/metadata/uid"),
-                phase: text(w, "/status/phase"),
-                cluster: w.pointer("/spec/cluster").and_then(Value::as_str).map(str::to_string),
-                shard: url.and_then(|url| installation.shard_for_url(url).ok()).map(|s| s.name().to_string()),
-                deleting: w.pointer("/metadata/deletionTimestamp").is_some_and(Value::is_string),
-            }
+        .map(|w| WorkspaceRecord {
+            parent: parent.to_string(),
+            name: text(w, "/metadata/name"),
+            uid: text(w, "/metadata/uid"),
+            phase: text(w, "/status/phase"),
+            cluster: w.pointer("/spec/cluster").and_then(Value::as_str).map(str::to_string),
+            shard: shard_of(w),
+            deleting: w.pointer("/metadata/deletionTimestamp").is_some_and(Value::is_string),
         })
         .collect())
 }
 
+/// The path of every LogicalCluster of a shard (a wildcard list, served by the shard
+/// itself only).
+pub(crate) const LOGICAL_CLUSTERS: &str = "/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters";
+
 /// The LogicalClusters `shard` holds that a Workspace owns.
 pub(crate) async fn logical_clusters(shard: &tests::ShardProcess) -> anyhow::Result<Vec<LogicalClusterRecord>> {
-    let list = items(&shard.http(), "/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters").await?;
+    logical_clusters_from(&shard.http(), shard.name()).await
+}
+
+/// The LogicalClusters that a Workspace owns on the shard named `shard`, read through
+/// `http`, which reaches it directly.
+pub(crate) async fn logical_clusters_from(
+    http: &tests::TlsHttp,
+    shard: &str,
+) -> anyhow::Result<Vec<LogicalClusterRecord>> {
+    let list = items(http, LOGICAL_CLUSTERS).await?;
     Ok(list
         .iter()
         .filter(|lc| lc.pointer("/spec/owner/resource").and_then(Value::as_str) == Some("workspaces"))
         .map(|lc| LogicalClusterRecord {
-            shard: shard.name().to_string(),
+            shard: shard.to_string(),
             name: text(lc, "/metadata/annotations/kcp.io~1cluster"),
             owner_name: text(lc, "/spec/owner/name"),
             owner_uid: text(lc, "/spec/owner/uid"),

@@ -54,6 +54,7 @@ pub fn summarize(history: &History, violations: &[Violation], elapsed: Option<Du
     out += &replication(history);
     out += &outage(history);
     out += &placement(history);
+    out += &hosts(history);
     out += &format!("violations: {}\n", violations.len());
     for violation in violations {
         out += &format!("  {violation}\n");
@@ -128,6 +129,38 @@ fn index(history: &History) -> String {
         index.indexed_clusters.map_or_else(|| "?".to_string(), |n| n.to_string()),
         index.stored_clusters
     )
+}
+
+/// The faults on containers and what the faulted shards' clients saw of each.
+fn hosts(history: &History) -> String {
+    let mut out = String::new();
+    for record in &history.hosts {
+        out += &format!(
+            "host fault {} {} {}..{} ms ({} commands)\n",
+            record.service,
+            record.fault.describe(),
+            record.from_ms,
+            record.to_ms,
+            record.commands.len()
+        );
+    }
+    if history.hosts.is_empty() {
+        return out;
+    }
+    for effect in availability::window_effects(history) {
+        let window = &effect.window;
+        out += &format!(
+            "  requests to {:?} during {} {}..{} ms: {} failed, {} answered; {} answered after the heal\n",
+            window.target,
+            window.what,
+            window.from_ms,
+            window.to_ms,
+            effect.failed_during,
+            effect.answered_during,
+            effect.answered_after
+        );
+    }
+    out
 }
 
 /// What the run did while a shard was down.

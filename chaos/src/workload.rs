@@ -115,6 +115,11 @@ impl Recorder {
         self.with(|h| h.fault_windows.push(window));
     }
 
+    /// Records a fault on a container of the docker-compose installation.
+    pub fn host_fault(&self, record: crate::history::HostFaultRecord) {
+        self.with(|h| h.hosts.push(record));
+    }
+
     /// Tells writers to stop after their current operation.
     pub fn stop_writers(&self) {
         self.stop.store(true, Ordering::SeqCst);

@@ -116,6 +116,14 @@ async fn workspace_storms_under_shard_kills_leave_consistent_workspaces() {
     assert!(report.violations.is_empty(), "violations:\n{summary}");
 }
 
+/// Whether some shard's rate while it was healthy during a fault elsewhere was judged
+/// (it saw enough requests then).
+fn healthy_rate_judged(history: &chaos::history::History) -> bool {
+    chaos::check::availability::rates(history)
+        .into_iter()
+        .any(|r| r.healthy_during_faults.total >= chaos::check::availability::SAMPLES_MIN)
+}
+
 /// How many creates and deletes the storm recorded as acknowledged; every operation it
 /// recorded must be in `parent`.
 fn acknowledged_storm(history: &chaos::history::History, parent: &str) -> (usize, usize) {
@@ -149,10 +157,7 @@ async fn a_front_proxy_killed_mid_watch_and_shards_frozen_behind_it_lose_nothing
         windows(false).any(|w| history.watches_open_at(w).next().is_some()),
         "the proxy held a watch stream to a frozen shard:\n{summary}"
     );
-    let judged = chaos::check::availability::rates(history)
-        .into_iter()
-        .any(|r| r.healthy_during_faults.total >= chaos::check::availability::SAMPLES_MIN);
-    assert!(judged, "a healthy shard's rate during the other's freeze was judged:\n{summary}");
+    assert!(healthy_rate_judged(history), "a healthy shard's rate during the other's freeze was judged:\n{summary}");
     let index = history.index.as_ref().expect("the proxy's index was probed");
     let resolving = index.probes.iter().filter(|p| p.status == 200).count();
     let refused = index.probes.iter().filter(|p| index.deleted.contains(&p.workspace) && p.status != 200).count();
@@ -300,4 +305,50 @@ async fn partitioned_and_killed_fleet_agents_keep_their_placements_and_converge(
         "the final state was read:\n{summary}"
     );
     assert!(report.violations.is_empty(), "violations:\n{summary}");
+}
+
+/// Faults between hosts: the docker-compose installation (every process its own
+/// container) under a project of this run's own, clients through the front-proxy's
+/// published port on a workspace of every shard, while the seed disconnects, pauses and
+/// degrades (iptables loss, blackhole, cut; a tbf rate limit) the shard and cache
+/// containers. Beyond the ledger, the watch validator, the workspace, availability and
+/// index checkers finding nothing, the run must show its key steps: a shard was
+/// disconnected, requests to it failed while it was and were answered again after the
+/// heal, a healthy shard's rate was judged during another container's fault, live and
+/// deleted Workspaces were probed through the proxy, and nothing of the project is left.
+/// Without Docker (or root, for nsenter) it says so and passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disconnected_paused_and_degraded_hosts_lose_nothing() {
+    use chaos::hosts::fault::HostFault;
+    if let Some(why) = chaos::hosts::docker::unavailable() {
+        eprintln!("SKIPPED the hosts scenario: {why}; it needs Docker, docker-compose and root to run");
+        return;
+    }
+    const SEED: u64 = 43;
+    let report = judge_report("hosts", SEED, 15, 2).await;
+    let summary = report.summary();
+    let history = &report.history;
+    let disconnects: Vec<_> = chaos::check::availability::window_effects(history)
+        .into_iter()
+        .filter(|e| e.window.what == HostFault::Disconnect.describe())
+        .collect();
+    assert!(
+        disconnects.iter().any(|e| e.failed_during > 0 && e.answered_after > 0),
+        "requests to a disconnected shard failed while it was, and were answered after the heal: \
+         {disconnects:?}\n{summary}"
+    );
+    assert!(
+        history.hosts.iter().all(|h| h.commands.len() >= 2),
+        "every fault was injected and healed by commands:\n{summary}"
+    );
+    assert!(
+        healthy_rate_judged(history),
+        "a healthy shard's rate during another container's fault was judged:\n{summary}"
+    );
+    let index = history.index.as_ref().expect("the proxy's index was probed");
+    assert!(index.probes.iter().any(|p| p.status == 200), "live Workspaces were probed:\n{summary}");
+    let (creates, _) = acknowledged_storm(history, "root");
+    assert!(creates > 0, "the storm through the proxy created Workspaces:\n{summary}");
+    let left = tests::compose::leftovers(&chaos::hosts::project_name(SEED)).expect("list the project's leftovers");
+    assert!(left.is_empty(), "the run left parts of its compose project behind: {left}");
 }

@@ -29,12 +29,16 @@
 //! - [`placement`] is what the Fleet, OCM and pacing tests read and write alike
 //!   (conditions, MemberClusters, the clusters bindings or decisions hold).
 //! - [`process`] owns child processes so that nothing outlives the test that started it.
+//! - [`compose`] brings the docker-compose installation up under a project of the
+//!   caller's own and takes it down again, for the compose test and the chaos `hosts`
+//!   scenario.
 
 pub mod agent;
 pub mod apis;
 pub mod binary;
 pub mod cache;
 pub mod certs;
+pub mod compose;
 pub mod etcd;
 pub mod fleet_hub;
 pub mod front_proxy;

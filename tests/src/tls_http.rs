@@ -120,6 +120,24 @@ impl TlsHttp {
         Ok(TlsHttp::new(&self.base_url, &self.ca_pem, identity)?.with_timeout(self.timeout))
     }
 
+    /// The same server, address and identity, checking the server's certificate for
+    /// `name` instead of the URL's host: for a server reached at an address its
+    /// certificate does not name (a container's IP on a compose network, where the
+    /// certificate names its service).
+    pub fn with_server_name(mut self, name: &str) -> anyhow::Result<TlsHttp> {
+        let server_name =
+            ServerName::try_from(name.to_string()).with_context(|| format!("parse server name {name:?}"))?;
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config((*self.tls).clone())
+            .https_only()
+            .with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(server_name.clone()))
+            .enable_http1()
+            .build();
+        self.pool = Client::builder(TokioExecutor::new()).build(connector);
+        self.server_name = server_name;
+        Ok(self)
+    }
+
     /// Changes the per-request time limit (see [`REQUEST_TIMEOUT`]).
     pub fn with_timeout(mut self, timeout: Duration) -> TlsHttp {
         self.timeout = timeout;

@@ -18,25 +18,18 @@
 //! Without a Docker engine (or docker-compose) the test says so and passes. Nothing is
 //! asserted about time: every wait polls up to a generous deadline.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use http::StatusCode;
 use serde_json::{json, Value};
-use tests::{Kubectl, TlsHttp};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tests::compose::{docker_missing, Compose};
+use tests::TlsHttp;
 
-/// Bounds on each phase; they catch hangs, not slowness.
-const BUILD_TIMEOUT: Duration = Duration::from_secs(20 * 60);
-const UP_TIMEOUT: Duration = Duration::from_secs(10 * 60);
-const DOCKER_TIMEOUT: Duration = Duration::from_secs(120);
+/// Bounds on each wait; they catch hangs, not slowness.
 const READY: Duration = Duration::from_secs(120);
 /// Replication after a partition heals waits for the sender's reconnect back-off and the
 /// cache's resync; generous, because a slow heal is not what this test is about.
 const CONVERGE: Duration = Duration::from_secs(300);
-const POLL: Duration = Duration::from_millis(500);
 /// How many workspaces may be created before every shard has one.
 const PLACEMENT_MAX: usize = 40;
 const SHARDS: [&str; 3] = ["root", "shard-1", "shard-2"];
@@ -93,199 +86,9 @@ fn object_manifest(kind: &str, name: &str) -> String {
     .to_string()
 }
 
-/// Why the test cannot run here, if it cannot.
-fn docker_missing() -> Option<String> {
-    let works = |program: &str, args: &[&str]| {
-        Command::new(program)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|status| status.success())
-    };
-    if !works("docker", &["info"]) {
-        return Some("no Docker engine answers `docker info`".into());
-    }
-    if !works("docker-compose", &["version"]) {
-        return Some("`docker-compose` (v1) is not installed".into());
-    }
-    None
-}
-
-/// Runs `command` to completion within `timeout`, returning its stdout; an error carries
-/// both streams. Output goes to files rather than pipes so a chatty build cannot block.
-fn run(command: &mut Command, timeout: Duration) -> anyhow::Result<String> {
-    let line = format!("{command:?}");
-    let (mut out, mut err) = (tempfile::tempfile()?, tempfile::tempfile()?);
-    let mut child = command.stdin(Stdio::null()).stdout(out.try_clone()?).stderr(err.try_clone()?).spawn()?;
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break Some(status);
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let read = |file: &mut std::fs::File| {
-        use std::io::Seek;
-        let mut text = String::new();
-        let _ = file.seek(std::io::SeekFrom::Start(0));
-        let _ = file.read_to_string(&mut text);
-        text
-    };
-    let (stdout, stderr) = (read(&mut out), read(&mut err));
-    match status {
-        Some(status) if status.success() => Ok(stdout),
-        Some(status) => anyhow::bail!("{line} failed ({status})\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"),
-        None => anyhow::bail!(
-            "{line} did not finish within {timeout:?}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"
-        ),
-    }
-}
-
-/// One compose project: the installation this test brought up. Dropping it (at the end,
-/// or on a panic) takes everything of the project down, volumes included.
-struct Compose {
-    project: String,
-    repo: PathBuf,
-    dir: tempfile::TempDir,
-    proxy_port: u16,
-    prometheus_port: u16,
-    bin_dir: PathBuf,
-    down: bool,
-}
-
-impl Compose {
-    fn new() -> anyhow::Result<Compose> {
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ sits in the repository").to_path_buf();
-        let bin_dir = tests::binary("atoll-shard").parent().expect("binaries sit in a directory").to_path_buf();
-        Ok(Compose {
-            // Unique per run, so parallel runs and a user's own `atoll` project never meet.
-            project: format!("atoll-compose-test-{}", std::process::id()),
-            repo,
-            dir: tempfile::tempdir()?,
-            proxy_port: tests::ports::free_port()?,
-            prometheus_port: tests::ports::free_port()?,
-            bin_dir,
-            down: false,
-        })
-    }
-
-    fn kubeconfig(&self) -> PathBuf {
-        self.dir.path().join("admin.kubeconfig")
-    }
-
-    fn with_env<'c>(&self, command: &'c mut Command) -> &'c mut Command {
-        command
-            .current_dir(&self.repo)
-            .env("ATOLL_COMPOSE_PROJECT", &self.project)
-            .env("ATOLL_PROXY_PORT", self.proxy_port.to_string())
-            .env("ATOLL_PROMETHEUS_PORT", self.prometheus_port.to_string())
-            .env("ATOLL_COMPOSE_KUBECONFIG", self.kubeconfig())
-            .env("ATOLL_BIN_DIR", &self.bin_dir)
-            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-    }
-
-    /// `scripts/compose.sh ARGS`.
-    fn script(&self, args: &[&str], timeout: Duration) -> anyhow::Result<String> {
-        run(self.with_env(Command::new(self.repo.join("scripts/compose.sh")).args(args)), timeout)
-    }
-
-    /// `docker-compose -p PROJECT -f deploy/docker-compose.yaml ARGS`.
-    fn compose(&self, args: &[&str]) -> anyhow::Result<String> {
-        let file = self.repo.join("deploy/docker-compose.yaml");
-        let mut command = Command::new("docker-compose");
-        command.arg("-p").arg(&self.project).arg("-f").arg(file).args(args);
-        run(self.with_env(&mut command), DOCKER_TIMEOUT)
-    }
-
-    fn docker(&self, args: &[&str]) -> anyhow::Result<String> {
-        run(Command::new("docker").args(args), DOCKER_TIMEOUT)
-    }
-
-    /// The id of `service`'s container.
-    fn container(&self, service: &str) -> String {
-        let id = self.compose(&["ps", "-q", service]).unwrap_or_else(|e| panic!("{e:#}"));
-        let id = id.trim().to_string();
-        assert!(!id.is_empty(), "service {service} has no container");
-        id
-    }
-
-    /// The compose network every service is on.
-    fn network(&self) -> String {
-        format!("{}_default", self.project)
-    }
-
-    /// What is left of the project: containers, networks and volumes, by compose label.
-    fn leftovers(&self) -> anyhow::Result<String> {
-        let label = format!("label=com.docker.compose.project={}", self.project);
-        let mut left = String::new();
-        for kind in [&["ps", "-aq"][..], &["network", "ls", "-q"], &["volume", "ls", "-q"]] {
-            let mut args = kind.to_vec();
-            args.extend(["--filter", &label]);
-            left.push_str(&self.docker(&args)?);
-        }
-        Ok(left.trim().to_string())
-    }
-
-    fn teardown(&mut self) -> anyhow::Result<()> {
-        self.down = true;
-        self.compose(&["--profile", "observability", "down", "-v", "--remove-orphans", "--timeout", "10"])?;
-        Ok(())
-    }
-
-    /// A stock kubectl through the front-proxy, on logical cluster `path`.
-    fn kubectl(&self, path: &str) -> Kubectl {
-        let base = format!("https://127.0.0.1:{}", self.proxy_port);
-        Kubectl::new(&self.kubeconfig(), &base, &self.dir.path().join("kubectl-cache"), None).cluster(path)
-    }
-
-    /// A raw HTTPS client through the front-proxy as admin (status codes, polling).
-    fn http(&self) -> TlsHttp {
-        let admin = tests::kubeconfig::read(&self.kubeconfig()).unwrap();
-        let base = format!("https://127.0.0.1:{}", self.proxy_port);
-        TlsHttp::new(&base, &admin.ca_pem, Some(&admin.identity)).unwrap().with_timeout(Duration::from_secs(20))
-    }
-
-    /// `GET path` on the compose's Prometheus, parsed.
-    async fn prometheus(&self, path: &str) -> anyhow::Result<Value> {
-        prometheus_get(self.prometheus_port, path).await
-    }
-}
-
-impl Drop for Compose {
-    fn drop(&mut self) {
-        if self.down {
-            return;
-        }
-        if std::thread::panicking() {
-            match self.compose(&["logs", "--no-color", "--tail", "40"]) {
-                Ok(logs) => eprintln!("--- logs of compose project {} ---\n{logs}", self.project),
-                Err(error) => eprintln!("reading the logs of {} failed: {error:#}", self.project),
-            }
-        }
-        if let Err(error) = self.teardown() {
-            eprintln!("tearing down compose project {} failed: {error:#}", self.project);
-        }
-    }
-}
-
-/// A plain HTTP/1.0 GET on 127.0.0.1:`port` (Prometheus serves no TLS here; one request
-/// per connection is all these checks need).
-async fn prometheus_get(port: u16, path: &str) -> anyhow::Result<Value> {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-    let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json\r\n\r\n");
-    stream.write_all(request.as_bytes()).await?;
-    let mut response = Vec::new();
-    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut response)).await??;
-    let text = String::from_utf8_lossy(&response);
-    let (head, body) = text.split_once("\r\n\r\n").ok_or_else(|| anyhow::anyhow!("no HTTP header end: {text}"))?;
-    anyhow::ensure!(head.starts_with("HTTP/1.") && head.contains(" 200 "), "GET {path}: {head}\n{body}");
-    Ok(serde_json::from_str(body)?)
+/// The id of `service`'s container.
+fn container(compose: &Compose, service: &str) -> String {
+    compose.container(service).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 /// Percent-encodes a query parameter value.
@@ -299,21 +102,14 @@ fn encode(value: &str) -> String {
         .collect()
 }
 
-/// Polls `probe` until it returns `Ok(value)`, or fails with its last complaint after
+/// Polls `probe` until it returns `Ok(value)`, or panics with its last complaint after
 /// `timeout`.
-async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut probe: F) -> T
+async fn eventually<T, F, Fut>(what: &str, timeout: Duration, probe: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, String>>,
 {
-    let deadline = Instant::now() + timeout;
-    loop {
-        match probe().await {
-            Ok(value) => return value,
-            Err(last) if Instant::now() >= deadline => panic!("{what}: not within {timeout:?}; last: {last}"),
-            Err(_) => tokio::time::sleep(POLL).await,
-        }
-    }
+    tests::compose::eventually(what, timeout, probe).await.unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 /// `GET path` through the proxy: its status and JSON body (or the transport error).
@@ -405,17 +201,21 @@ async fn multi_host_installation_in_docker_compose() {
         return;
     }
     let started = Instant::now();
-    let mut compose = Compose::new().expect("prepare the compose project");
+    // Unique per run, so parallel runs and a user's own `atoll` project never meet.
+    let project = format!("atoll-compose-test-{}", std::process::id());
+    let mut compose = Compose::new(&project).expect("prepare the compose project");
     eprintln!(
         "compose project {} (proxy on 127.0.0.1:{}, Prometheus on 127.0.0.1:{})",
-        compose.project, compose.proxy_port, compose.prometheus_port
+        compose.project(),
+        compose.proxy_port(),
+        compose.prometheus_port()
     );
-    compose.script(&["images"], BUILD_TIMEOUT).unwrap_or_else(|e| panic!("{e:#}"));
+    compose.build_images().unwrap_or_else(|e| panic!("{e:#}"));
     eprintln!("images built in {:.0?}", started.elapsed());
     let up = Instant::now();
-    compose.script(&["start"], UP_TIMEOUT).unwrap_or_else(|e| panic!("{e:#}"));
+    compose.start().unwrap_or_else(|e| panic!("{e:#}"));
     eprintln!("installation ready {:.0?} after `up`", up.elapsed());
-    let http = compose.http();
+    let http = compose.http().expect("a client through the front-proxy");
 
     // Workspaces until every shard hosts one; the first on each gets a ConfigMap.
     let mut on: std::collections::BTreeMap<String, String> = Default::default();
@@ -487,7 +287,7 @@ async fn multi_host_installation_in_docker_compose() {
 
     // A shard container killed: its workspaces get 503, everyone else's keep working, and
     // a new workspace is scheduled onto a live shard.
-    compose.docker(&["kill", &compose.container("shard-2")]).unwrap();
+    compose.docker(&["kill", &container(&compose, "shard-2")]).unwrap();
     let dead = format!("/clusters/{}/api/v1/namespaces/default/configmaps", path("shard-2"));
     let refusal = eventually("503 for shard-2's workspace", READY, || async {
         match get(&http, &dead).await? {
@@ -507,7 +307,7 @@ async fn multi_host_installation_in_docker_compose() {
     eprintln!("shard-2 killed: its workspace answers 503, the others 200; a new workspace went to {elsewhere}");
 
     // Started again (same volume): its workspaces answer, with what they held.
-    compose.docker(&["start", &compose.container("shard-2")]).unwrap();
+    compose.docker(&["start", &container(&compose, "shard-2")]).unwrap();
     let kept = compose.kubectl(&path("shard-2"));
     eventually("shard-2's workspace back", READY, || async {
         match get(&http, &widgets).await? {
@@ -524,7 +324,7 @@ async fn multi_host_installation_in_docker_compose() {
     // cache, so a binding to it on shard-1 finds no export. Reconnected under its service
     // name (a plain `docker network connect` would drop the compose alias), the cache
     // catches up and the binding is Bound.
-    let cache_b = compose.container("cache-b");
+    let cache_b = container(&compose, "cache-b");
     compose.docker(&["network", "disconnect", &compose.network(), &cache_b]).unwrap();
     compose.kubectl(&path("shard-2")).args(["apply", "-f", "-"]).stdin(export_manifest("gadgets", "Gadget")).ok();
     compose

@@ -115,6 +115,54 @@ pub fn rates(history: &History) -> Vec<ShardRates> {
         .collect()
 }
 
+/// What the requests to a faulted shard were told while its fault held and after it was
+/// lifted: the proof that a fault took effect and that the shard came back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WindowEffect {
+    /// The window of a fault on a shard.
+    pub window: FaultWindow,
+    /// Requests to the shard invoked inside the window that got no definite answer.
+    pub failed_during: usize,
+    /// Requests to the shard invoked inside the window that got one (late, for a fault
+    /// that lets nothing through: after the heal).
+    pub answered_during: usize,
+    /// Requests to the shard invoked after the window (before the next one began) that
+    /// got a definite answer.
+    pub answered_after: usize,
+}
+
+/// For every window of a fault on a shard the workload sent requests to, in order, what
+/// those requests were told during it and after it.
+pub fn window_effects(history: &History) -> Vec<WindowEffect> {
+    let windows = &history.fault_windows;
+    let mut effects = Vec::new();
+    for (index, window) in windows.iter().enumerate() {
+        let FaultTarget::Shard(shard) = &window.target else { continue };
+        let next_ms = windows.get(index + 1).map_or(u64::MAX, |next| next.from_ms);
+        let ops: Vec<&Operation> = history.operations.iter().filter(|op| &op.shard == shard).collect();
+        if ops.is_empty() {
+            continue;
+        }
+        let during = ops.iter().filter(|op| window.from_ms <= op.invoke_ms && op.invoke_ms < window.to_ms);
+        let (mut answered, mut failed) = (0, 0);
+        for op in during {
+            if succeeded(op) {
+                answered += 1;
+            } else {
+                failed += 1;
+            }
+        }
+        let after = ops.iter().filter(|op| window.to_ms <= op.invoke_ms && op.invoke_ms < next_ms);
+        effects.push(WindowEffect {
+            window: window.clone(),
+            failed_during: failed,
+            answered_during: answered,
+            answered_after: after.filter(|op| succeeded(op)).count(),
+        });
+    }
+    effects
+}
+
 /// Judges every healthy shard's rate during faults on the others.
 pub fn check(history: &History) -> Vec<Violation> {
     rates(history)
@@ -235,6 +283,26 @@ mod tests {
     fn a_shard_is_healthy_while_a_cache_is_faulted() {
         let h = history(ops("root", 100, 20, 5), vec![window(FaultTarget::Cache("cache-r".to_string()), 100, 200)]);
         assert_eq!(guarantees(&h), ["healthy-shard-available"]);
+    }
+
+    #[test]
+    fn window_effects_count_the_faulted_shards_requests_during_and_after() {
+        let mut operations = ops("shard-1", 50, 1, 0);
+        operations.extend(ops("shard-1", 100, 3, 2));
+        operations.extend(ops("root", 100, 5, 0));
+        operations.extend(ops("shard-1", 250, 1, 0));
+        operations.extend(ops("shard-1", 550, 1, 1));
+        operations.push(op("shard-1", 650, Outcome::Fail { status: 403 }));
+        let windows = vec![
+            window(shard("shard-1"), 100, 200),
+            window(FaultTarget::Cache("cache-a".to_string()), 300, 400),
+            window(shard("shard-1"), 500, 600),
+        ];
+        let effects = window_effects(&history(operations, windows));
+        assert_eq!(effects.len(), 2, "a cache's window has no requests of its own: {effects:?}");
+        let counts = |e: &WindowEffect| (e.failed_during, e.answered_during, e.answered_after);
+        assert_eq!(counts(&effects[0]), (2, 1, 1));
+        assert_eq!(counts(&effects[1]), (1, 0, 0), "a 403 after the window is no answer");
     }
 
     #[test]
