@@ -92,7 +92,7 @@ pub fn leftovers(project: &str) -> anyhow::Result<String> {
     for kind in [&["ps", "-aq"][..], &["network", "ls", "-q"], &["volume", "ls", "-q"]] {
         let mut args = kind.to_vec();
         args.extend(["--filter", &label]);
-        left.push_str(&run(Command::new("docker").args(&args), DOCKER_TIMEOUT)?);
+        left.push_str(&run(Command::new("docker").args(args), DOCKER_TIMEOUT)?);
     }
     Ok(left.trim().to_string())
 }
