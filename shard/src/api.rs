@@ -165,6 +165,9 @@ async fn route(
     let mut writes = None;
     let mut served = None;
     let mut clusters = None;
+    // The addressed cluster's LogicalCluster, read once: it decides both whether the cluster
+    // exists and whether it is being deleted.
+    let mut record = None;
     let scope = match &view {
         Some((workspace, view)) => {
             let admitted = workspace.admit(&identity, view, &cluster, &mut target, &mut query)?;
@@ -179,8 +182,9 @@ async fn route(
         None => {
             let question =
                 authz::Request { requested: &cluster, method: request.method(), target: &target, query: &query };
-            let scope = resolve_scope(shard, &identity, &cluster, &target)
+            let (scope, read) = resolve_scope(shard, &identity, &cluster, &target)
                 .map_err(|error| authz::conceal_missing_cluster(&identity, &question, error))?;
+            record = read;
             if let Scope::Cluster(name) = &scope {
                 authz::authorize(shard, &identity, name, &question)?;
             }
@@ -189,7 +193,10 @@ async fn route(
     };
     if let Scope::Cluster(name) = &scope {
         // Only after authorization: the answer tells that the cluster is being deleted.
-        refuse_writes_while_deleting(shard, name, &target)?;
+        if writes_content(&target) {
+            let record = record.or_else(|| shard.logical_cluster_record(name));
+            refuse_writes_while_deleting(name, record.as_ref())?;
+        }
     }
     let accept = request.headers().get(::http::header::ACCEPT).and_then(|v| v.to_str().ok()).map(str::to_string);
     let cluster = match &scope {
@@ -267,10 +274,16 @@ fn authenticate(shard: &Shard, peer: &PeerInfo, request: &::http::Request<Incomi
 
 /// Decides which clusters a request may address: wildcards need `system:masters`; a
 /// canonical path must be one of this shard's clusters; a named cluster must exist,
-/// except for creating its own LogicalCluster object.
-fn resolve_scope(shard: &Shard, identity: &Identity, cluster: &ClusterRef, target: &Target) -> ApiResult<Scope> {
+/// except for creating its own LogicalCluster object. Returns the cluster's stored
+/// LogicalCluster too, when it exists.
+fn resolve_scope(
+    shard: &Shard,
+    identity: &Identity,
+    cluster: &ClusterRef,
+    target: &Target,
+) -> ApiResult<(Scope, Option<store::Versioned>)> {
     let name = match cluster {
-        ClusterRef::Wildcard if identity.is_master() => return Ok(Scope::Wildcard),
+        ClusterRef::Wildcard if identity.is_master() => return Ok((Scope::Wildcard, None)),
         ClusterRef::Wildcard => {
             return Err(ApiError::forbidden(format!(
             "User \"{}\" cannot list or watch across all logical clusters: /clusters/* is reserved for system:masters",
@@ -288,16 +301,14 @@ fn resolve_scope(shard: &Shard, identity: &Identity, cluster: &ClusterRef, targe
         None if !creates_logical_cluster(target) => Err(ApiError::not_found_message(format!(
             "logical cluster \"{name}\" does not exist on this shard: create it by creating its LogicalCluster object named \"{LOGICAL_CLUSTER_NAME}\""
         ))),
-        _ => Ok(Scope::Cluster(name)),
+        record => Ok((Scope::Cluster(name), record)),
     }
 }
 
-/// Content of a logical cluster that is being deleted is read-only.
-fn refuse_writes_while_deleting(shard: &Shard, name: &str, target: &Target) -> ApiResult<()> {
-    let deleting = writes_content(target)
-        && shard
-            .logical_cluster_record(name)
-            .is_some_and(|lc| apiserver::objects::is_marked_for_deletion(&lc.value).unwrap_or(false));
+/// Content of a logical cluster that is being deleted is read-only; `record` is its
+/// stored LogicalCluster.
+fn refuse_writes_while_deleting(name: &str, record: Option<&store::Versioned>) -> ApiResult<()> {
+    let deleting = record.is_some_and(|lc| apiserver::objects::is_marked_for_deletion(&lc.value).unwrap_or(false));
     if deleting {
         return Err(ApiError::forbidden(format!(
             "unable to create or change content in logical cluster {name} because it is being deleted"
