@@ -150,13 +150,14 @@ fn hosts(history: &History) -> String {
     for effect in availability::window_effects(history) {
         let window = &effect.window;
         out += &format!(
-            "  requests to {:?} during {} {}..{} ms: {} failed, {} answered; {} answered after the heal\n",
+            "  requests to {:?} during {} {}..{} ms: {} failed, {} answered, {} held across it; {} answered after the heal\n",
             window.target,
             window.what,
             window.from_ms,
             window.to_ms,
             effect.failed_during,
             effect.answered_during,
+            effect.held_across,
             effect.answered_after
         );
     }

@@ -129,6 +129,19 @@ pub struct WindowEffect {
     /// Requests to the shard invoked after the window (before the next one began) that
     /// got a definite answer.
     pub answered_after: usize,
+    /// Requests to the shard in flight from the window's first half (or earlier) until it
+    /// closed: a request takes milliseconds, so one held
+    /// across a window of seconds is one the fault stalled (a disconnected host drops
+    /// packets without a reset, and a request shorter than the client's timeout waits).
+    pub held_across: usize,
+}
+
+impl WindowEffect {
+    /// Whether the fault visibly took hold of requests to its shard: some failed, or
+    /// were held until it was lifted.
+    pub fn took_hold(&self) -> bool {
+        self.failed_during > 0 || self.held_across > 0
+    }
 }
 
 /// For every window of a fault on a shard the workload sent requests to, in order, what
@@ -153,11 +166,16 @@ pub fn window_effects(history: &History) -> Vec<WindowEffect> {
             }
         }
         let after = ops.iter().filter(|op| window.to_ms <= op.invoke_ms && op.invoke_ms < next_ms);
+        // Held across at least the second half of the window: a request that merely
+        // began just before the heal is no evidence.
+        let half = window.from_ms + (window.to_ms.saturating_sub(window.from_ms)) / 2;
+        let held_across = ops.iter().filter(|op| op.invoke_ms <= half && op.complete_ms >= window.to_ms).count();
         effects.push(WindowEffect {
             window: window.clone(),
             failed_during: failed,
             answered_during: answered,
             answered_after: after.filter(|op| succeeded(op)).count(),
+            held_across,
         });
     }
     effects
@@ -303,6 +321,22 @@ mod tests {
         let counts = |e: &WindowEffect| (e.failed_during, e.answered_during, e.answered_after);
         assert_eq!(counts(&effects[0]), (2, 1, 1));
         assert_eq!(counts(&effects[1]), (1, 0, 0), "a 403 after the window is no answer");
+        assert!(effects.iter().all(|e| e.held_across == 0), "every request here took 1 ms: {effects:?}");
+    }
+
+    #[test]
+    fn a_request_stalled_across_a_window_shows_the_fault_took_hold() {
+        let mut stalled = op("root", 90, ok());
+        stalled.complete_ms = 230;
+        let mut late_start = op("root", 190, ok());
+        late_start.complete_ms = 205;
+        let effects =
+            window_effects(&history(vec![stalled.clone(), late_start.clone()], vec![window(shard("root"), 100, 200)]));
+        assert_eq!(effects[0].held_across, 1, "{effects:?}");
+        assert!(effects[0].took_hold());
+        let effects = window_effects(&history(vec![late_start], vec![window(shard("root"), 100, 200)]));
+        assert_eq!(effects[0].held_across, 0, "begun just before the heal: {effects:?}");
+        assert!(!effects[0].took_hold(), "{effects:?}");
     }
 
     #[test]
