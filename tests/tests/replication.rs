@@ -573,32 +573,9 @@ fn failover_under_a_parent() -> CacheTopology {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deletion_after_failover_is_not_resurrected_by_the_old_cache() {
     let mut installation = installation(failover_under_a_parent()).await;
-    let (on_1, _) = workspace_per_shard(&installation, "res").await;
-    let shard_1 = installation.by_name("shard-1").unwrap();
-    let cluster = cluster_of(shard_1, &on_1).await;
-    apply(shard_1, &on_1, &cluster_role("doomed", true));
-    let doomed = role_id("shard-1", &cluster, "doomed");
+    let doomed = delete_after_failover(&mut installation, "res").await;
     let holds = |replicas: &[Replica]| cache::find(replicas, &doomed).is_some();
-    for cache in [REGION_A, PARENT] {
-        let cache = installation.cache(cache).unwrap();
-        cache::wait_replicas(cache, "the doomed role replicated", CONVERGE_TIMEOUT, holds).await.unwrap();
-    }
-
-    // A goes away; shard-1 fails over to B and deletes the role there.
-    installation.cache_mut(REGION_A).unwrap().stop().await.unwrap();
-    let shard_1 = installation.by_name("shard-1").unwrap();
-    apply(shard_1, &on_1, &cluster_role("after-failover", true));
-    let after = role_id("shard-1", &cluster, "after-failover");
-    let region_b = installation.cache(REGION_B).unwrap();
-    cache::wait_replicas(region_b, "shard-1 writes to B", CONVERGE_TIMEOUT, |r| cache::find(r, &after).is_some())
-        .await
-        .unwrap();
-    shard_1.kubectl().cluster(&on_1).args(["delete", "clusterrole", "doomed"]).ok();
     let gone = |replicas: &[Replica]| cache::find(replicas, &doomed).is_none();
-    for cache in [REGION_B, PARENT] {
-        let cache = installation.cache(cache).unwrap();
-        cache::wait_replicas(cache, "the doomed role deleted", CONVERGE_TIMEOUT, gone).await.unwrap();
-    }
 
     // A comes back, still holding the role, and pushes what it holds to the parent.
     installation.cache_mut(REGION_A).unwrap().restart().await.unwrap();
@@ -635,33 +612,9 @@ async fn an_old_cache_back_after_the_deletion_is_forgotten_resurrects_nothing() 
     let retention = SHORT_TOMBSTONE_RETENTION_SECONDS.to_string();
     parent.options_mut().extra_args.extend(["--tombstone-retention-seconds".to_string(), retention]);
     parent.restart().await.unwrap();
-    let (on_1, _) = workspace_per_shard(&installation, "fence").await;
-    let shard_1 = installation.by_name("shard-1").unwrap();
-    let cluster = cluster_of(shard_1, &on_1).await;
-    apply(shard_1, &on_1, &cluster_role("doomed", true));
-    let doomed = role_id("shard-1", &cluster, "doomed");
+    let doomed = delete_after_failover(&mut installation, "fence").await;
     let holds = |replicas: &[Replica]| cache::find(replicas, &doomed).is_some();
-    for cache in [REGION_A, PARENT] {
-        let cache = installation.cache(cache).unwrap();
-        cache::wait_replicas(cache, "the doomed role replicated", CONVERGE_TIMEOUT, holds).await.unwrap();
-    }
-
-    // A goes away (cut from shard-1 and from the parent); shard-1 fails over to B and
-    // deletes the role there.
-    installation.cache_mut(REGION_A).unwrap().stop().await.unwrap();
-    let shard_1 = installation.by_name("shard-1").unwrap();
-    apply(shard_1, &on_1, &cluster_role("after-failover", true));
-    let after = role_id("shard-1", &cluster, "after-failover");
-    let region_b = installation.cache(REGION_B).unwrap();
-    cache::wait_replicas(region_b, "shard-1 writes to B", CONVERGE_TIMEOUT, |r| cache::find(r, &after).is_some())
-        .await
-        .unwrap();
-    shard_1.kubectl().cluster(&on_1).args(["delete", "clusterrole", "doomed"]).ok();
     let gone = |replicas: &[Replica]| cache::find(replicas, &doomed).is_none();
-    for cache in [REGION_B, PARENT] {
-        let cache = installation.cache(cache).unwrap();
-        cache::wait_replicas(cache, "the doomed role deleted", CONVERGE_TIMEOUT, gone).await.unwrap();
-    }
 
     // The parent forgets the deletion while A is still away: the time-bounded guard is
     // gone, and only fencing is left.
@@ -698,4 +651,36 @@ async fn an_old_cache_back_after_the_deletion_is_forgotten_resurrects_nothing() 
     assert!(gone(&parent.replicas().await.unwrap()), "A's drop brought nothing back");
     assert_matches(&installation, PARENT, &["root", "shard-1", "shard-2"]).await;
     assert_matches(&installation, REGION_B, &["root", "shard-1", "shard-2"]).await;
+}
+
+/// Replicates a ClusterRole "doomed" from a workspace on shard-1 (named from `prefix`)
+/// into regional cache A and the parent, stops A (cutting it from shard-1 and from the
+/// parent), waits until shard-1 writes to B, and deletes the role there until B and the
+/// parent let it go. Returns the role's replica id.
+async fn delete_after_failover(installation: &mut Installation, prefix: &str) -> ReplicaId {
+    let (on_1, _) = workspace_per_shard(installation, prefix).await;
+    let shard_1 = installation.by_name("shard-1").unwrap();
+    let cluster = cluster_of(shard_1, &on_1).await;
+    apply(shard_1, &on_1, &cluster_role("doomed", true));
+    let doomed = role_id("shard-1", &cluster, "doomed");
+    let holds = |replicas: &[Replica]| cache::find(replicas, &doomed).is_some();
+    for cache in [REGION_A, PARENT] {
+        let cache = installation.cache(cache).unwrap();
+        cache::wait_replicas(cache, "the doomed role replicated", CONVERGE_TIMEOUT, holds).await.unwrap();
+    }
+    installation.cache_mut(REGION_A).unwrap().stop().await.unwrap();
+    let shard_1 = installation.by_name("shard-1").unwrap();
+    apply(shard_1, &on_1, &cluster_role("after-failover", true));
+    let after = role_id("shard-1", &cluster, "after-failover");
+    let region_b = installation.cache(REGION_B).unwrap();
+    cache::wait_replicas(region_b, "shard-1 writes to B", CONVERGE_TIMEOUT, |r| cache::find(r, &after).is_some())
+        .await
+        .unwrap();
+    shard_1.kubectl().cluster(&on_1).args(["delete", "clusterrole", "doomed"]).ok();
+    let gone = |replicas: &[Replica]| cache::find(replicas, &doomed).is_none();
+    for cache in [REGION_B, PARENT] {
+        let cache = installation.cache(cache).unwrap();
+        cache::wait_replicas(cache, "the doomed role deleted", CONVERGE_TIMEOUT, gone).await.unwrap();
+    }
+    doomed
 }
