@@ -574,24 +574,9 @@ fn failover_under_a_parent() -> CacheTopology {
 async fn a_deletion_after_failover_is_not_resurrected_by_the_old_cache() {
     let mut installation = installation(failover_under_a_parent()).await;
     let doomed = delete_after_failover(&mut installation, "res").await;
-    let holds = |replicas: &[Replica]| cache::find(replicas, &doomed).is_some();
-    let gone = |replicas: &[Replica]| cache::find(replicas, &doomed).is_none();
 
     // A comes back, still holding the role, and pushes what it holds to the parent.
-    installation.cache_mut(REGION_A).unwrap().restart().await.unwrap();
-    let region_a = installation.cache(REGION_A).unwrap();
-    assert!(
-        holds(&region_a.replicas().await.unwrap()),
-        "A must still hold the stale role for this test to mean anything"
-    );
-    // Many of A's resyncs (one a second) must pass without the role coming back.
-    let parent = installation.cache(PARENT).unwrap();
-    let until = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < until {
-        let held = parent.replicas().await.unwrap();
-        assert!(gone(&held), "the parent resurrected the deleted role: {:#?}\n{}", names(&held), region_a.log_tail(20));
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    old_cache_returns_and_the_parent_stays_without(&mut installation, &doomed).await;
     assert_matches(&installation, PARENT, &["root", "shard-1", "shard-2"]).await;
 }
 
@@ -613,7 +598,6 @@ async fn an_old_cache_back_after_the_deletion_is_forgotten_resurrects_nothing() 
     parent.options_mut().extra_args.extend(["--tombstone-retention-seconds".to_string(), retention]);
     parent.restart().await.unwrap();
     let doomed = delete_after_failover(&mut installation, "fence").await;
-    let holds = |replicas: &[Replica]| cache::find(replicas, &doomed).is_some();
     let gone = |replicas: &[Replica]| cache::find(replicas, &doomed).is_none();
 
     // The parent forgets the deletion while A is still away: the time-bounded guard is
@@ -629,21 +613,11 @@ async fn an_old_cache_back_after_the_deletion_is_forgotten_resurrects_nothing() 
 
     // A comes back, still holding the role, and compares itself with the parent every
     // second.
-    installation.cache_mut(REGION_A).unwrap().restart().await.unwrap();
+    old_cache_returns_and_the_parent_stays_without(&mut installation, &doomed).await;
     let region_a = installation.cache(REGION_A).unwrap();
-    assert!(
-        holds(&region_a.replicas().await.unwrap()),
-        "A must still hold the stale role for this test to mean anything"
-    );
+    let parent = installation.cache(PARENT).unwrap();
     let of_shard_1 =
         |replicas: &[Replica]| replicas.iter().any(|r| r.key.as_ref().is_some_and(|k| k.origin == "shard-1"));
-    let parent = installation.cache(PARENT).unwrap();
-    let until = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < until {
-        let held = parent.replicas().await.unwrap();
-        assert!(gone(&held), "the parent resurrected the deleted role: {:#?}\n{}", names(&held), region_a.log_tail(20));
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
     // A learns that shard-1 moved on and drops every replica of it.
     cache::wait_replicas(region_a, "A dropped the replicas of shard-1", CONVERGE_TIMEOUT, |r| !of_shard_1(r))
         .await
@@ -683,4 +657,28 @@ async fn delete_after_failover(installation: &mut Installation, prefix: &str) ->
         cache::wait_replicas(cache, "the doomed role deleted", CONVERGE_TIMEOUT, gone).await.unwrap();
     }
     doomed
+}
+
+/// Restarts regional cache A, which must still hold the deleted role (or the test means
+/// nothing), and watches the parent for 10 s of A's resyncs (one a second): the role must
+/// never come back there.
+async fn old_cache_returns_and_the_parent_stays_without(installation: &mut Installation, doomed: &ReplicaId) {
+    installation.cache_mut(REGION_A).unwrap().restart().await.unwrap();
+    let region_a = installation.cache(REGION_A).unwrap();
+    assert!(
+        cache::find(&region_a.replicas().await.unwrap(), doomed).is_some(),
+        "A must still hold the stale role for this test to mean anything"
+    );
+    let parent = installation.cache(PARENT).unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        let held = parent.replicas().await.unwrap();
+        assert!(
+            cache::find(&held, doomed).is_none(),
+            "the parent resurrected the deleted role: {:#?}\n{}",
+            names(&held),
+            region_a.log_tail(20)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
