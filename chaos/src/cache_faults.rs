@@ -20,7 +20,7 @@ use anyhow::Context;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
-use tests::cache::{sources, CacheTopology, ReplicaId};
+use tests::cache::{sources, CacheTopology, Replica, ReplicaId, SourceObject};
 use tests::installation::{Installation, InstallationOptions};
 use tests::TlsHttp;
 
@@ -138,10 +138,24 @@ pub(crate) async fn spawn_writers(
         let cluster = format!("chaos-{index}");
         scenario::prepare(shard, &cluster).await?;
         let http = shard.http().with_timeout(REQUEST_TIMEOUT);
-        let writer = Writer { http, shard: shard.name().to_string(), cluster, seed: seed + index as u64 };
-        writers.push(tokio::spawn(writer.run(stop.clone())));
+        writers.push(spawn_writer(http, shard.name(), &cluster, &cluster, seed + index as u64, stop));
     }
     Ok(writers)
+}
+
+/// Starts one [`Writer`] of replicated ClusterRoles into the logical cluster at `path`
+/// (named `cluster`, as replica ids name it) on `shard`, through `http`, which may reach
+/// the shard directly or through a front-proxy.
+pub(crate) fn spawn_writer(
+    http: TlsHttp,
+    shard: &str,
+    path: &str,
+    cluster: &str,
+    seed: u64,
+    stop: &Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<Tally> {
+    let writer = Writer { http, shard: shard.to_string(), path: path.to_string(), cluster: cluster.to_string(), seed };
+    tokio::spawn(writer.run(stop.clone()))
 }
 
 /// Stops the writers and adds up what they were told.
@@ -192,29 +206,41 @@ async fn read_replication(
     let mut record = ReplicationRecord { deleted: deleted.to_vec(), ..ReplicationRecord::default() };
     for shard in installation.all() {
         record.live_shards.push(shard.name().to_string());
-        for source in sources::replicated_sources(shard).await? {
-            let text = |pointer| source.object.pointer(pointer).and_then(Value::as_str).unwrap_or_default();
-            let source_rv = text("/metadata/resourceVersion").parse().unwrap_or(0);
-            record.sources.push(ReplicaRecord {
-                id: source.id.to_string(),
-                uid: text("/metadata/uid").into(),
-                source_rv,
-            });
-        }
+        record.sources.extend(source_records(&sources::replicated_sources(shard).await?));
     }
     for cache in &installation.caches {
         let replicas = cache.replicas().await.with_context(|| format!("list the replicas of {}", cache.name()))?;
-        let replicas = replicas
-            .iter()
-            .filter_map(|r| {
-                let id = ReplicaId::from(r.key.as_ref()?).to_string();
-                Some(ReplicaRecord { id, uid: r.uid.clone(), source_rv: r.source_rv })
-            })
-            .collect();
         let origins = scopes.get(cache.name()).cloned();
-        record.caches.push(CacheRecord { cache: cache.name().to_string(), replicas, origins });
+        record.caches.push(CacheRecord {
+            cache: cache.name().to_string(),
+            replicas: replica_records(&replicas),
+            origins,
+        });
     }
     Ok(record)
+}
+
+/// The records of the replicated objects a shard listed.
+pub(crate) fn source_records(sources: &[SourceObject]) -> Vec<ReplicaRecord> {
+    sources
+        .iter()
+        .map(|source| {
+            let text = |pointer| source.object.pointer(pointer).and_then(Value::as_str).unwrap_or_default();
+            let source_rv = text("/metadata/resourceVersion").parse().unwrap_or(0);
+            ReplicaRecord { id: source.id.to_string(), uid: text("/metadata/uid").into(), source_rv }
+        })
+        .collect()
+}
+
+/// The records of the replicas a cache listed (a replica without a key is left out).
+pub(crate) fn replica_records(replicas: &[Replica]) -> Vec<ReplicaRecord> {
+    replicas
+        .iter()
+        .filter_map(|r| {
+            let id = ReplicaId::from(r.key.as_ref()?).to_string();
+            Some(ReplicaRecord { id, uid: r.uid.clone(), source_rv: r.source_rv })
+        })
+        .collect()
 }
 
 /// What the writers were told.
@@ -238,6 +264,9 @@ impl Tally {
 struct Writer {
     http: TlsHttp,
     shard: String,
+    /// The logical cluster's path in request URLs.
+    path: String,
+    /// Its name, as replica ids carry it.
     cluster: String,
     seed: u64,
 }
@@ -250,7 +279,7 @@ impl Writer {
         let mut rng = StdRng::seed_from_u64(self.seed);
         let mut tally = Tally::default();
         let mut live: Vec<String> = Vec::new();
-        let collection = format!("/clusters/{}/{CLUSTER_ROLES}", self.cluster);
+        let collection = format!("/clusters/{}/{CLUSTER_ROLES}", self.path);
         let mut sequence = 0u64;
         while !stop.load(Ordering::SeqCst) {
             sequence += 1;

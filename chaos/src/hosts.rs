@@ -5,20 +5,25 @@
 //! also when the run fails.
 //!
 //! Clients work through the front-proxy's published port, as users do: writers and
-//! watchers on a workspace of each shard (root, shard-1, shard-2), and a storm creating
-//! and deleting Workspaces in root. Meanwhile the seed's schedule ([`draw`]) faults the
-//! shard and cache containers one at a time ([`docker`] injects, [`fault`] says what):
-//! `docker network disconnect` (reconnected under its alias), `docker pause`, packet loss,
-//! a blackhole or a cut per direction with iptables in the container's network namespace,
-//! and a `tbf` rate limit in place of netem's delay (the kernel here has no netem). The
-//! first fault always disconnects a shard, so even a short run partitions one.
+//! watchers on a workspace of each shard (root, shard-1, shard-2), a writer of replicated
+//! ClusterRoles in each of those workspaces, and a storm creating and deleting Workspaces
+//! in root. Meanwhile the seed's schedule ([`draw`]) faults the shard and cache containers
+//! one at a time ([`docker`] injects, [`fault`] says what): `docker network disconnect`
+//! (reconnected under its alias), `docker pause`, packet loss, a blackhole or a cut per
+//! direction with iptables in the container's network namespace, and a `tbf` rate limit
+//! in place of netem's delay (the kernel here has no netem). The first fault always
+//! disconnects a shard, so even a short run partitions one.
 //!
 //! After the heals, the final state is read from each shard directly (its container's
 //! address on the project network), the Workspaces settle, and every Workspace the storm
-//! touched is probed through the proxy. Judged: the ledger and the watch validator, the
-//! workspace checker, availability per shard (a shard is healthy while another container
-//! is faulted) and index convergence. The caches publish no port, so cache convergence is
-//! not judged here (the cache scenarios judge it over local processes).
+//! touched is probed through the proxy. Then every shard's replicated objects and every
+//! cache's replicas (cache-a, cache-b, cache-global, read over gRPC at their container
+//! addresses, the certificate checked for the service name) are read until they agree or
+//! [`CONVERGE`] is over. Each regional cache is judged for the shards that replicate to it
+//! in the compose file ([`REPLICATES_TO`]; no shard has a failover list there, so that
+//! never changes), the global cache for every shard. Judged: the ledger and the watch
+//! validator, the workspace checker, availability per shard (a shard is healthy while
+//! another container is faulted), index convergence and cache convergence.
 
 pub mod docker;
 pub mod fault;
@@ -35,14 +40,16 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 // `::tests`: the harness crate, not this file's unit tests.
+use ::tests::cache::{sources, CacheClient};
 use ::tests::compose::{eventually, Compose};
 use ::tests::installation::workspaces_path;
 use ::tests::TlsHttp;
 
 use self::docker::HostInjector;
 use self::fault::{HostFault, Way};
+use crate::cache_faults;
 use crate::check::check_all;
-use crate::history::{FaultTarget, FaultWindow, HostFaultRecord};
+use crate::history::{CacheRecord, FaultTarget, FaultWindow, HostFaultRecord, ReplicationRecord};
 use crate::scenario::{self, Report, RunOptions, Workload};
 use crate::schedule::{self, Action, Spells, Step};
 use crate::storm;
@@ -73,6 +80,19 @@ const PLACEMENT_MAX: usize = 40;
 
 /// How long the workload goes on after the last heal: reconnections and resumed watches.
 const RECOVER: Duration = Duration::from_secs(5);
+
+/// Where each shard replicates in `deploy/docker-compose.yaml` (its `--cache-server`, one
+/// cache each, no failover list); every shard watches cache-global, which every regional
+/// cache pushes to. A unit test holds this to the compose file.
+pub const REPLICATES_TO: [(&str, &str); 3] = [("root", "cache-a"), ("shard-1", "cache-a"), ("shard-2", "cache-b")];
+
+/// The global cache, judged for every shard.
+pub const GLOBAL_CACHE: &str = "cache-global";
+
+/// How long the caches may take, after the writers stopped, to equal the shards: the
+/// compose installation resyncs every 30 s (shards to their cache, caches to their
+/// parent), so three rounds of drift repair; a bound on a bug, not a speed.
+const CONVERGE: Duration = Duration::from_secs(90);
 
 /// The annotation the scheduler records a Workspace's shard in (its `spec.URL` names the
 /// front-proxy here, not the shard).
@@ -147,7 +167,7 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<Report> {
 /// Everything between bring-up and teardown.
 async fn drive(compose: &Compose, options: &RunOptions, steps: &[Step], started: Instant) -> anyhow::Result<Report> {
     let proxy = compose.http()?.with_timeout(REQUEST_TIMEOUT);
-    let targets = prepare_targets(&proxy).await?;
+    let (targets, clusters) = prepare_targets(&proxy).await?;
     let injector = tokio::task::block_in_place(|| HostInjector::new(compose, &SERVICES))?;
     let storm_started = Instant::now();
     let recorder = Recorder::new(options.seed, &options.scenario);
@@ -155,9 +175,19 @@ async fn drive(compose: &Compose, options: &RunOptions, steps: &[Step], started:
     let stop = Arc::new(AtomicBool::new(false));
     let churn =
         tokio::spawn(storm::storm_since(proxy.clone(), "root".to_string(), options.seed, stop.clone(), storm_started));
+    let roles: Vec<_> = targets
+        .iter()
+        .zip(&clusters)
+        .enumerate()
+        .map(|(index, (target, cluster))| {
+            let seed = options.seed + index as u64;
+            cache_faults::spawn_writer(proxy.clone(), &target.shard, &target.cluster, cluster, seed, &stop)
+        })
+        .collect();
     inject(&injector, steps, &recorder).await?;
     tokio::time::sleep(RECOVER).await;
     let tally = storm::stop_proxied(&stop, churn).await?;
+    let roles = cache_faults::stop_writers(roles, &stop).await?;
     let direct = tokio::task::block_in_place(|| {
         SHARDS
             .iter()
@@ -176,9 +206,79 @@ async fn drive(compose: &Compose, options: &RunOptions, steps: &[Step], started:
     }
     let shards: Vec<TlsHttp> = direct.values().cloned().collect();
     history.index = Some(crate::front_proxy::converged_index_via(&proxy, &shards, &tally, &history).await?);
+    let caches = tokio::task::block_in_place(|| {
+        scopes()
+            .into_iter()
+            .map(|(cache, origins)| Ok((compose.cache_client(&cache)?, cache, origins)))
+            .collect::<anyhow::Result<Vec<JudgedCache>>>()
+    })
+    .context("reach the caches")?;
+    let mut record = converged_caches(&direct, &caches, &roles.deleted).await?;
+    (record.created, record.updated) = (roles.created, roles.updated);
+    history.replication = Some(record);
     scenario::save(&history, options.history_file.as_deref())?;
     let violations = check_all(&history);
     Ok(Report { history, violations, elapsed: started.elapsed() })
+}
+
+/// Every cache of the installation with the origins it is judged for: a regional cache
+/// the shards replicating to it, the global cache every shard (`None`).
+pub fn scopes() -> Vec<(String, Option<Vec<String>>)> {
+    let mut regional: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (shard, cache) in REPLICATES_TO {
+        regional.entry(cache).or_default().push(shard.to_string());
+    }
+    let mut scopes: Vec<_> = regional.into_iter().map(|(cache, shards)| (cache.to_string(), Some(shards))).collect();
+    scopes.push((GLOBAL_CACHE.to_string(), None));
+    scopes
+}
+
+/// A cache to judge: its client, its name and the origins it is judged for.
+type JudgedCache = (CacheClient, String, Option<Vec<String>>);
+
+/// Reads every shard's replicated objects (`direct`) and every cache's replicas until the
+/// cache checker finds nothing or [`CONVERGE`] is over, and returns the last reading. A
+/// reading that fails (a list not answered) is retried until then too.
+async fn converged_caches(
+    direct: &BTreeMap<String, TlsHttp>,
+    caches: &[JudgedCache],
+    deleted: &[String],
+) -> anyhow::Result<ReplicationRecord> {
+    let deadline = Instant::now() + CONVERGE;
+    loop {
+        let reading = read_caches(direct, caches, deleted).await;
+        let done = Instant::now() >= deadline;
+        match reading {
+            Ok(record) => {
+                let judged = crate::history::History { replication: Some(record), ..Default::default() };
+                if done || crate::check::cache::check(&judged).is_empty() {
+                    return judged.replication.context("the record just read");
+                }
+            }
+            Err(error) if done => return Err(error.context(format!("read the caches for {CONVERGE:?}"))),
+            Err(_) => {}
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// One reading: the shards' replicated objects, then each cache's replicas.
+async fn read_caches(
+    direct: &BTreeMap<String, TlsHttp>,
+    caches: &[JudgedCache],
+    deleted: &[String],
+) -> anyhow::Result<ReplicationRecord> {
+    let mut record = ReplicationRecord { deleted: deleted.to_vec(), ..ReplicationRecord::default() };
+    for (shard, http) in direct {
+        record.live_shards.push(shard.clone());
+        record.sources.extend(cache_faults::source_records(&sources::replicated_sources_via(shard, http).await?));
+    }
+    for (client, cache, origins) in caches {
+        let replicas = client.list_all().await.with_context(|| format!("list the replicas of {cache}"))?;
+        let replicas = cache_faults::replica_records(&replicas);
+        record.caches.push(CacheRecord { cache: cache.clone(), replicas, origins: origins.clone() });
+    }
+    Ok(record)
 }
 
 /// A client straight to `shard`'s container, patient for [`REQUEST_TIMEOUT`].
@@ -198,24 +298,27 @@ async fn workspaces(root: &TlsHttp) -> anyhow::Result<Vec<crate::history::Worksp
 
 /// Creates workspaces in root through the proxy until every shard hosts one, and
 /// prepares namespace [`NAMESPACE`] in each shard's first: the workload's targets, one
-/// per shard, all reached through the proxy.
-async fn prepare_targets(proxy: &TlsHttp) -> anyhow::Result<Vec<Target>> {
-    let mut on: BTreeMap<String, String> = BTreeMap::new();
+/// per shard, all reached through the proxy, with the name of each target's logical
+/// cluster (as replica ids carry it).
+async fn prepare_targets(proxy: &TlsHttp) -> anyhow::Result<(Vec<Target>, Vec<String>)> {
+    let mut on: BTreeMap<String, (String, String)> = BTreeMap::new();
     for index in 0..PLACEMENT_MAX {
         if SHARDS.iter().all(|shard| on.contains_key(*shard)) {
             break;
         }
         let name = format!("hosts-{index}");
-        let shard = ready_workspace(proxy, &name).await?;
-        on.entry(shard).or_insert(name);
+        let (shard, cluster) = ready_workspace(proxy, &name).await?;
+        on.entry(shard).or_insert((name, cluster));
     }
     anyhow::ensure!(
         SHARDS.iter().all(|s| on.contains_key(*s)),
         "{PLACEMENT_MAX} workspaces left a shard empty: {on:?}"
     );
     let mut targets = Vec::new();
+    let mut clusters = Vec::new();
     for shard in SHARDS {
-        let cluster = format!("root:{}", on[shard]);
+        let (name, logical) = &on[shard];
+        let cluster = format!("root:{name}");
         let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}});
         let path = format!("/clusters/{cluster}/api/v1/namespaces");
         eventually(&format!("namespace {NAMESPACE} in {cluster}"), READY, || async {
@@ -227,24 +330,26 @@ async fn prepare_targets(proxy: &TlsHttp) -> anyhow::Result<Vec<Target>> {
         })
         .await?;
         targets.push(Target { shard: shard.to_string(), cluster, http: proxy.clone() });
+        clusters.push(logical.clone());
     }
-    println!("workload workspaces: {on:?}");
-    Ok(targets)
+    println!("workload workspaces (name, logical cluster): {on:?}");
+    Ok((targets, clusters))
 }
 
 /// Creates Workspace `name` in root through the proxy, waits until it is Ready and the
-/// proxy routes it, and returns its shard.
-async fn ready_workspace(proxy: &TlsHttp, name: &str) -> anyhow::Result<String> {
+/// proxy routes it, and returns its shard and its logical cluster (`spec.cluster`).
+async fn ready_workspace(proxy: &TlsHttp, name: &str) -> anyhow::Result<(String, String)> {
     let body = json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": name}});
     proxy.create(&workspaces_path("root"), &body).await?;
     let path = format!("{}/{name}", workspaces_path("root"));
-    let shard = eventually(&format!("workspace {name} Ready"), READY, || async {
+    let (shard, cluster) = eventually(&format!("workspace {name} Ready"), READY, || async {
         let response = proxy.get(&path).await.map_err(|e| format!("{e:#}"))?;
         let workspace = response.json().unwrap_or(Value::Null);
         let shard = workspace["metadata"]["annotations"][SHARD_ANNOTATION].as_str();
-        match (response.status, workspace["status"]["phase"].as_str(), shard) {
-            (StatusCode::OK, Some("Ready"), Some(shard)) => Ok(shard.to_string()),
-            (status, _, _) => Err(format!("HTTP {status}: {workspace}")),
+        let cluster = workspace["spec"]["cluster"].as_str();
+        match (response.status, workspace["status"]["phase"].as_str(), shard, cluster) {
+            (StatusCode::OK, Some("Ready"), Some(shard), Some(cluster)) => Ok((shard.to_string(), cluster.to_string())),
+            (status, ..) => Err(format!("HTTP {status}: {workspace}")),
         }
     })
     .await?;
@@ -254,7 +359,7 @@ async fn ready_workspace(proxy: &TlsHttp, name: &str) -> anyhow::Result<String> 
         (response.status == StatusCode::OK).then_some(()).ok_or_else(|| format!("HTTP {}", response.status))
     })
     .await?;
-    Ok(shard)
+    Ok((shard, cluster))
 }
 
 /// Injects every step at its offset, holds it, heals it, and records it: the fault and
@@ -311,6 +416,45 @@ mod tests {
             assert!(turns.iter().all(|(target, _)| *target < SERVICES.len()));
         }
         assert!((0..20).flat_map(turns).any(|(target, _)| SERVICES[target].starts_with("cache-")));
+    }
+
+    /// The lines of `service` in the compose file: its header and every line indented
+    /// deeper, up to the next line at the services' indentation (another service, or a
+    /// comment before one).
+    fn service_block(compose: &str, service: &str) -> String {
+        let mut lines = compose.lines().skip_while(|line| *line != format!("  {service}:"));
+        let header = lines.next().unwrap_or_else(|| panic!("no service {service} in the compose file"));
+        let body = lines.take_while(|line| line.is_empty() || line.starts_with("   "));
+        std::iter::once(header).chain(body).collect::<Vec<_>>().join("\n")
+    }
+
+    #[test]
+    fn the_caches_are_judged_for_the_shards_the_compose_file_replicates_to_them() {
+        let compose = include_str!("../../deploy/docker-compose.yaml");
+        for (shard, cache) in REPLICATES_TO {
+            let block = service_block(compose, shard);
+            // One cache, no failover list: the scopes cannot change during a run.
+            let flag = format!("\"--cache-server\", \"https://{cache}:6450\"");
+            assert!(block.contains(&flag), "{shard} replicates to {cache} alone:\n{block}");
+            let watch = format!("\"--cache-watch-server\", \"https://{GLOBAL_CACHE}:6450\"");
+            assert!(block.contains(&watch), "{shard} watches {GLOBAL_CACHE}:\n{block}");
+        }
+        for (_, cache) in REPLICATES_TO {
+            let parent = format!("\"--parent\", \"https://{GLOBAL_CACHE}:6450\"");
+            assert!(service_block(compose, cache).contains(&parent), "{cache} pushes to {GLOBAL_CACHE}");
+        }
+        assert!(!service_block(compose, GLOBAL_CACHE).contains("--parent"));
+        let scopes = scopes();
+        assert_eq!(
+            scopes,
+            vec![
+                ("cache-a".to_string(), Some(vec!["root".to_string(), "shard-1".to_string()])),
+                ("cache-b".to_string(), Some(vec!["shard-2".to_string()])),
+                (GLOBAL_CACHE.to_string(), None),
+            ]
+        );
+        let judged: Vec<&str> = scopes.iter().map(|(cache, _)| cache.as_str()).collect();
+        assert_eq!(judged, SERVICES[SHARDS.len()..], "every faulted cache is judged");
     }
 
     #[test]

@@ -198,7 +198,8 @@ fn replication(history: &History) -> String {
     );
     out += &format!("replicated objects on the live shards: {}\n", replication.sources.len());
     for cache in &replication.caches {
-        out += &format!("  cache {}: {} replicas", cache.cache, cache.replicas.len());
+        let compared = crate::check::cache::compared(cache, replication);
+        out += &format!("  cache {}: {} replicas, compared with {compared} sources", cache.cache, cache.replicas.len());
         if let Some(origins) = &cache.origins {
             let left = crate::check::cache::left_behind(cache, &replication.live_shards);
             let deleted = left.iter().filter(|r| replication.deleted.contains(&r.id)).count();

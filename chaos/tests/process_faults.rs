@@ -312,10 +312,12 @@ async fn partitioned_and_killed_fleet_agents_keep_their_placements_and_converge(
 /// published port on a workspace of every shard, while the seed disconnects, pauses and
 /// degrades (iptables loss, blackhole, cut; a tbf rate limit) the shard and cache
 /// containers. Beyond the ledger, the watch validator, the workspace, availability and
-/// index checkers finding nothing, the run must show its key steps: a shard was
-/// disconnected, requests to it failed while it was and were answered again after the
+/// index and cache checkers finding nothing, the run must show its key steps: a shard
+/// was disconnected, requests to it failed while it was and were answered again after the
 /// heal, a healthy shard's rate was judged during another container's fault, live and
-/// deleted Workspaces were probed through the proxy, and nothing of the project is left.
+/// deleted Workspaces were probed through the proxy, replicated objects were created and
+/// deleted, every cache was compared with its shards' replicated objects, and nothing of
+/// the project is left.
 /// Without Docker (or root, for nsenter) it says so and passes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disconnected_paused_and_degraded_hosts_lose_nothing() {
@@ -349,6 +351,22 @@ async fn disconnected_paused_and_degraded_hosts_lose_nothing() {
     assert!(index.probes.iter().any(|p| p.status == 200), "live Workspaces were probed:\n{summary}");
     let (creates, _) = acknowledged_storm(history, "root");
     assert!(creates > 0, "the storm through the proxy created Workspaces:\n{summary}");
+    let replication = history.replication.as_ref().expect("the caches were read");
+    assert!(
+        replication.created > 0 && !replication.deleted.is_empty(),
+        "replicated ClusterRoles were created and deleted through the proxy:\n{summary}"
+    );
+    let compared: Vec<(&str, usize)> = replication
+        .caches
+        .iter()
+        .map(|cache| (cache.cache.as_str(), chaos::check::cache::compared(cache, replication)))
+        .collect();
+    let judged: Vec<&str> = compared.iter().filter(|(_, n)| *n > 0).map(|(cache, _)| *cache).collect();
+    assert_eq!(
+        judged,
+        ["cache-a", "cache-b", "cache-global"],
+        "every cache was compared with the replicated objects of its shards ({compared:?}):\n{summary}"
+    );
     let left = tests::compose::leftovers(&chaos::hosts::project_name(SEED)).expect("list the project's leftovers");
     assert!(left.is_empty(), "the run left parts of its compose project behind: {left}");
 }

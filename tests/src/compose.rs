@@ -7,7 +7,8 @@
 //!
 //! Users reach the shards only through the front-proxy; [`Compose::service_http`] reaches
 //! a shard directly at its container's address on the project network, for the reads a
-//! test makes of every shard (wildcard lists the proxy does not serve).
+//! test makes of every shard (wildcard lists the proxy does not serve), and
+//! [`Compose::cache_client`] a cache server the same way (the caches publish no port).
 //!
 //! Shared by the compose end-to-end test and the chaos runner's `hosts` scenario.
 
@@ -20,6 +21,7 @@ use anyhow::Context;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::cache::CacheClient;
 use crate::{AdminKubeconfig, Kubectl, TlsHttp};
 
 /// Bounds on each phase; they catch hangs, not slowness.
@@ -31,6 +33,9 @@ pub const DOCKER_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The port every shard listens on inside its container.
 pub const SHARD_PORT: u16 = 6443;
+
+/// The port every cache server listens on inside its container.
+pub const CACHE_PORT: u16 = 6450;
 
 /// Why the compose installation cannot run here, if it cannot: no Docker engine answering
 /// `docker info`, or no `docker-compose` (v1).
@@ -252,12 +257,27 @@ impl Compose {
     /// project network (the certificate names the service), as the admin of the shard's
     /// own kubeconfig. Works only while the shard is connected.
     pub fn service_http(&self, service: &str) -> anyhow::Result<TlsHttp> {
-        let container = self.container(service)?;
-        let text = self.docker(&["exec", &container, "cat", "/var/lib/atoll/data/admin.kubeconfig"])?;
-        let admin =
-            crate::kubeconfig::parse(&text).with_context(|| format!("parse the admin kubeconfig of {service}"))?;
+        let admin = self.shard_admin(service)?;
         let base = format!("https://{}:{SHARD_PORT}", self.address(service)?);
         TlsHttp::new(&base, &admin.ca_pem, Some(&admin.identity))?.with_server_name(service)
+    }
+
+    /// A gRPC client straight to cache server `service` at its container's address on the
+    /// project network (the certificate names the service), as the admin of root's own
+    /// kubeconfig (`system:masters`, which may read every replica; the caches share the
+    /// shards' PKI). Works only while the cache is connected.
+    pub fn cache_client(&self, service: &str) -> anyhow::Result<CacheClient> {
+        let admin = self.shard_admin("root")?;
+        let ca_pem = String::from_utf8(admin.ca_pem).context("the CA of root's admin kubeconfig is not text")?;
+        let url = format!("https://{}:{CACHE_PORT}", self.address(service)?);
+        CacheClient::with_server_name(&url, &ca_pem, &admin.identity, service)
+    }
+
+    /// The admin kubeconfig shard `service` wrote into its data dir.
+    fn shard_admin(&self, service: &str) -> anyhow::Result<AdminKubeconfig> {
+        let container = self.container(service)?;
+        let text = self.docker(&["exec", &container, "cat", "/var/lib/atoll/data/admin.kubeconfig"])?;
+        crate::kubeconfig::parse(&text).with_context(|| format!("parse the admin kubeconfig of {service}"))
     }
 
     /// `GET path` on the compose's Prometheus, parsed.

@@ -22,7 +22,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::history::{CacheRecord, History, ReplicaRecord};
+use crate::history::{CacheRecord, History, ReplicaRecord, ReplicationRecord};
 
 use super::Violation;
 
@@ -122,6 +122,13 @@ fn in_scope(cache: &CacheRecord, origin: &str) -> bool {
     cache.origins.as_ref().is_none_or(|origins| origins.iter().any(|o| o == origin))
 }
 
+/// How many source objects `cache` was compared against: those of the origins it is
+/// judged for. Zero means the cache was judged for nothing, so a run that must compare a
+/// cache asserts this is above zero.
+pub fn compared(cache: &CacheRecord, replication: &ReplicationRecord) -> usize {
+    replication.sources.iter().filter(|s| in_scope(cache, origin_of(&s.id))).count()
+}
+
 /// The replicas in `cache` of live shards it is not judged for: copies left behind by a
 /// shard that failed over to a sibling cache.
 pub fn left_behind<'a>(cache: &'a CacheRecord, live_shards: &[String]) -> Vec<&'a ReplicaRecord> {
@@ -138,7 +145,7 @@ pub fn left_behind<'a>(cache: &'a CacheRecord, live_shards: &[String]) -> Vec<&'
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::{ReplicationRecord, SilentFailover};
+    use crate::history::SilentFailover;
 
     fn replica(id: &str, uid: &str, source_rv: u64) -> ReplicaRecord {
         ReplicaRecord { id: id.to_string(), uid: uid.to_string(), source_rv }
@@ -234,6 +241,21 @@ mod tests {
         // The unscoped parent is judged for every shard.
         let h = history(exact(), vec![replica(B, "ub", 7)]);
         assert_eq!(guarantees(&h), ["missing"]);
+    }
+
+    #[test]
+    fn a_cache_is_compared_against_the_sources_of_its_origins() {
+        let mut h = history(exact(), exact());
+        let replication = h.replication.as_mut().unwrap();
+        replication.caches[0].origins = Some(vec!["shard-1".to_string()]);
+        replication.caches[1].origins = Some(vec!["shard-9".to_string()]);
+        let replication = h.replication.as_ref().unwrap();
+        assert_eq!(compared(&replication.caches[0], replication), 1);
+        // Judged for a shard with nothing replicated: compared against nothing, which a
+        // caller asserting comparisons sees.
+        assert_eq!(compared(&replication.caches[1], replication), 0);
+        let unscoped = CacheRecord { cache: "p".to_string(), replicas: Vec::new(), origins: None };
+        assert_eq!(compared(&unscoped, replication), 2);
     }
 
     #[test]

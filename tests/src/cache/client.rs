@@ -65,6 +65,38 @@ impl CacheClient {
         Ok(CacheClient { url: url.trim_end_matches('/').to_string(), origin, channel })
     }
 
+    /// A client of the cache at `url` whose host is not a name its certificate carries (a
+    /// container's address on a compose network): the certificate is checked for
+    /// `server_name` instead (the service name the cache was given as `--tls-san`).
+    pub fn with_server_name(
+        url: &str,
+        ca_pem: &str,
+        identity: &ClientIdentity,
+        server_name: &str,
+    ) -> anyhow::Result<CacheClient> {
+        let origin: Uri = url.parse().with_context(|| format!("parse cache URL {url:?}"))?;
+        anyhow::ensure!(origin.scheme_str() == Some("https"), "cache URL {url:?} is not https");
+        let name = rustls::pki_types::ServerName::try_from(server_name.to_string())
+            .with_context(|| format!("parse server name {server_name:?}"))?;
+        // The connector as `security::grpc::client` builds it, with the name fixed; the
+        // keep-alive pings it adds matter to long streams, not to the lists tests make.
+        let tls = security::tls::client_config(ca_pem, Some((&identity.cert_pem, &identity.key_pem)), &[])
+            .context("build the TLS configuration of the gRPC client")?;
+        let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config((*tls).clone())
+            .https_only()
+            .with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name))
+            .enable_http2()
+            .wrap_connector(http);
+        let channel = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .http2_only(true)
+            .build(connector);
+        Ok(CacheClient { url: url.trim_end_matches('/').to_string(), origin, channel })
+    }
+
     /// The same cache, authenticated as someone else.
     pub fn with_identity(&self, ca_pem: &str, identity: &ClientIdentity) -> anyhow::Result<CacheClient> {
         CacheClient::new(&self.url, ca_pem, identity)

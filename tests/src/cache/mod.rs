@@ -33,7 +33,8 @@ pub use topology::{CacheSpec, CacheTopology, ShardCaches};
 
 use anyhow::Context;
 use http::StatusCode;
-use protocol::cache::Replica;
+/// A replica as a cache lists it (the wire type).
+pub use protocol::cache::Replica;
 use tempfile::TempDir;
 
 use crate::binary::binary;

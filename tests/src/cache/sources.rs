@@ -1,12 +1,14 @@
 //! The sources of replicas: what each shard holds of every replicated resource, read
 //! through the shard's wildcard endpoint (`/clusters/*/apis/...`) with the admin
-//! certificate, straight from the shard.
+//! certificate, straight from the shard (a process here, or any shard a [`TlsHttp`]
+//! reaches as admin).
 
 use protocol::wellknown::{CLUSTER_ANNOTATION, PATH_ANNOTATION};
 use std::collections::BTreeMap;
 
 use super::compare::{ReplicaId, SourceObject};
 use crate::shard::ShardProcess;
+use crate::TlsHttp;
 use anyhow::Context;
 use http::StatusCode;
 use protocol::replication::{is_replicated, Replicated, REPLICATED};
@@ -37,22 +39,31 @@ pub fn wildcard_path(group: &str, resource: &str) -> anyhow::Result<String> {
 /// Every object of `shard` that the replication table says leaves it, of every
 /// replicated resource.
 pub async fn replicated_sources(shard: &ShardProcess) -> anyhow::Result<Vec<SourceObject>> {
+    replicated_sources_via(shard.name(), &shard.http()).await
+}
+
+/// Every replicated object of the shard named `origin` that `http` reaches as an admin
+/// (a shard that is not a process here: a container of the compose installation).
+pub async fn replicated_sources_via(origin: &str, http: &TlsHttp) -> anyhow::Result<Vec<SourceObject>> {
     let mut sources = Vec::new();
     for row in REPLICATED {
-        sources.extend(sources_of(shard, row).await?);
+        sources.extend(sources_via(origin, http, row).await?);
     }
     Ok(sources)
 }
 
 /// The replicated objects of one resource on `shard`.
 pub async fn sources_of(shard: &ShardProcess, row: &Replicated) -> anyhow::Result<Vec<SourceObject>> {
+    sources_via(shard.name(), &shard.http(), row).await
+}
+
+async fn sources_via(origin: &str, http: &TlsHttp, row: &Replicated) -> anyhow::Result<Vec<SourceObject>> {
     let path = wildcard_path(row.group, row.resource)?;
-    let list = get_list(shard, &path).await?;
+    let list = get_list(origin, http, &path).await?;
     let items = list.get("items").and_then(Value::as_array).with_context(|| format!("{path}: no items array"))?;
     let mut sources = Vec::new();
     for item in items.iter().filter(|item| is_replicated(row.group, row.resource, item)) {
-        let id = source_id(shard.name(), row, item)
-            .with_context(|| format!("read an item of {path} on {}", shard.name()))?;
+        let id = source_id(origin, row, item).with_context(|| format!("read an item of {path} on {origin}"))?;
         sources.push(SourceObject { id, object: item.clone() });
     }
     Ok(sources)
@@ -62,7 +73,7 @@ pub async fn sources_of(shard: &ShardProcess, row: &Replicated) -> anyhow::Resul
 /// `kcp.io/path` annotation of its LogicalCluster; `root` is `root`).
 pub async fn cluster_paths(shard: &ShardProcess) -> anyhow::Result<BTreeMap<String, String>> {
     let path = "/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters";
-    let list = get_list(shard, path).await?;
+    let list = get_list(shard.name(), &shard.http(), path).await?;
     let items = list.get("items").and_then(Value::as_array).with_context(|| format!("{path}: no items array"))?;
     let mut paths = BTreeMap::new();
     for item in items {
@@ -79,12 +90,11 @@ pub async fn cluster_paths(shard: &ShardProcess) -> anyhow::Result<BTreeMap<Stri
     Ok(paths)
 }
 
-async fn get_list(shard: &ShardProcess, path: &str) -> anyhow::Result<Value> {
-    let response = shard.http().get(path).await.with_context(|| format!("GET {path} on shard {}", shard.name()))?;
+async fn get_list(origin: &str, http: &TlsHttp, path: &str) -> anyhow::Result<Value> {
+    let response = http.get(path).await.with_context(|| format!("GET {path} on shard {origin}"))?;
     anyhow::ensure!(
         response.status == StatusCode::OK,
-        "GET {path} on shard {}: HTTP {}: {}",
-        shard.name(),
+        "GET {path} on shard {origin}: HTTP {}: {}",
         response.status,
         response.text()
     );
