@@ -12,7 +12,9 @@
 //! (reconnected under its alias), `docker pause`, packet loss, a blackhole or a cut per
 //! direction with iptables in the container's network namespace, and a `tbf` rate limit
 //! in place of netem's delay (the kernel here has no netem). The first fault always
-//! disconnects a shard, so even a short run partitions one.
+//! disconnects a shard, so even a short run partitions one. A fault's window runs from
+//! its first command to its heal's first command: a `docker pause` freezes the container
+//! before the CLI returns, and `docker unpause` thaws it before it returns.
 //!
 //! After the heals, the final state is read from each shard directly (its container's
 //! address on the project network), the Workspaces settle, and every Workspace the storm
@@ -374,12 +376,16 @@ async fn inject(injector: &HostInjector, steps: &[Step], recorder: &Recorder) ->
         };
         let service = *SERVICES.get(step.target).context("a step for a service that does not exist")?;
         recorder.fault(format!("{service}: {} for {} ms", fault.describe(), step.hold_ms));
-        let injected = tokio::task::block_in_place(|| injector.inject(service, fault))?;
+        // The window runs from the injection's first command to the heal's: a fault takes
+        // hold before its command returns, and ends before its heal's returns.
         let from_ms = recorder.now_ms();
+        let injected = tokio::task::block_in_place(|| injector.inject(service, fault))?;
+        let injected_ms = recorder.now_ms();
         tokio::time::sleep(Duration::from_millis(step.hold_ms)).await;
         let mut commands = injected.commands.clone();
-        commands.extend(tokio::task::block_in_place(|| injector.heal(injected))?);
         let to_ms = recorder.now_ms();
+        commands.extend(tokio::task::block_in_place(|| injector.heal(injected))?);
+        let healed_ms = recorder.now_ms();
         recorder.fault(format!("{service}: {} healed", fault.describe()));
         let target = if SHARDS.contains(&service) {
             FaultTarget::Shard(service.to_string())
@@ -393,6 +399,8 @@ async fn inject(injector: &HostInjector, steps: &[Step], recorder: &Recorder) ->
             scheduled_ms: step.at_ms,
             from_ms,
             to_ms,
+            injected_ms,
+            healed_ms,
             commands,
         });
     }

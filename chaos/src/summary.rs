@@ -136,11 +136,13 @@ fn hosts(history: &History) -> String {
     let mut out = String::new();
     for record in &history.hosts {
         out += &format!(
-            "host fault {} {} {}..{} ms ({} commands)\n",
+            "host fault {} {} {}..{} ms (in place by {} ms, healed by {} ms; {} commands)\n",
             record.service,
             record.fault.describe(),
             record.from_ms,
             record.to_ms,
+            record.injected_ms,
+            record.healed_ms,
             record.commands.len()
         );
     }
