@@ -44,6 +44,9 @@ const EVENT_COMPONENT: &str = "cluster-resource-placement-controller";
 /// member-cluster controller's).
 const MEMBER_EVENT_COMPONENT: &str = "mcv1beta1";
 
+/// A pass that takes this long is logged at info, with how long each half took.
+const SLOW_PASS: Duration = Duration::from_secs(1);
+
 /// How often every hub is passed whole without a write.
 const RESYNC: Duration = Duration::from_secs(30);
 
@@ -302,7 +305,13 @@ pub async fn run(shard: Arc<Shard>, settings: Settings) {
                     if !passed.again.is_empty() {
                         state.trigger(&cluster, |t| t.placements.extend(passed.again));
                     }
-                    tracing::debug!(%cluster, placements = passed.placements, took = ?started.elapsed(), "Fleet hub pass");
+                    let (took, (decided, placed)) = (started.elapsed(), passed.halves);
+                    let placements = passed.placements;
+                    if took >= SLOW_PASS {
+                        tracing::info!(%cluster, placements, ?took, ?decided, ?placed, "slow Fleet hub pass");
+                    } else {
+                        tracing::debug!(%cluster, placements, ?took, ?decided, ?placed, "Fleet hub pass");
+                    }
                 }
                 Err(error) => {
                     tracing::warn!(error = %format!("{error:#}"), %cluster, "Fleet hub pass failed; retrying");

@@ -92,17 +92,47 @@ pub fn scheduled(kind: &str, decision: &placement::Decision, generation: i64) ->
     }
 }
 
+/// How many rejected clusters [`blocking`] names.
+const BLOCKING_SHOWN: usize = 5;
+
 /// Why a policy is short of clusters: the first few rejected clusters and the plugin that
 /// rejected each, so a placement that cannot progress says what blocks it.
 pub fn blocking(decision: &placement::Decision) -> String {
     let mut parts: Vec<String> = decision.missing.iter().map(|n| format!("cluster {n:?} is not found")).collect();
-    let rejected = decision.clusters.iter().filter(|r| r.outcome == Outcome::Rejected).take(5);
+    let rejected = decision.clusters.iter().filter(|r| r.outcome == Outcome::Rejected).take(BLOCKING_SHOWN);
     parts.extend(rejected.map(|r| format!("{}: {}", r.name, r.reason)));
     if parts.is_empty() {
         String::new()
     } else {
         format!("; blocked by {}", parts.join("; "))
     }
+}
+
+/// Cuts `decision` down to what [`placement_status`] reads of it: the reports of the
+/// picked clusters (their scores), the first rejected ones [`blocking`] names, and as many
+/// unused ones as the policy can be short of. A pass holds every placement's decision from
+/// the scheduling half to the status half, and a report per member for each of them is a
+/// million reports for 1,000 placements over 1,000 members.
+pub fn keep_for_status(decision: &mut placement::Decision) {
+    let short = decision.wanted.map_or(0, |wanted| wanted.saturating_sub(decision.desired.len()));
+    let picked: std::collections::BTreeSet<&str> = decision.desired.iter().map(String::as_str).collect();
+    let (mut rejected, mut unused) = (0, 0);
+    let kept: Vec<placement::ClusterReport> = std::mem::take(&mut decision.clusters)
+        .into_iter()
+        .filter(|report| {
+            if picked.contains(report.name.as_str()) {
+                return true;
+            }
+            let is_unused = matches!(report.outcome, Outcome::NotPicked | Outcome::Rejected);
+            let named = report.outcome == Outcome::Rejected && rejected < BLOCKING_SHOWN;
+            let keep = named || (is_unused && unused < short);
+            rejected += usize::from(report.outcome == Outcome::Rejected && keep);
+            unused += usize::from(is_unused && keep);
+            keep
+        })
+        .collect();
+    // Collected anew, not retained: a retained vector keeps the room of every report.
+    decision.clusters = kept;
 }
 
 /// How far a member got with a Work, read from its status.

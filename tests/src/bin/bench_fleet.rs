@@ -11,7 +11,8 @@
 //!   `ClusterResourcePlacementScheduled` True for its generation (goal < 10 s);
 //! - the time from a `kill -9` and restart of the hub's shard until the controller has
 //!   passed every placement again (`atoll_fleet_placement_passes_total`; goal < 30 s);
-//! - the objects the placements wrote, by kind, and the hub's CPU time and memory.
+//! - the objects the placements wrote, by kind, when every placement was Scheduled and
+//!   after the restart's pass, and the hub's CPU time and memory.
 
 use std::time::{Duration, Instant};
 
@@ -120,6 +121,8 @@ async fn main() -> anyhow::Result<()> {
     }
     let repassed_in = restarted.elapsed();
     let (cpu_restart, rss_restart) = ::tests::process::usage(pid);
+    // What the first pass left for the restart's to write (Works after Scheduled).
+    let after_restart = fleet_hub::objects_written(&http).await?;
 
     let verdict = |seconds: f64, goal: f64| if seconds < goal { "met" } else { "MISSED" };
     println!("  placements created in {:.2} s", created_in.as_secs_f64());
@@ -134,6 +137,7 @@ async fn main() -> anyhow::Result<()> {
         verdict(repassed_in.as_secs_f64(), RESTART_GOAL_SECONDS)
     );
     println!("  objects the placements wrote: {}", fleet_hub::written_line(&written));
+    println!("  objects after the restart's pass: {}", fleet_hub::written_line(&after_restart));
     println!(
         "  hub during scheduling: {:.2} s CPU, {:.1} MiB resident; after the restart's pass: {:.2} s CPU, {:.1} MiB",
         (cpu_after - cpu_before) as f64 / 100.0,

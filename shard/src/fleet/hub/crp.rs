@@ -79,10 +79,16 @@ impl Hub<'_> {
         group: &mut Group,
         selection: &mut Selection,
     ) -> anyhow::Result<Option<Halfway>> {
-        let Some(scheduled) = self.schedule(crp, shared, group, selection).await? else {
+        let Some(mut scheduled) = self.schedule(crp, shared, group, selection).await? else {
             return Ok(None);
         };
         let rollout = self.roll(crp, shared.now, group, selection, &scheduled).await?;
+        // Every placement of the pass waits here for the others: it keeps only what the
+        // second half reads. A report per member and the policy snapshots are the
+        // scheduler's; the status needs the picked clusters' scores and a few others.
+        crate::fleet::status::keep_for_status(&mut scheduled.decision);
+        scheduled.policy_snapshot = Value::Null;
+        group.policy_snapshots = Vec::new();
         // Only the Scheduled condition: the rest of the status waits for the Works, and a
         // pass that changes nothing writes nothing here either.
         let mut wanted = crp.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));

@@ -104,6 +104,8 @@ pub(super) struct Passed {
     pub selections: Vec<(String, Option<Selection>)>,
     /// Placements passed.
     pub placements: usize,
+    /// How long deciding every placement took (the first half), and placing them.
+    pub halves: (std::time::Duration, std::time::Duration),
 }
 
 /// Replaces the object of the same name in `list`, or adds it.
@@ -341,6 +343,7 @@ impl Hub<'_> {
         // Every placement decided and bound first, then every placement's Works: the
         // decisions (and their Scheduled conditions) do not wait behind other placements'
         // Works, as KubeFleet's scheduler does not wait for its work generator.
+        let started = std::time::Instant::now();
         let deciding: Vec<_> = jobs
             .into_iter()
             .map(|(crp, name, mut group)| async move {
@@ -350,6 +353,7 @@ impl Hub<'_> {
             })
             .collect();
         let decided: Vec<_> = futures::stream::iter(deciding).buffer_unordered(PLACEMENTS_IN_FLIGHT).collect().await;
+        let decided_at = std::time::Instant::now();
         let placing: Vec<_> = decided
             .into_iter()
             .map(|(name, mut group, selection, halfway)| async move {
@@ -362,6 +366,7 @@ impl Hub<'_> {
             })
             .collect();
         let outcomes: Vec<_> = futures::stream::iter(placing).buffer_unordered(PLACEMENTS_IN_FLIGHT).collect().await;
+        passed.halves = (decided_at - started, decided_at.elapsed());
         let mut failed = None;
         for (name, selection, outcome) in outcomes {
             match outcome {

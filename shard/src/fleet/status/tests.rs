@@ -149,3 +149,52 @@ fn a_blocked_rollout_names_its_clusters_in_rollout_started() {
     assert_eq!(c["reason"], "RolloutBlocked");
     assert!(c["message"].as_str().unwrap().contains("m1\" failed to apply: refused"), "{c}");
 }
+
+#[test]
+fn the_status_half_reads_the_same_status_from_the_cut_decision() {
+    // 40 members: ten carry no env label (rejected), the rest rank by CPU.
+    let candidates: Vec<placement::Candidate> = (0..40)
+        .map(|i| {
+            let mut candidate = placement::Candidate::new(format!("m{i:02}"));
+            if i % 4 != 0 {
+                candidate.labels.insert("env".into(), "prod".into());
+            }
+            candidate
+        })
+        .collect();
+    let status_of = |wanted: u32| {
+        let crp = json!({"metadata": {"name": "web", "generation": 2}, "spec": {"policy": {
+            "placementType": "PickN", "numberOfClusters": wanted, "affinity": {"clusterAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"clusterSelectorTerms": [
+                    {"labelSelector": {"matchLabels": {"env": "prod"}}}]}}}}}});
+        let policy = super::super::policy::policy("web", crp.pointer("/spec/policy")).expect("policy");
+        let state = placement::State {
+            now: "2026-01-01T00:10:00Z".parse().unwrap(),
+            current: Vec::new(),
+            other_decisions: Default::default(),
+            reconsider: false,
+            settled: Vec::new(),
+        };
+        let full = placement::decide(&placement::Profile::fleet(), &policy, &candidates, &state).expect("decision");
+        let mut cut = full.clone();
+        keep_for_status(&mut cut);
+        let bound = |cluster: &String| {
+            let binding = json!({"metadata": {"generation": 1}, "spec": {"state": "Bound",
+                "resourceSnapshotName": "web-0-snapshot", "targetCluster": cluster}});
+            (cluster.clone(), binding, Vec::new())
+        };
+        let clusters: Vec<(String, Value, Vec<Value>)> = full.desired.iter().map(bound).collect();
+        let status = |decision: &placement::Decision| placement_status(&crp, decision, &clusters, &[], "0", &[], None);
+        (full.clusters.len(), cut.clusters.len(), status(&full), status(&cut))
+    };
+    // Satisfied: the picked clusters' reports and the five rejected ones are left.
+    let (all, kept, full, cut) = status_of(3);
+    assert_eq!((all, kept), (40, 3 + 5));
+    assert_eq!(full, cut);
+    // Short of 5 (35 wanted, 30 qualify): every short entry and blocking message is the same.
+    let (all, kept, full, cut) = status_of(35);
+    assert_eq!((all, kept), (40, 30 + 5));
+    assert_eq!(full, cut);
+    let short = full["placementStatuses"].as_array().unwrap().iter().filter(|s| s.get("clusterName").is_none());
+    assert_eq!(short.count(), 5, "{full}");
+}
