@@ -21,14 +21,13 @@ use super::hub::Hub;
 pub use super::scope::Settings;
 use super::scope::Triggers;
 use super::scope::{MemberMemo, Rows, Selection};
+use super::wake;
 use super::*;
 use crate::state::Shard;
 use crate::store_watch::{StoreConsumer, StoreSource};
 use apiserver::objects;
 use parking_lot::Mutex;
-use protocol::meta;
 use protocol::watcher::{drive, Backoff};
-use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -142,16 +141,7 @@ impl StoreConsumer for Feed {
             // (KubeFleet's work generator ignores those as well).
             (PLACEMENT_GROUP, "works") => {
                 let Some(prev) = &event.prev else { return };
-                let old = serde_json::from_slice::<Value>(&prev.value).ok();
-                let new = event.value.as_ref().and_then(|v| serde_json::from_slice::<Value>(v).ok());
-                let reported = match (&old, &new) {
-                    (Some(old), Some(new)) => {
-                        old.get("status") != new.get("status") || meta::is_deleting(old) != meta::is_deleting(new)
-                    }
-                    _ => true,
-                };
-                let parent = new.as_ref().or(old.as_ref()).and_then(|o| meta::labels(o).get(PARENT_CRP_LABEL).cloned());
-                if let Some(parent) = parent.filter(|_| reported) {
+                if let Some(parent) = wake::work_wakes(event.value.as_deref(), &prev.value) {
                     self.0.trigger(hub, |t| {
                         t.placements.insert(parent);
                     });
@@ -161,8 +151,7 @@ impl StoreConsumer for Feed {
             // room it held.
             (PLACEMENT_GROUP, "clusterresourcebindings") if event.value.is_none() => {
                 let Some(prev) = &event.prev else { return };
-                let old = serde_json::from_slice::<Value>(&prev.value).ok();
-                if let Some(parent) = old.as_ref().and_then(|o| meta::labels(o).get(PARENT_CRP_LABEL).cloned()) {
+                if let Some(parent) = wake::parent(&prev.value) {
                     self.0.trigger(hub, |t| {
                         t.placements.insert(parent);
                     });
@@ -200,24 +189,10 @@ impl StoreConsumer for Feed {
     }
 }
 
-/// Whether a write changed an object's status and nothing else the hub reads (its spec,
-/// labels, annotations, deletion).
+/// Whether a write changed an object's status and nothing else the hub reads.
 fn status_only(event: &store::Event) -> bool {
     let (Some(value), Some(prev)) = (&event.value, &event.prev) else { return false };
-    let without_status = |bytes: &[u8]| {
-        let mut object = serde_json::from_slice::<Value>(bytes).ok()?;
-        let map = object.as_object_mut()?;
-        map.remove("status");
-        if let Some(metadata) = map.get_mut("metadata").and_then(Value::as_object_mut) {
-            metadata.remove("resourceVersion");
-            metadata.remove("managedFields");
-        }
-        Some(object)
-    };
-    match (without_status(&value[..]), without_status(&prev.value[..])) {
-        (Some(new), Some(old)) => new == old,
-        _ => false,
-    }
+    wake::status_only(value, &prev.value)
 }
 
 /// A key's storage group (`core` for the core group), resource, logical cluster,

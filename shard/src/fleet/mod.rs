@@ -32,6 +32,7 @@ pub mod rollout;
 mod scope;
 pub mod status;
 pub mod validate;
+mod wake;
 
 use apiserver::registry::Registry;
 use std::sync::Arc;
