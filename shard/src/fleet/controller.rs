@@ -160,6 +160,10 @@ impl StoreConsumer for Feed {
             (PLACEMENT_GROUP, "clusterresourceoverrides" | "resourceoverrides") => {
                 self.0.trigger(hub, |t| t.all = true)
             }
+            // Envelopes are placed like any object: the placements that select them.
+            (PLACEMENT_GROUP, "clusterresourceenvelopes" | "resourceenvelopes") => {
+                self.wake_selecting(group, resource, hub, namespace, name)
+            }
             // The controller's own writes.
             (PLACEMENT_GROUP, _) => {}
             // A member's reserved namespace: its leave flow waits for it to go.
@@ -168,23 +172,29 @@ impl StoreConsumer for Feed {
                     t.members.insert(name[MEMBER_NAMESPACE_PREFIX.len()..].to_string());
                 })
             }
-            _ => {
-                let index = self.0.index.lock();
-                let selecting = match namespace.is_empty() {
-                    true => index.resources.get(&(hub.to_string(), format!("{group}/{resource}/"))),
-                    false => index.namespaces.get(&(hub.to_string(), namespace.to_string())),
-                };
-                // A Namespace object is selected by its own name.
-                let selecting_namespace = (group == "core" && resource == "namespaces")
-                    .then(|| index.namespaces.get(&(hub.to_string(), name.to_string())))
-                    .flatten();
-                let placements: BTreeSet<String> =
-                    selecting.into_iter().chain(selecting_namespace).flatten().cloned().collect();
-                drop(index);
-                if !placements.is_empty() {
-                    self.0.trigger(hub, |t| t.placements.extend(placements));
-                }
-            }
+            _ => self.wake_selecting(group, resource, hub, namespace, name),
+        }
+    }
+}
+
+impl Feed {
+    /// Wakes the placements that select a written object: its namespace's, or its
+    /// cluster-scoped resource's, from the index the last passes left.
+    fn wake_selecting(&self, group: &str, resource: &str, hub: &str, namespace: &str, name: &str) {
+        let index = self.0.index.lock();
+        let selecting = match namespace.is_empty() {
+            true => index.resources.get(&(hub.to_string(), format!("{group}/{resource}/"))),
+            false => index.namespaces.get(&(hub.to_string(), namespace.to_string())),
+        };
+        // A Namespace object is selected by its own name.
+        let selecting_namespace = (group == "core" && resource == "namespaces")
+            .then(|| index.namespaces.get(&(hub.to_string(), name.to_string())))
+            .flatten();
+        let placements: BTreeSet<String> =
+            selecting.into_iter().chain(selecting_namespace).flatten().cloned().collect();
+        drop(index);
+        if !placements.is_empty() {
+            self.0.trigger(hub, |t| t.placements.extend(placements));
         }
     }
 }

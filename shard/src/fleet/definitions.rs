@@ -1,10 +1,12 @@
 //! The Fleet kinds as definitions in code ([`crate::crd::in_code`]), with the groups,
 //! versions, names, short names, categories and printer columns KubeFleet's hub serves:
 //! `cluster.kubernetes-fleet.io/v1` MemberCluster and `placement.kubernetes-fleet.io/v1`
-//! ClusterResourcePlacement, its snapshots and bindings, Work, and the overrides. The
+//! ClusterResourcePlacement, its snapshots and bindings, Work, and the overrides, and
+//! `placement.kubernetes-fleet.io/v1beta1` ClusterResourceEnvelope and ResourceEnvelope. The
 //! schemas spell out the fields the hub reads and default what KubeFleet's defaulting
 //! webhook defaults; the rest stays free-form.
 
+use super::resources::{CLUSTER_RESOURCE_ENVELOPE, RESOURCE_ENVELOPE};
 use super::{CLUSTER_GROUP, PLACEMENT_GROUP};
 use crate::crd::in_code::{self, age, column, condition_column, conditions, free, list_of, string, Names};
 use serde_json::{json, Value};
@@ -247,5 +249,39 @@ pub fn all() -> Vec<Value> {
             "policy": rules,
         }}}),
     );
-    vec![member, crp, policy_snapshot, resource_snapshot, binding, work, cluster_override, resource_override]
+    vec![
+        member,
+        crp,
+        policy_snapshot,
+        resource_snapshot,
+        binding,
+        work,
+        cluster_override,
+        resource_override,
+        envelope(RESOURCE_ENVELOPE, "resourceenvelopes", true),
+        envelope(CLUSTER_RESOURCE_ENVELOPE, "clusterresourceenvelopes", false),
+    ]
+}
+
+/// KubeFleet's envelope kinds, served as KubeFleet serves them (`v1beta1` only, no status):
+/// a top-level `data` of 1 to 50 named objects.
+fn envelope(kind: &str, plural: &str, namespaced: bool) -> Value {
+    let names =
+        Names { version: "v1beta1", ..names(PLACEMENT_GROUP, kind, plural, namespaced, &[], PLACEMENT_CATEGORIES) };
+    let mut definition = in_code::definition(&names, json!([age()]), json!({}));
+    let version = &mut definition["spec"]["versions"][0];
+    if let Some(version) = version.as_object_mut() {
+        version.remove("subresources");
+    }
+    let schema = &mut version["schema"]["openAPIV3Schema"];
+    if let Some(properties) = schema["properties"].as_object_mut() {
+        properties.remove("spec");
+        properties.remove("status");
+        properties.insert(
+            "data".into(),
+            json!({"type": "object", "minProperties": 1, "maxProperties": 50, "additionalProperties": free()}),
+        );
+    }
+    schema["required"] = json!(["data"]);
+    definition
 }

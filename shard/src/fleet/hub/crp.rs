@@ -472,27 +472,24 @@ impl Hub<'_> {
             let Some(member) = member.filter(|m| !meta::is_deleting(m)) else { continue };
             let binding_snapshot = binding.pointer("/spec/resourceSnapshotName").and_then(Value::as_str);
             let Some(binding_snapshot) = binding_snapshot.filter(|s| !s.is_empty()) else { continue };
-            let manifests = if binding_snapshot == scheduled.snapshot_name {
-                scheduled.objects.clone()
+            let stored;
+            let manifests: &[Value] = if binding_snapshot == scheduled.snapshot_name {
+                &scheduled.objects
             } else {
                 match snapshot_objects(&group.resource_snapshots, binding_snapshot) {
-                    Some(objects) => objects,
+                    Some(objects) => {
+                        stored = objects;
+                        &stored
+                    }
                     // Its snapshot is gone: the Work stays as it is until the rollout
                     // moves the binding on.
                     None => continue,
                 }
             };
-            let (manifests, any_override) = match apply_overrides(&manifests, member, shared) {
-                Ok(result) => result,
-                Err(message) => {
-                    placed.override_failures.insert(cluster.clone(), message);
-                    continue;
-                }
-            };
-            // Each envelope ConfigMap gets a Work of its own, as KubeFleet's work generator
-            // makes; the main Work carries the rest.
-            let (manifests, envelopes) = match resources::split_envelopes(manifests) {
-                Ok(split) => split,
+            // Each envelope gets a Work of its own, as KubeFleet's work generator makes
+            // them; the main Work carries the rest.
+            let (manifests, envelopes, any_override) = match member_loads(manifests, member, shared) {
+                Ok(loads) => loads,
                 Err(message) => {
                     placed.override_failures.insert(cluster.clone(), message);
                     continue;

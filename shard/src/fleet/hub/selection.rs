@@ -133,8 +133,12 @@ pub(super) fn insert(picked: &mut BTreeMap<(String, String, String), Value>, obj
 }
 
 /// Whether objects of `rt` travel with their namespace: not events, leases, endpoints
-/// (members make their own) nor the control plane's own kinds.
+/// (members make their own) nor the control plane's own kinds, but for KubeFleet's
+/// ResourceEnvelope, which is there to be placed.
 pub(super) fn placeable(rt: &ResourceType) -> bool {
+    if rt.group == PLACEMENT_GROUP && rt.kind == resources::RESOURCE_ENVELOPE {
+        return true;
+    }
     let skipped_group = rt.group == "events.k8s.io"
         || rt.group == "coordination.k8s.io"
         || rt.group == "discovery.k8s.io"

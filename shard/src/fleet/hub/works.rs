@@ -1,9 +1,12 @@
 //! The Works of a placement: per bound cluster, in the cluster's reserved namespace, a
 //! main Work with the cluster's overrides applied to the snapshot's manifests and one
-//! Work per envelope ConfigMap with the objects it wraps (KubeFleet's layout); their
-//! states summed per cluster; and the removal of Works no binding or envelope wants.
+//! Work per envelope (an annotated ConfigMap, a ClusterResourceEnvelope or a
+//! ResourceEnvelope) with the objects it wraps (KubeFleet's layout); their states summed
+//! per cluster; and the removal of Works no binding or envelope wants.
 
 use super::*;
+use resources::EnvelopeType;
+use sha2::Digest;
 
 /// Label on an envelope's Work with the kind of envelope (KubeFleet's `envelope-work`).
 pub const ENVELOPE_TYPE_LABEL: &str = "kubernetes-fleet.io/envelope-work";
@@ -13,7 +16,7 @@ pub const ENVELOPE_NAME_LABEL: &str = "kubernetes-fleet.io/envelope-name";
 pub const ENVELOPE_NAMESPACE_LABEL: &str = "kubernetes-fleet.io/envelope-namespace";
 
 /// What one Work of a cluster carries: the placement's main manifests, or those an
-/// envelope ConfigMap wraps.
+/// envelope wraps.
 pub(super) struct Load<'a> {
     pub manifests: Vec<Value>,
     pub envelope: Option<&'a Value>,
@@ -21,7 +24,10 @@ pub(super) struct Load<'a> {
 
 /// The name of a cluster's Work for `envelope` (the main Work with `None`) and the one
 /// there is, adding an envelope's labels to `labels`. An envelope's Work is found by its
-/// labels, as KubeFleet finds it; a new one gets a unique name of KubeFleet's shape.
+/// labels, as KubeFleet finds it. A new one gets a name of KubeFleet's shape: an envelope
+/// ConfigMap's a unique one, an envelope custom resource's one derived from the envelope
+/// (`<crp>-work-envelope-<16 hex of SHA-256 of type/namespace/name>`), so two writers of
+/// the same envelope's Work meet on its name.
 fn work_identity<'w>(
     crp_name: &str,
     namespace: &str,
@@ -35,26 +41,59 @@ fn work_identity<'w>(
         let existing = in_namespace.find(|w| meta::name(w) == Some(name.as_str()));
         return (name, existing);
     };
+    let kind = EnvelopeType::of(envelope).unwrap_or(EnvelopeType::ConfigMap);
     let (envelope_name, envelope_namespace) =
         (meta::name(envelope).unwrap_or_default(), meta::namespace(envelope).unwrap_or_default());
-    labels[ENVELOPE_TYPE_LABEL] = json!("configmap");
+    labels[ENVELOPE_TYPE_LABEL] = json!(kind.label());
     labels[ENVELOPE_NAME_LABEL] = json!(envelope_name);
-    labels[ENVELOPE_NAMESPACE_LABEL] = json!(envelope_namespace);
+    // KubeFleet names the namespace of the namespaced envelopes only.
+    if kind != EnvelopeType::ClusterResourceEnvelope {
+        labels[ENVELOPE_NAMESPACE_LABEL] = json!(envelope_namespace);
+    }
     let existing = in_namespace.find(|w| {
-        label(w, ENVELOPE_TYPE_LABEL) == Some("configmap")
+        label(w, ENVELOPE_TYPE_LABEL) == Some(kind.label())
             && label(w, ENVELOPE_NAME_LABEL) == Some(envelope_name)
-            && label(w, ENVELOPE_NAMESPACE_LABEL) == Some(envelope_namespace)
+            && label(w, ENVELOPE_NAMESPACE_LABEL).unwrap_or_default() == envelope_namespace
     });
-    let name = match existing.and_then(|w| meta::name(w)) {
-        Some(name) => name.to_string(),
-        None => format!("{crp_name}-work-configmap-{}", uuid::Uuid::new_v4()),
+    let name = match (existing.and_then(|w| meta::name(w)), kind) {
+        (Some(name), _) => name.to_string(),
+        (None, EnvelopeType::ConfigMap) => format!("{crp_name}-work-configmap-{}", uuid::Uuid::new_v4()),
+        (None, kind) => {
+            let identity = format!("{}/{envelope_namespace}/{envelope_name}", kind.label());
+            let digest = crate::fleet::policy::hex(&sha2::Sha256::digest(identity.as_bytes()));
+            format!("{crp_name}-work-envelope-{}", &digest[..16])
+        }
     };
     (name, existing)
 }
 
+/// What a member's Works carry, as KubeFleet's work generator makes them: the overrides
+/// that apply to the member, then the plain objects for the main Work and each envelope's
+/// objects for a Work of its own. An envelope ConfigMap is overridden as the ConfigMap it
+/// is; an envelope custom resource is not, the objects it wraps are. Whether any override
+/// applied; an error names the override or envelope that failed.
+pub(super) fn member_loads(
+    manifests: &[Value],
+    member: &Value,
+    shared: &Shared<'_>,
+) -> Result<(Vec<Value>, Vec<resources::Envelope>, bool), String> {
+    let wrapping = |m: &&Value| EnvelopeType::of(m).is_some_and(EnvelopeType::is_custom_resource);
+    let custom: Vec<Value> = manifests.iter().filter(wrapping).cloned().collect();
+    let rest: Vec<Value> = manifests.iter().filter(|m| !wrapping(m)).cloned().collect();
+    let (overridden, mut any) = apply_overrides(&rest, member, shared)?;
+    let (plain, mut envelopes) = resources::split_envelopes(overridden)?;
+    let (_, wrapped) = resources::split_envelopes(custom)?;
+    for (envelope, inner) in wrapped {
+        let (inner, overridden) = apply_overrides(&inner, member, shared)?;
+        any |= overridden;
+        envelopes.push((envelope, inner));
+    }
+    Ok((plain, envelopes, any))
+}
+
 impl Hub<'_> {
     /// Creates or updates one Work of a bound cluster: the placement's main Work, or the
-    /// Work of the load's envelope ConfigMap. Returns how far the member got, the Work
+    /// Work of the load's envelope. Returns how far the member got, the Work
     /// when written, and its name.
     pub(super) async fn work(
         &self,
@@ -280,5 +319,71 @@ mod tests {
         let untrackable = combine_states(vec![fast, slow]);
         assert_eq!(untrackable.untrackable_since, Some(at("2026-01-01T00:00:10Z")), "the latest decides");
         assert_eq!(combine_states(Vec::new()).applied, None);
+    }
+
+    fn resource_envelope() -> Value {
+        json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ResourceEnvelope",
+            "metadata": {"name": "quota", "namespace": "app"},
+            "data": {"quota.yaml": {"apiVersion": "v1", "kind": "ResourceQuota",
+                "metadata": {"name": "q", "namespace": "app"}, "spec": {"hard": {"pods": "3"}}}}})
+    }
+
+    #[test]
+    fn envelope_custom_resources_get_works_of_kubefleets_names_and_labels() {
+        let namespace = "fleet-member-m1";
+        let envelope = resource_envelope();
+        let mut labels = json!({});
+        let (name, existing) = work_identity("web", namespace, Some(&envelope), &[], &mut labels);
+        assert!(existing.is_none());
+        assert!(name.starts_with("web-work-envelope-") && name.len() == "web-work-envelope-".len() + 16, "{name}");
+        assert_eq!(labels[ENVELOPE_TYPE_LABEL], "ResourceEnvelope");
+        assert_eq!(labels[ENVELOPE_NAME_LABEL], "quota");
+        assert_eq!(labels[ENVELOPE_NAMESPACE_LABEL], "app");
+        let (again, _) = work_identity("web", namespace, Some(&envelope), &[], &mut json!({}));
+        assert_eq!(again, name, "derived from the envelope, not drawn");
+
+        // An existing Work is found by its labels, whatever its name.
+        let work = json!({"metadata": {"name": "older", "namespace": namespace, "labels": labels.clone()}});
+        let works = [work];
+        let (found, existing) = work_identity("web", namespace, Some(&envelope), &works, &mut json!({}));
+        assert_eq!((found.as_str(), existing.is_some()), ("older", true));
+
+        // A ClusterResourceEnvelope of the same name: no namespace label, another Work.
+        let cluster = json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ClusterResourceEnvelope",
+            "metadata": {"name": "quota"}, "data": {}});
+        let mut cluster_labels = json!({});
+        let (cluster_name, existing) = work_identity("web", namespace, Some(&cluster), &works, &mut cluster_labels);
+        assert!(existing.is_none(), "the ResourceEnvelope's Work is not the ClusterResourceEnvelope's");
+        assert_ne!(cluster_name, name);
+        assert_eq!(cluster_labels[ENVELOPE_TYPE_LABEL], "ClusterResourceEnvelope");
+        assert!(cluster_labels.get(ENVELOPE_NAMESPACE_LABEL).is_none(), "{cluster_labels}");
+    }
+
+    #[test]
+    fn overrides_reach_into_envelope_custom_resources_but_not_the_envelope() {
+        let everywhere = json!({"metadata": {"name": "label-app"}, "spec": {
+            "clusterResourceSelectors": [{"group": "", "version": "v1", "kind": "Namespace", "name": "app"}],
+            "policy": {"overrideRules": [{"clusterSelector": {"clusterSelectorTerms": []},
+                "jsonPatchOverrides": [{"op": "add", "path": "/metadata/labels", "value": {"member": "${MEMBER-CLUSTER-NAME}"}}]}]}}});
+        let selected = parking_lot::Mutex::default();
+        let overrides = [everywhere];
+        let shared = Shared {
+            members: &[],
+            candidates: &[],
+            selected: &selected,
+            cluster_overrides: &overrides,
+            resource_overrides: &[],
+            now: jiff::Timestamp::now(),
+        };
+        let member = json!({"metadata": {"name": "m1"}});
+        let plain = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "app"}});
+        let (main, envelopes, any) = member_loads(&[plain, resource_envelope()], &member, &shared).unwrap();
+        assert!(any);
+        assert_eq!(main.len(), 1);
+        assert_eq!(main[0]["metadata"]["labels"]["member"], "m1");
+        assert_eq!(envelopes.len(), 1);
+        assert_eq!(envelopes[0].0, resource_envelope(), "the envelope itself is not overridden");
+        assert_eq!(envelopes[0].1[0]["kind"], "ResourceQuota");
+        assert_eq!(envelopes[0].1[0]["metadata"]["labels"]["member"], "m1", "what it wraps is");
     }
 }
