@@ -56,7 +56,8 @@ impl Shard {
     pub fn logical_cluster_record(&self, cluster: &str) -> Option<store::Versioned> {
         let rt = self.registry.logical_clusters();
         let key = apiserver::objects::key(&rt, cluster, None, LOGICAL_CLUSTER_NAME);
-        self.store.get(key.as_bytes()).ok().flatten()
+        // Read by nearly every request: kept in memory, exact (see `Store::get_hot`).
+        self.store.get_hot(key.as_bytes()).ok().flatten()
     }
 
     /// Whether the cluster's `LogicalCluster` object exists.

@@ -26,6 +26,7 @@
 mod compaction;
 mod error;
 mod fanout;
+mod hot;
 pub mod keys;
 mod read;
 pub mod record;

@@ -3,6 +3,7 @@
 //! and the compactor reach the database without importing the handle that starts them.
 
 use crate::fanout::Fanout;
+use crate::hot::HotKeys;
 use crate::keys::{self, CF_META, CF_OBJECTS};
 use crate::{StoreError, Versioned};
 use prometheus_client::metrics::counter::Counter;
@@ -32,6 +33,8 @@ pub struct StoreOptions {
     pub event_buffer: usize,
     /// RocksDB block cache shared by all column families.
     pub block_cache_bytes: usize,
+    /// Keys [`crate::Store::get_hot`] keeps in memory at most.
+    pub hot_keys: usize,
 }
 
 impl Default for StoreOptions {
@@ -44,6 +47,7 @@ impl Default for StoreOptions {
             max_queued_ops: 8192,
             event_buffer: 4_096,
             block_cache_bytes: 256 << 20,
+            hot_keys: 16_384,
         }
     }
 }
@@ -106,6 +110,8 @@ pub(crate) struct Shared {
     pub compacted_rv: AtomicU64,
     pub fanout: Arc<Fanout>,
     pub metrics: StoreMetrics,
+    /// The keys read through [`crate::Store::get_hot`], kept exact by the writer.
+    pub hot: HotKeys,
 }
 
 impl Shared {

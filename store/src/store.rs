@@ -1,6 +1,7 @@
 //! Opening the database and the public [`Store`] handle.
 
 use crate::fanout::Fanout;
+use crate::hot::HotKeys;
 use crate::keys::{self, CF_LOG, CF_META, CF_OBJECTS, CF_SUCCESSORS};
 use crate::shared::{Shared, StoreMetrics, StoreOptions};
 use crate::writer::{self, Committed, Op, Request};
@@ -101,6 +102,7 @@ impl Store {
             compacted_rv: AtomicU64::new(0),
             fanout,
             metrics: StoreMetrics::default(),
+            hot: HotKeys::new(options.hot_keys),
             options: options.clone(),
         });
         let committed = shared.read_meta(keys::META_RV)?;
@@ -155,6 +157,15 @@ impl Store {
     /// The current value of `key`.
     pub fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
         self.shared.get(key)
+    }
+
+    /// The current value of `key`, like [`Store::get`], for the few small keys that most
+    /// requests read (a namespace, a logical cluster's record): after the first read it is
+    /// served from memory, and it stays exact because the writer updates it before it
+    /// answers any write to it. At most [`crate::StoreOptions::hot_keys`] keys are kept;
+    /// absent keys are not.
+    pub fn get_hot(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
+        self.shared.hot.get_or_load(key, || self.shared.get(key))
     }
 
     /// The last committed resourceVersion.

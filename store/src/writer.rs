@@ -214,12 +214,13 @@ fn stage(shared: &Shared, write: &mut WriteBatch, op: Op, prev: Option<Versioned
     event
 }
 
-/// Publishes durable events to watchers, then answers the callers.
+/// Publishes durable events to the hot keys and watchers, then answers the callers.
 ///
 /// Events go out before `committed_rv` moves so that a watcher which sees
 /// `committed_rv = X` with an empty queue knows it has received everything up to X.
 fn publish(shared: &Shared, accepted: Vec<Accepted>, last_rv: u64) {
     let events: Vec<Arc<Event>> = accepted.iter().map(|a| Arc::new(a.event.clone())).collect();
+    shared.hot.committed(&events);
     shared.fanout.publish(&events);
     let previous = shared.committed_rv.swap(last_rv, Ordering::AcqRel);
     debug_assert!(previous < last_rv, "resourceVersions must increase: {previous} -> {last_rv}");

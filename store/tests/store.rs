@@ -379,3 +379,55 @@ async fn a_full_disk_refuses_writes_keeps_reads_and_a_reopen_takes_writes_again(
         assert_eq!((stored.rv, stored.value.as_ref()), (*rv, value.as_bytes()), "{key} after reopening");
     }
 }
+
+/// Hot keys against a real database: every acknowledged write is what the next `get_hot`
+/// returns, while other tasks keep loading the same keys (the load/write race the hot
+/// keys' lock must close), and a deleted key reads as absent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hot_keys_return_every_acknowledged_write_while_readers_reload_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let options =
+        StoreOptions { compaction_interval: Duration::from_secs(3600), hot_keys: 2, ..StoreOptions::default() };
+    let store = Store::open(dir.path(), options).unwrap();
+    let keys = ["hot/a", "hot/b", "hot/c"];
+    for key in keys {
+        store.put(key, "0", Precondition::MustNotExist).await.unwrap();
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (store, stop) = (store.clone(), stop.clone());
+            tokio::task::spawn_blocking(move || {
+                let mut reads = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    for key in keys {
+                        assert!(store.get_hot(key.as_bytes()).unwrap().is_some());
+                        reads += 1;
+                    }
+                }
+                reads
+            })
+        })
+        .collect();
+    for round in 1..=300u32 {
+        for key in keys {
+            let written = store.put(key, round.to_string(), Precondition::MustExist).await.unwrap();
+            let read = store.get_hot(key.as_bytes()).unwrap().expect("the key exists");
+            assert!(
+                read.rv >= written.rv,
+                "{key}: read rv {} after the write at {} was acknowledged",
+                read.rv,
+                written.rv
+            );
+            assert_eq!(read.value, Bytes::from(round.to_string()), "{key} after round {round}");
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for reader in readers {
+        assert!(reader.await.unwrap() > 0, "the readers raced the writes");
+    }
+    store.delete("hot/a", Precondition::MustExist).await.unwrap();
+    assert_eq!(store.get_hot(b"hot/a").unwrap(), None);
+    store.put("hot/a", "again", Precondition::MustNotExist).await.unwrap();
+    assert_eq!(store.get_hot(b"hot/a").unwrap().unwrap().value, Bytes::from_static(b"again"));
+}

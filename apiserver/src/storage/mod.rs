@@ -218,7 +218,8 @@ async fn create_once(
 fn check_namespace_accepts_content(core: &Core, cluster: &str, namespace: &str) -> ApiResult<()> {
     let namespaces = core.registry.namespaces();
     let at = ObjectRef { cluster, namespace: None, name: namespace };
-    let stored = core.store.get(at.key(&namespaces).as_bytes()).map_err(ApiError::from)?;
+    // Read by every namespaced create: kept in memory, exact (see `Store::get_hot`).
+    let stored = core.store.get_hot(at.key(&namespaces).as_bytes()).map_err(ApiError::from)?;
     let stored = stored.ok_or_else(|| ApiError::not_found(&namespaces.group_resource(), namespace))?;
     if objects::is_marked_for_deletion(&stored.value)? {
         return Err(ApiError::forbidden(format!(

@@ -171,8 +171,12 @@ pub struct Comparison {
 }
 
 impl Comparison {
-    /// Drops every path in or below `excluded` (kube's ignored "reset" fields).
-    pub fn excluding(&self, excluded: &FieldSet) -> Comparison {
+    /// Drops every path in or below `excluded` (kube's ignored "reset" fields). Most
+    /// endpoints reset nothing, and then the comparison is returned as it is.
+    pub fn excluding(self, excluded: &FieldSet) -> Comparison {
+        if excluded.is_empty() {
+            return self;
+        }
         Comparison {
             added: self.added.recursive_difference(excluded),
             modified: self.modified.recursive_difference(excluded),
@@ -183,6 +187,13 @@ impl Comparison {
     /// Paths that now hold a value they did not hold before.
     pub fn changed(&self) -> FieldSet {
         self.added.union(&self.modified)
+    }
+
+    /// [`Comparison::changed`] and the removed paths, taking the comparison apart instead
+    /// of copying it (a create adds every field and modifies none).
+    pub fn into_changed_and_removed(self) -> (FieldSet, FieldSet) {
+        let changed = if self.modified.is_empty() { self.added } else { self.added.union(&self.modified) };
+        (changed, self.removed)
     }
 }
 

@@ -131,6 +131,15 @@ impl FieldSet {
         FieldSet { members, children }
     }
 
+    /// [`FieldSet::difference`], taking `self`: nothing is copied when `other` is empty.
+    pub fn without(self, other: &FieldSet) -> FieldSet {
+        if other.is_empty() {
+            self
+        } else {
+            self.difference(other)
+        }
+    }
+
     /// Paths in `self` that are neither in `other` nor below a path of `other`:
     /// removing `.status` also removes `.status.phase`.
     pub fn recursive_difference(&self, other: &FieldSet) -> FieldSet {

@@ -38,11 +38,11 @@ pub fn update(old: Option<&Value>, new: &Value, writer: &WriteContext<'_>, shape
     let new_object = without_managed_fields(new);
 
     let comparison = compare(&old_object, &new_object, shape).excluding(&writer.reset_set());
-    let changed = comparison.changed();
+    let (changed, removed) = comparison.into_changed_and_removed();
     for entry in managers.values_mut() {
-        entry.fields = entry.fields.difference(&changed).difference(&comparison.removed);
+        entry.fields = entry.fields.difference(&changed).without(&removed);
     }
-    let taken = changed.difference(&comparison.removed).difference(stripped_fields());
+    let taken = changed.without(&removed).difference(stripped_fields());
     if !taken.is_empty() {
         let id = identifier(writer.manager, OperationType::Update, writer.api_version, writer.subresource());
         let entry = managers.entry(id).or_insert_with(|| ManagedFieldsEntry {
