@@ -20,12 +20,12 @@ use anyhow::Context;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
-use tests::cache::{sources, CacheTopology, Replica, ReplicaId, SourceObject};
+use tests::cache::{sources, CacheTopology, OriginEpoch, Replica, ReplicaId, SourceObject};
 use tests::installation::{Installation, InstallationOptions};
 use tests::TlsHttp;
 
 use crate::check::{self, check_all};
-use crate::history::{CacheRecord, FaultTarget, FaultWindow, History, ReplicaRecord, ReplicationRecord};
+use crate::history::{CacheRecord, FaultTarget, FaultWindow, History, RelayRecord, ReplicaRecord, ReplicationRecord};
 use crate::scenario::{self, Report, RunOptions};
 use crate::schedule::{self, Action, Step};
 use crate::workload::Recorder;
@@ -209,12 +209,15 @@ async fn read_replication(
         record.sources.extend(source_records(&sources::replicated_sources(shard).await?));
     }
     for cache in &installation.caches {
-        let replicas = cache.replicas().await.with_context(|| format!("list the replicas of {}", cache.name()))?;
+        let listed = cache.client().list(Default::default()).await;
+        let listed =
+            listed.map_err(|status| anyhow::anyhow!("{status}")).with_context(|| format!("list {}", cache.name()))?;
         let origins = scopes.get(cache.name()).cloned();
         record.caches.push(CacheRecord {
             cache: cache.name().to_string(),
-            replicas: replica_records(&replicas),
+            replicas: replica_records(&listed.items),
             origins,
+            relays: relay_records(&listed.epochs),
         });
     }
     Ok(record)
@@ -230,6 +233,11 @@ pub(crate) fn source_records(sources: &[SourceObject]) -> Vec<ReplicaRecord> {
             ReplicaRecord { id: source.id.to_string(), uid: text("/metadata/uid").into(), source_rv }
         })
         .collect()
+}
+
+/// A cache's session records as its List answered them.
+pub(crate) fn relay_records(epochs: &[OriginEpoch]) -> Vec<RelayRecord> {
+    epochs.iter().map(|e| RelayRecord { origin: e.origin.clone(), epoch: e.epoch, via: e.via.clone() }).collect()
 }
 
 /// The records of the replicas a cache listed (a replica without a key is left out).

@@ -124,6 +124,21 @@ pub struct CacheRecord {
     /// above it is judged for all, and must not take the left-behind copies back).
     #[serde(default)]
     pub origins: Option<Vec<String>>,
+    /// The cache's record of each origin's newest replication session and the cache that
+    /// relays it (what fencing decides by), as its List answered.
+    #[serde(default)]
+    pub relays: Vec<RelayRecord>,
+}
+
+/// A cache's record of one origin's newest replication session.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RelayRecord {
+    /// The source shard.
+    pub origin: String,
+    /// Its session's epoch.
+    pub epoch: u64,
+    /// The cache that relays that session (the origin itself when it connected here).
+    pub via: String,
 }
 
 /// A delete of a replicated object that its shard made after failing over from the

@@ -211,6 +211,11 @@ fn replication(history: &History) -> String {
             );
         }
         out += "\n";
+        if !cache.relays.is_empty() {
+            let relays: Vec<String> =
+                cache.relays.iter().map(|r| format!("{} session {} via {}", r.origin, r.epoch, r.via)).collect();
+            out += &format!("    relays: {}\n", relays.join(", "));
+        }
     }
     for delete in &replication.failover_deletes {
         out += &format!(

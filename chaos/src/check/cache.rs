@@ -165,8 +165,8 @@ mod tests {
             created: 3,
             updated: 1,
             caches: vec![
-                CacheRecord { cache: "cache-r".to_string(), replicas: regional, origins: None },
-                CacheRecord { cache: "cache-p".to_string(), replicas: parent, origins: None },
+                CacheRecord { cache: "cache-r".to_string(), replicas: regional, ..CacheRecord::default() },
+                CacheRecord { cache: "cache-p".to_string(), replicas: parent, ..CacheRecord::default() },
             ],
             failover_deletes: Vec::new(),
             silent_failovers: Vec::new(),
@@ -254,7 +254,7 @@ mod tests {
         // Judged for a shard with nothing replicated: compared against nothing, which a
         // caller asserting comparisons sees.
         assert_eq!(compared(&replication.caches[1], replication), 0);
-        let unscoped = CacheRecord { cache: "p".to_string(), replicas: Vec::new(), origins: None };
+        let unscoped = CacheRecord { cache: "p".to_string(), ..CacheRecord::default() };
         assert_eq!(compared(&unscoped, replication), 2);
     }
 

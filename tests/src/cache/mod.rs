@@ -34,7 +34,7 @@ pub use topology::{CacheSpec, CacheTopology, ShardCaches};
 use anyhow::Context;
 use http::StatusCode;
 /// A replica as a cache lists it (the wire type).
-pub use protocol::cache::Replica;
+pub use protocol::cache::{OriginEpoch, Replica};
 use tempfile::TempDir;
 
 use crate::binary::binary;
