@@ -6,7 +6,7 @@
 //! schemas spell out the fields the hub reads and default what KubeFleet's defaulting
 //! webhook defaults; the rest stays free-form.
 
-use super::resources::{CLUSTER_RESOURCE_ENVELOPE, RESOURCE_ENVELOPE};
+use super::envelope::{CLUSTER_RESOURCE_ENVELOPE, RESOURCE_ENVELOPE};
 use super::{CLUSTER_GROUP, PLACEMENT_GROUP};
 use crate::crd::in_code::{self, age, column, condition_column, conditions, free, list_of, string, Names};
 use serde_json::{json, Value};

@@ -21,6 +21,7 @@
 
 pub mod controller;
 pub mod definitions;
+pub mod envelope;
 mod hub;
 pub mod leave;
 pub mod member_events;

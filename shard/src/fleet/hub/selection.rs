@@ -3,6 +3,7 @@
 //! select the same things, and which objects may be placed at all.
 
 use super::*;
+use crate::fleet::envelope;
 
 impl Hub<'_> {
     /// [`Self::select`], once per distinct list of selectors in a pass: placements that
@@ -82,7 +83,7 @@ impl Hub<'_> {
         for object in picked.into_values() {
             // An envelope travels whole: the work generator unwraps it into a Work of its
             // own. What it carries is checked here, so a bad one fails the selection.
-            if let Some(Err(message)) = resources::envelope_contents(&object) {
+            if let Some(Err(message)) = envelope::envelope_contents(&object) {
                 return Err(message);
             }
             out.push(resources::prepare(&object));
@@ -136,7 +137,7 @@ pub(super) fn insert(picked: &mut BTreeMap<(String, String, String), Value>, obj
 /// (members make their own) nor the control plane's own kinds, but for KubeFleet's
 /// ResourceEnvelope, which is there to be placed.
 pub(super) fn placeable(rt: &ResourceType) -> bool {
-    if rt.group == PLACEMENT_GROUP && rt.kind == resources::RESOURCE_ENVELOPE {
+    if rt.group == PLACEMENT_GROUP && rt.kind == envelope::RESOURCE_ENVELOPE {
         return true;
     }
     let skipped_group = rt.group == "events.k8s.io"

@@ -5,7 +5,7 @@
 //! per cluster; and the removal of Works no binding or envelope wants.
 
 use super::*;
-use resources::EnvelopeType;
+use crate::fleet::envelope::{self, EnvelopeType};
 use sha2::Digest;
 
 /// Label on an envelope's Work with the kind of envelope (KubeFleet's `envelope-work`).
@@ -76,13 +76,13 @@ pub(super) fn member_loads(
     manifests: &[Value],
     member: &Value,
     shared: &Shared<'_>,
-) -> Result<(Vec<Value>, Vec<resources::Envelope>, bool), String> {
+) -> Result<(Vec<Value>, Vec<envelope::Envelope>, bool), String> {
     let wrapping = |m: &&Value| EnvelopeType::of(m).is_some_and(EnvelopeType::is_custom_resource);
     let custom: Vec<Value> = manifests.iter().filter(wrapping).cloned().collect();
     let rest: Vec<Value> = manifests.iter().filter(|m| !wrapping(m)).cloned().collect();
     let (overridden, mut any) = apply_overrides(&rest, member, shared)?;
-    let (plain, mut envelopes) = resources::split_envelopes(overridden)?;
-    let (_, wrapped) = resources::split_envelopes(custom)?;
+    let (plain, mut envelopes) = envelope::split_envelopes(overridden)?;
+    let (_, wrapped) = envelope::split_envelopes(custom)?;
     for (envelope, inner) in wrapped {
         let (inner, overridden) = apply_overrides(&inner, member, shared)?;
         any |= overridden;
