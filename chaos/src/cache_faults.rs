@@ -209,9 +209,7 @@ async fn read_replication(
         record.sources.extend(source_records(&sources::replicated_sources(shard).await?));
     }
     for cache in &installation.caches {
-        let listed = cache.client().list(Default::default()).await;
-        let listed =
-            listed.map_err(|status| anyhow::anyhow!("{status}")).with_context(|| format!("list {}", cache.name()))?;
+        let listed = cache.client().list_everything().await.with_context(|| format!("list {}", cache.name()))?;
         let origins = scopes.get(cache.name()).cloned();
         record.caches.push(CacheRecord {
             cache: cache.name().to_string(),

@@ -276,8 +276,7 @@ async fn read_caches(
         record.sources.extend(cache_faults::source_records(&sources::replicated_sources_via(shard, http).await?));
     }
     for (client, cache, origins) in caches {
-        let listed = client.list(Default::default()).await;
-        let listed = listed.map_err(|status| anyhow::anyhow!("{status}")).with_context(|| format!("list {cache}"))?;
+        let listed = client.list_everything().await.with_context(|| format!("list {cache}"))?;
         let replicas = cache_faults::replica_records(&listed.items);
         let relays = cache_faults::relay_records(&listed.epochs);
         record.caches.push(CacheRecord { cache: cache.clone(), replicas, origins: origins.clone(), relays });

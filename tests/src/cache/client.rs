@@ -137,8 +137,12 @@ impl CacheClient {
 
     /// Every replica the cache holds, of every resource and origin.
     pub async fn list_all(&self) -> anyhow::Result<Vec<Replica>> {
-        let list = self.list(ListRequest::default()).await.map_err(|status| status_error(&self.url, "List", status))?;
-        Ok(list.items)
+        Ok(self.list_everything().await?.items)
+    }
+
+    /// The whole List answer: every replica, and the cache's session records (`epochs`).
+    pub async fn list_everything(&self) -> anyhow::Result<ListResponse> {
+        self.list(ListRequest::default()).await.map_err(|status| status_error(&self.url, "List", status))
     }
 
     /// Every replica of `group/resource`.
