@@ -14,9 +14,11 @@
 //! runs too; [`ShardOutbox`] says what is replicated.
 //!
 //! Each stream begins a new replication session whose epoch the Hello announces: the
-//! resourceVersion of a write to [`EPOCH_KEY`], so it grows across restarts. Caches fence
-//! by it: a regional cache this shard left can no longer change this shard's replicas in
-//! the parent (see the cache server's `fence` module).
+//! larger of the last one (recorded under [`EPOCH_KEY`]) plus one and the wall clock in
+//! microseconds, so it grows across restarts, and a shard whose data directory was lost
+//! still starts above every session the caches remember of it ([`next_epoch`]). Caches
+//! fence by it: a regional cache this shard left can no longer change this shard's
+//! replicas in the parent (see the cache server's `fence` module).
 //!
 //! - [`replica`]: the pure part (stored object → replica, key parsing, the diff).
 
@@ -38,8 +40,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use store::{Event, ListOptions};
 
-/// The store key written to begin each replication session (its resourceVersion is the
-/// session's epoch); internal, never served or replicated.
+/// The store key that records the last replication session's epoch (8 bytes, big
+/// endian); internal, never served or replicated.
 const EPOCH_KEY: &str = "internal/replication-session";
 
 /// Where and how this shard replicates.
@@ -51,6 +53,14 @@ pub struct Replication {
     pub client: GrpcClient,
     /// How often the full diff runs.
     pub resync: Duration,
+}
+
+/// The epoch of a new replication session, given the last one recorded here (none on a
+/// new or wiped data directory, or one written before epochs were recorded) and the
+/// wall clock in microseconds: above the last one however the clock moved, and above
+/// every session of this shard a cache remembers unless the clock went back.
+pub fn next_epoch(last: Option<u64>, now_micros: u64) -> u64 {
+    last.map_or(0, |last| last.saturating_add(1)).max(now_micros).max(1)
 }
 
 /// Replicates forever through the shared sender ([`sender::run`]), failing over between
@@ -81,16 +91,19 @@ impl sender::Outbox for ShardOutbox {
         Bytes::new()
     }
 
-    /// A store write's resourceVersion: larger than every earlier session's, and durable
-    /// before the Hello announces it, so a restarted shard never reuses one.
+    /// Larger than every earlier session's ([`next_epoch`]), and durable before the Hello
+    /// announces it, so a restarted shard never reuses one.
     async fn epoch(&self) -> anyhow::Result<u64> {
-        let committed = self
-            .shard
-            .store
-            .put(EPOCH_KEY, Bytes::new(), store::Precondition::None)
+        let store = &self.shard.store;
+        let stored = store.get(EPOCH_KEY.as_bytes()).context("read the last replication session")?;
+        let last = stored.and_then(|stored| Some(u64::from_be_bytes(stored.value.as_ref().try_into().ok()?)));
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let epoch = next_epoch(last, u64::try_from(now.as_micros()).unwrap_or(u64::MAX));
+        store
+            .put(EPOCH_KEY, Bytes::copy_from_slice(&epoch.to_be_bytes()), store::Precondition::None)
             .await
             .context("record a new replication session")?;
-        Ok(committed.rv)
+        Ok(epoch)
     }
 
     fn change_of(&self, event: &Event) -> Option<Change> {
@@ -175,5 +188,24 @@ impl Paths {
             self.by_cluster.insert(cluster.to_string(), path);
         }
         self.by_cluster.get(cluster).map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_epoch;
+
+    #[test]
+    fn sessions_grow_across_restarts_clock_steps_and_lost_data() {
+        let now = 1_780_000_000_000_000;
+        assert_eq!(next_epoch(None, now), now, "a new data directory starts at the clock");
+        assert_eq!(next_epoch(Some(now - 5), now), now, "the clock moved on");
+        assert_eq!(next_epoch(Some(now), now), now + 1, "two sessions in one microsecond");
+        assert_eq!(next_epoch(Some(now + 500), now), now + 501, "the clock went back: still above the last");
+        // Before epochs were recorded they were store resourceVersions, far below the clock.
+        assert_eq!(next_epoch(None, now), now);
+        assert!(next_epoch(None, now) > 10_000_000);
+        assert_eq!(next_epoch(None, 0), 1, "0 announces no session");
+        assert_eq!(next_epoch(Some(u64::MAX), now), u64::MAX);
     }
 }
