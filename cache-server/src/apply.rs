@@ -169,6 +169,8 @@ pub enum Validated {
         origin: String,
         /// Its session.
         epoch: u64,
+        /// Whether the relay holds the origin's whole state of the session.
+        settled: bool,
         /// The authenticated sender (the relay).
         sender: String,
     },
@@ -249,7 +251,13 @@ pub fn validate(change: Change, sender: &str, origins: &Origins) -> Result<Valid
             authz::authorize_origin(origins, sender, &epoch.origin)
                 .map_err(|why| Rejected::Denied(format!("session of {}: {why}", epoch.origin)))?;
             let store_key = crate::fence::epoch_key(&epoch.origin);
-            Ok(Validated::Epoch { store_key, origin: epoch.origin, epoch: epoch.epoch, sender: sender.to_owned() })
+            Ok(Validated::Epoch {
+                store_key,
+                origin: epoch.origin,
+                epoch: epoch.epoch,
+                settled: epoch.settled,
+                sender: sender.to_owned(),
+            })
         }
     }
 }
@@ -352,13 +360,20 @@ mod tests {
     #[test]
     fn session_announcements_are_validated_and_authorized() {
         let announce = |origin: &str, epoch| {
-            let epoch = protocol::cache::OriginEpoch { origin: origin.into(), epoch, via: "forged".into() };
+            let epoch =
+                protocol::cache::OriginEpoch { origin: origin.into(), epoch, via: "forged".into(), settled: true };
             Change { change: Some(change::Change::Epoch(epoch)), force: false }
         };
         let valid = validate(announce("s1", 7), "cache-a", &Origins::Any).expect("a cache relays any origin");
         assert_eq!(
             valid,
-            Validated::Epoch { store_key: "o/s1".into(), origin: "s1".into(), epoch: 7, sender: "cache-a".into() },
+            Validated::Epoch {
+                store_key: "o/s1".into(),
+                origin: "s1".into(),
+                epoch: 7,
+                settled: true,
+                sender: "cache-a".into()
+            },
             "the relay is the stream's sender, whatever the change says"
         );
         assert_eq!(valid.origin_and_sender(), None);

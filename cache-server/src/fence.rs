@@ -16,6 +16,17 @@
 //! uplink's full sync and drift repair): the parent names another relay of a newer
 //! session, and the cache drops the origin's replicas ([`moved_on`]).
 //!
+//! A session is *settled* at a cache once the cache holds the origin's whole state of it:
+//! the shard's Hello names its store's resourceVersion (`head`), and the first batch that
+//! moves the shard's position there settles it (at once, when the cache's recorded
+//! position is already there). A relay announces its settlement upward after the repairs
+//! that made its parent equal to it. Until then the cache's copy of the origin may be an
+//! older session's leftovers (a shard back from a sibling cache), so the uplink repairs
+//! nothing of it; once settled, the relay speaks for the origin at the parent and deletes
+//! the parent's copies it lacks whoever relayed them ([`relayed_here`]): a relay of an
+//! older session that was cut off from the parent before it relayed a deletion leaves an
+//! object nobody else would delete.
+//!
 //! Without records (senders that keep no sessions), nothing is fenced: the rules before
 //! fencing apply unchanged. An operator's stream (a `system:masters` certificate: repairs
 //! by hand) is never fenced.
@@ -39,14 +50,25 @@ pub fn fenced(record: Option<&OriginEpoch>, sender: &str, origin: &str) -> bool 
     record.is_some_and(|record| sender != origin && record.via != sender)
 }
 
-/// The record after `via` announced session `epoch` of `origin`, or `None` when the record
-/// stays: a session at or below the known one is old news (a relay of an older session
-/// stays fenced), and 0 is no session at all.
-pub fn announce(record: Option<&OriginEpoch>, origin: &str, epoch: u64, via: &str) -> Option<OriginEpoch> {
-    if epoch == 0 || record.is_some_and(|record| record.epoch >= epoch) {
-        return None;
+/// The record after `via` announced session `epoch` of `origin` (`settled`: `via` holds
+/// the origin's whole state of it), or `None` when the record stays: a session below the
+/// known one is old news (a relay of an older session stays fenced), the known session
+/// changes only when its relay says it settled, and 0 is no session at all.
+pub fn announce(
+    record: Option<&OriginEpoch>,
+    origin: &str,
+    epoch: u64,
+    settled: bool,
+    via: &str,
+) -> Option<OriginEpoch> {
+    let next = || OriginEpoch { origin: origin.to_owned(), epoch, via: via.to_owned(), settled };
+    match record {
+        _ if epoch == 0 => None,
+        None => Some(next()),
+        Some(record) if record.epoch < epoch => Some(next()),
+        Some(record) if record.epoch == epoch && record.via == via && settled && !record.settled => Some(next()),
+        Some(_) => None,
     }
-    Some(OriginEpoch { origin: origin.to_owned(), epoch, via: via.to_owned() })
 }
 
 /// The origins this cache (`me`) must drop: the parent names another relay for a session
@@ -85,19 +107,61 @@ pub fn origin_of(change: &Change) -> Option<&str> {
 }
 
 /// The announcements that bring the parent up to this cache's sessions: every local
-/// record newer than the parent's record of its origin (or that the parent lacks).
+/// record newer than the parent's record of its origin (or that the parent lacks), as not
+/// settled yet; they go before the repairs, so that the parent takes the origins back
+/// before it judges their replicas. [`settlements`] go after the repairs.
 pub fn announcements(parent: &[OriginEpoch], local: &[OriginEpoch]) -> Vec<Change> {
     let parent: HashMap<&str, u64> = parent.iter().map(|record| (record.origin.as_str(), record.epoch)).collect();
     local
         .iter()
         .filter(|record| record.epoch > parent.get(record.origin.as_str()).copied().unwrap_or(0))
-        .map(|record| announcement(&record.origin, record.epoch))
+        .map(|record| announcement(&record.origin, record.epoch, false))
         .collect()
 }
 
-/// The change announcing session `epoch` of `origin`.
-pub fn announcement(origin: &str, epoch: u64) -> Change {
-    let epoch = OriginEpoch { origin: origin.to_owned(), epoch, via: String::new() };
+/// The announcements that this cache (`me`) settled its origins' sessions, for every
+/// settled local record the parent does not know settled through this cache (after
+/// [`announcements`] and the repairs, the parent then holds the whole state too).
+pub fn settlements(parent: &[OriginEpoch], local: &[OriginEpoch], me: &str) -> Vec<Change> {
+    let parent: HashMap<&str, &OriginEpoch> = parent.iter().map(|record| (record.origin.as_str(), record)).collect();
+    local
+        .iter()
+        .filter(|record| record.settled)
+        .filter(|record| match parent.get(record.origin.as_str()) {
+            None => true,
+            Some(held) if held.epoch < record.epoch => true,
+            Some(held) => held.epoch == record.epoch && held.via == me && !held.settled,
+        })
+        .map(|record| announcement(&record.origin, record.epoch, true))
+        .collect()
+}
+
+/// The origins whose sessions this cache has not settled: what it holds of them may be an
+/// older session's leftovers, so it repairs nothing of them at the parent.
+pub fn unsettled(local: &[OriginEpoch]) -> BTreeSet<&str> {
+    local.iter().filter(|record| !record.settled).map(|record| record.origin.as_str()).collect()
+}
+
+/// The origins this cache (`me`) speaks for at the parent: it settled their newest
+/// session, and the parent names it their relay for that session. Every replica of them
+/// the parent holds and this cache does not is gone at the origin, whichever cache relayed
+/// it (a relay of an older session that lost its parent before it relayed the deletion).
+pub fn relayed_here<'a>(parent: &[OriginEpoch], local: &'a [OriginEpoch], me: &str) -> BTreeSet<&'a str> {
+    let parent: HashMap<&str, &OriginEpoch> = parent.iter().map(|record| (record.origin.as_str(), record)).collect();
+    local
+        .iter()
+        .filter(|record| record.settled)
+        .filter(|record| {
+            parent.get(record.origin.as_str()).is_some_and(|held| held.via == me && held.epoch == record.epoch)
+        })
+        .map(|record| record.origin.as_str())
+        .collect()
+}
+
+/// The change announcing session `epoch` of `origin` (`settled`: this relay holds its
+/// whole state).
+pub fn announcement(origin: &str, epoch: u64, settled: bool) -> Change {
+    let epoch = OriginEpoch { origin: origin.to_owned(), epoch, via: String::new(), settled };
     Change { change: Some(change::Change::Epoch(epoch)), force: false }
 }
 
@@ -106,7 +170,11 @@ mod tests {
     use super::*;
 
     fn record(origin: &str, epoch: u64, via: &str) -> OriginEpoch {
-        OriginEpoch { origin: origin.into(), epoch, via: via.into() }
+        OriginEpoch { origin: origin.into(), epoch, via: via.into(), settled: true }
+    }
+
+    fn unsettled_record(origin: &str, epoch: u64, via: &str) -> OriginEpoch {
+        OriginEpoch { settled: false, ..record(origin, epoch, via) }
     }
 
     #[test]
@@ -127,18 +195,36 @@ mod tests {
 
     #[test]
     fn only_a_newer_session_moves_the_relay() {
-        let held = record("s1", 7, "cache-a");
+        let held = unsettled_record("s1", 7, "cache-a");
         let cases = [
-            ("first session", None, 3, "cache-a", Some(record("s1", 3, "cache-a"))),
-            ("newer, through another relay", Some(&held), 9, "cache-b", Some(record("s1", 9, "cache-b"))),
-            ("newer, same relay", Some(&held), 8, "cache-a", Some(record("s1", 8, "cache-a"))),
-            ("the same session again", Some(&held), 7, "cache-b", None),
-            ("an older session relayed late", Some(&held), 5, "cache-b", None),
-            ("no session (an older sender)", None, 0, "s1", None),
+            ("first session", None, 3, false, "cache-a", Some(unsettled_record("s1", 3, "cache-a"))),
+            (
+                "newer, through another relay",
+                Some(&held),
+                9,
+                false,
+                "cache-b",
+                Some(unsettled_record("s1", 9, "cache-b")),
+            ),
+            ("newer, same relay, settled", Some(&held), 8, true, "cache-a", Some(record("s1", 8, "cache-a"))),
+            (
+                "the same session, settled by its relay",
+                Some(&held),
+                7,
+                true,
+                "cache-a",
+                Some(record("s1", 7, "cache-a")),
+            ),
+            ("the same session, settled by another", Some(&held), 7, true, "cache-b", None),
+            ("the same session again, not settled", Some(&held), 7, false, "cache-a", None),
+            ("an older session relayed late", Some(&held), 5, true, "cache-b", None),
+            ("no session (an older sender)", None, 0, true, "s1", None),
         ];
-        for (name, record, epoch, via, expected) in cases {
-            assert_eq!(announce(record, "s1", epoch, via), expected, "{name}");
+        for (name, record, epoch, settled, via, expected) in cases {
+            assert_eq!(announce(record, "s1", epoch, settled, via), expected, "{name}");
         }
+        let settled = record("s1", 7, "cache-a");
+        assert_eq!(announce(Some(&settled), "s1", 7, false, "cache-a"), None, "settled stays settled");
     }
 
     #[test]
@@ -168,17 +254,57 @@ mod tests {
         assert_eq!(fenced, ["s1", "s3"]);
     }
 
+    fn announced(changes: Vec<Change>) -> Vec<(String, u64, bool)> {
+        changes
+            .into_iter()
+            .map(|change| match change.change {
+                Some(change::Change::Epoch(epoch)) => (epoch.origin, epoch.epoch, epoch.settled),
+                other => panic!("not an announcement: {other:?}"),
+            })
+            .collect()
+    }
+
     #[test]
     fn announcements_bring_the_parent_up_to_date() {
         let parent = [record("s1", 9, "cache-b"), record("s2", 4, "cache-a")];
         let local = [record("s1", 7, "s1"), record("s2", 6, "s2"), record("s3", 2, "s3")];
-        let announced: Vec<(String, u64)> = announcements(&parent, &local)
-            .into_iter()
-            .map(|change| match change.change {
-                Some(change::Change::Epoch(epoch)) => (epoch.origin, epoch.epoch),
-                other => panic!("not an announcement: {other:?}"),
-            })
-            .collect();
-        assert_eq!(announced, [("s2".to_string(), 6), ("s3".to_string(), 2)], "an older session is not announced");
+        assert_eq!(
+            announced(announcements(&parent, &local)),
+            [("s2".to_string(), 6, false), ("s3".to_string(), 2, false)],
+            "an older session is not announced, and newer ones go first as not settled"
+        );
+    }
+
+    #[test]
+    fn settlements_follow_the_repairs() {
+        let parent = [
+            record("s1", 9, "cache-b"),
+            unsettled_record("s2", 6, "cache-a"),
+            record("s4", 3, "cache-a"),
+            unsettled_record("s5", 5, "cache-a"),
+        ];
+        let local = [
+            record("s1", 7, "s1"),
+            record("s2", 6, "s2"),
+            record("s3", 2, "s3"),
+            record("s4", 3, "s4"),
+            unsettled_record("s5", 5, "s5"),
+        ];
+        // s1 moved on; s4 is settled at the parent already; s5 is not settled here.
+        assert_eq!(
+            announced(settlements(&parent, &local, "cache-a")),
+            [("s2".to_string(), 6, true), ("s3".to_string(), 2, true)]
+        );
+    }
+
+    #[test]
+    fn a_cache_speaks_for_the_settled_origins_it_relays() {
+        let parent = [record("s1", 9, "cache-b"), record("s2", 6, "cache-a"), record("s3", 2, "cache-a")];
+        let local =
+            [record("s1", 9, "s1"), record("s2", 6, "s2"), unsettled_record("s3", 2, "s3"), record("s4", 1, "s4")];
+        // s1's session is relayed by cache-b at the parent; s3 is not settled here; the
+        // parent does not know s4's session yet.
+        assert_eq!(relayed_here(&parent, &local, "cache-a").into_iter().collect::<Vec<_>>(), ["s2"]);
+        assert_eq!(unsettled(&local).into_iter().collect::<Vec<_>>(), ["s3"]);
     }
 }

@@ -52,8 +52,8 @@ pub fn is_fenced(store: &Store, change: &Validated) -> Result<bool, StoreError> 
 
 /// Applies one validated change, re-deciding when a concurrent write got in between.
 pub async fn apply(store: &Store, change: &Validated) -> Result<Applied, StoreError> {
-    if let Validated::Epoch { origin, epoch, sender, .. } = change {
-        return announce(store, origin, *epoch, sender).await;
+    if let Validated::Epoch { origin, epoch, settled, sender, .. } = change {
+        return announce(store, origin, *epoch, *settled, sender).await;
     }
     let key = change.store_key().as_bytes();
     let mut attempt = 0;
@@ -96,16 +96,23 @@ pub async fn apply(store: &Store, change: &Validated) -> Result<Applied, StoreEr
     }
 }
 
-/// Records that `via` relays session `epoch` of `origin`, unless a session at least as
-/// new is recorded ([`fence::announce`]); durable when this returns.
-pub async fn announce(store: &Store, origin: &str, epoch: u64, via: &str) -> Result<Applied, StoreError> {
+/// Records that `via` relays session `epoch` of `origin` (`settled`: and holds its whole
+/// state), unless the record already says as much ([`fence::announce`]); durable when this
+/// returns.
+pub async fn announce(
+    store: &Store,
+    origin: &str,
+    epoch: u64,
+    settled: bool,
+    via: &str,
+) -> Result<Applied, StoreError> {
     let key = fence::epoch_key(origin);
     let mut attempt = 0;
     loop {
         attempt += 1;
         let held = store.get(key.as_bytes())?;
         let record = held.as_ref().map(|held| decode_epoch(&held.value)).transpose()?;
-        let Some(next) = fence::announce(record.as_ref(), origin, epoch, via) else {
+        let Some(next) = fence::announce(record.as_ref(), origin, epoch, settled, via) else {
             let held = record.map_or(0, |record| record.epoch);
             return Ok(Applied::Skipped(Skip::OldSession { held, incoming: epoch }));
         };
@@ -114,8 +121,18 @@ pub async fn announce(store: &Store, origin: &str, epoch: u64, via: &str) -> Res
             None => Precondition::MustNotExist,
         };
         match store.put(key.clone(), Bytes::from(next.encode_to_vec()), precondition).await {
+            Ok(_) if next.settled && record.is_some_and(|record| record.epoch == epoch) => {
+                tracing::info!(origin, epoch, via, "the relay of an origin's newest session holds its whole state");
+                return Ok(Applied::Written);
+            }
             Ok(_) => {
-                tracing::info!(origin, epoch, via, "an origin's newest replication session is relayed by a new sender");
+                tracing::info!(
+                    origin,
+                    epoch,
+                    via,
+                    settled,
+                    "an origin's newest replication session is relayed by a new sender"
+                );
                 return Ok(Applied::Written);
             }
             Err(StoreError::Conflict { .. } | StoreError::AlreadyExists | StoreError::NotFound)

@@ -73,18 +73,26 @@ pub async fn replicate(
     let first = tokio::time::timeout(HELLO_TIMEOUT, inbound.message())
         .await
         .map_err(|_| Status::deadline_exceeded("send Hello first: the stream sent nothing for 10s"))??;
-    let (sender, epoch) = match first.and_then(|request| request.request) {
-        Some(replicate_request::Request::Hello(hello)) => (hello.sender, hello.epoch),
+    let (sender, epoch, head) = match first.and_then(|request| request.request) {
+        Some(replicate_request::Request::Hello(hello)) => (hello.sender, hello.epoch, hello.head),
         _ => return Err(Status::invalid_argument("the first message of a Replicate stream must be a Hello")),
     };
     let origins = authz::authorize_sender(&caller, &sender).map_err(Status::permission_denied)?;
+    let position = replicas::read_position(&state.store, &sender).map_err(|e| store_unavailable(&e))?;
+    let mut settle = None;
     if let Origins::Only(shard) = &origins {
         // A shard's new session, recorded before the answer: whatever this stream sends,
         // the parent learns of the session first (the uplink relays the store's changes in
-        // order). Epoch 0 (a shard that keeps no sessions) records nothing.
-        replicas::announce(&state.store, shard, epoch, shard).await.map_err(|e| store_unavailable(&e))?;
+        // order). Epoch 0 (a shard that keeps no sessions) records nothing. The session is
+        // settled once this cache holds everything the shard had written at the Hello:
+        // now, when its recorded position is exactly there (a sender that names no head
+        // is taken at its word), else when a batch moves the position to it.
+        let settled = head == 0 || position == head;
+        replicas::announce(&state.store, shard, epoch, settled, shard).await.map_err(|e| store_unavailable(&e))?;
+        if epoch > 0 && !settled {
+            settle = Some(Settle { origin: shard.clone(), epoch, head });
+        }
     }
-    let position = replicas::read_position(&state.store, &sender).map_err(|e| store_unavailable(&e))?;
     let span = tracing::info_span!("replicate", otel.kind = "server", rpc.system = "grpc", rpc.service = "atoll.cache.Cache", rpc.method = "Replicate", %sender, %caller);
     telemetry::propagation::continue_grpc(&span, metadata);
     span.in_scope(|| tracing::info!(position, "replication stream opened"));
@@ -96,7 +104,7 @@ pub async fn replicate(
     let fencing = !matches!(caller, Caller::Operator(_));
     let session = Session { state, sender, origins, fencing };
     tokio::spawn(session.clone().apply_stage(inbound, applied).instrument(span.clone()));
-    tokio::spawn(session.position_stage(position, applied_rx, acks).instrument(span));
+    tokio::spawn(session.position_stage(position, settle, applied_rx, acks).instrument(span));
     Ok(Box::pin(tokio_stream::wrappers::ReceiverStream::new(acks_rx)))
 }
 
@@ -140,6 +148,16 @@ impl Round {
     fn has_room(&self) -> bool {
         self.end.is_none() && self.batches.len() < COALESCE_BATCHES_MAX && self.changes < COALESCE_CHANGES_MAX
     }
+}
+
+/// A shard's session this stream has yet to settle: once a batch moves the shard's
+/// position to `head` (its store's resourceVersion at the Hello), this cache holds the
+/// shard's whole state.
+#[derive(Debug)]
+struct Settle {
+    origin: String,
+    epoch: u64,
+    head: u64,
 }
 
 /// One authorized replication stream.
@@ -288,6 +306,7 @@ impl Session {
     async fn position_stage(
         self,
         mut recorded: u64,
+        mut settle: Option<Settle>,
         mut applied: mpsc::Receiver<Step>,
         acks: mpsc::Sender<Result<ReplicateResponse, Status>>,
     ) {
@@ -295,6 +314,12 @@ impl Session {
         let mut steps = Vec::with_capacity(APPLIED_MAX);
         while applied.recv_many(&mut steps, APPLIED_MAX).await > 0 {
             let (positions, failure) = ack_positions(recorded, &steps);
+            // Only a batch that names a position says the sender sent everything up to
+            // it (the others of a full sync inherit the old, possibly larger, one).
+            let reached = steps.iter().any(|step| {
+                matches!(step, Step::Applied { position } if *position > 0
+                    && settle.as_ref().is_some_and(|settle| *position >= settle.head))
+            });
             steps.clear();
             if let Some(&last) = positions.last() {
                 if last != recorded {
@@ -309,6 +334,15 @@ impl Session {
                     }
                     recorded = last;
                 }
+            }
+            if let Some(Settle { origin, epoch, head }) = settle.take_if(|_| reached) {
+                // After the position: a crash in between leaves the session unsettled,
+                // and the shard's next session settles anew.
+                if let Err(error) = replicas::announce(&self.state.store, &origin, epoch, true, &origin).await {
+                    let _ = acks.send(Err(store_unavailable(&error))).await;
+                    return;
+                }
+                tracing::info!(origin, epoch, head, "this cache holds the shard's whole state of the session");
             }
             for position in positions {
                 batches += 1;

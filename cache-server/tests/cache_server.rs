@@ -123,8 +123,12 @@ struct Stream {
 
 impl Stream {
     async fn open(cache: &mut CacheClient<GrpcClient>, sender: &str) -> Result<Stream, Status> {
+        Stream::open_session(cache, Hello { sender: sender.into(), ..Hello::default() }).await
+    }
+
+    /// Opens a stream with `hello` (a shard's session: its epoch and store head).
+    async fn open_session(cache: &mut CacheClient<GrpcClient>, hello: Hello) -> Result<Stream, Status> {
         let (requests, rx) = mpsc::channel(64);
-        let hello = Hello { sender: sender.into(), ..Hello::default() };
         requests.send(ReplicateRequest { request: Some(replicate_request::Request::Hello(hello)) }).await.unwrap();
         let mut acks = cache.replicate(tokio_stream::wrappers::ReceiverStream::new(rx)).await?.into_inner();
         let answer = acks.message().await?.expect("an answer to the Hello");
@@ -536,6 +540,140 @@ async fn a_child_cache_relays_to_its_parent_and_follows_its_shard_deletions() {
     assert_eq!(list_origin(&mut at_child, "s9").await, ["kept"]);
 
     child.stop().await;
+    parent.stop().await;
+}
+
+/// A shard that failed over from regional cache B to A deletes an object B had relayed to
+/// the parent but B is cut off from the parent before it relays the deletion, and never
+/// comes back. A, once it holds the shard's whole state of the newer session (settled),
+/// speaks for the shard at the parent and deletes the copy B left behind.
+#[tokio::test]
+async fn the_settled_relay_deletes_what_the_old_relay_left_at_the_parent() {
+    let installation = Installation::new();
+    let parent = installation.start("parent", Vec::new()).await;
+    let parent_url = url(&parent);
+    let a = installation.start("a", vec![parent_url.clone()]).await;
+    let b = installation.start("b", vec![parent_url]).await;
+    let s1 = installation.shard("s1");
+    let mut at_parent = connect(&installation.admin(), &parent);
+    let reader = at_parent.clone();
+    let parent_holds = move |names: &'static [&'static str]| {
+        let at_parent = reader.clone();
+        move || {
+            let mut at_parent = at_parent.clone();
+            async move { list_origin(&mut at_parent, "s1").await == names }
+        }
+    };
+
+    // Session 1 through B: its head (1) is reached by the first batch.
+    let hello = |epoch, head| Hello { sender: "s1".into(), epoch, head };
+    let mut to_b = Stream::open_session(&mut connect(&s1, &b), hello(1, 1)).await.expect("open to b");
+    to_b.apply(vec![upsert(&export("s1", "left"), 1)], 1).await.expect("ack");
+    eventually("b relays the object to the parent", parent_holds(&["left"])).await;
+    let (items, _) = list(&mut at_parent, ListRequest::default()).await;
+    assert_eq!(items.iter().map(|r| r.sender.as_str()).collect::<Vec<_>>(), ["b"]);
+
+    // B goes away before it learns of the deletion; the shard deletes at rv 2 and opens
+    // session 2 to A, which never held the object: nothing to send but the position.
+    drop(to_b);
+    b.stop().await;
+    let mut to_a = Stream::open_session(&mut connect(&s1, &a), hello(2, 2)).await.expect("open to a");
+    assert_eq!(to_a.position, 0);
+    to_a.apply(Vec::new(), 2).await.expect("ack");
+    eventually("a deletes b's leftover at the parent", parent_holds(&[])).await;
+
+    // A stays the shard's voice: what the shard writes next arrives as usual.
+    to_a.apply(vec![upsert(&export("s1", "next"), 3)], 3).await.expect("ack");
+    eventually("the parent follows a", parent_holds(&["next"])).await;
+    let epochs = at_parent.list(ListRequest::default()).await.expect("list").into_inner().epochs;
+    assert_eq!(epochs.len(), 1, "{epochs:?}");
+    assert_eq!((epochs[0].epoch, epochs[0].via.as_str(), epochs[0].settled), (2, "a", true));
+
+    a.stop().await;
+    parent.stop().await;
+}
+
+/// A shard back at a regional cache it left holds stale copies there until its new session
+/// settles: the cache's comparison with the parent must not bring them back meanwhile, even
+/// once the parent has forgotten the deletion.
+#[tokio::test]
+async fn a_shard_back_at_its_old_cache_brings_back_nothing_before_it_settles() {
+    let installation = Installation::new();
+    let parent = installation.start("parent", Vec::new()).await;
+    let parent_url = url(&parent);
+    let s1 = installation.shard("s1");
+    let hello = |epoch, head| Hello { sender: "s1".into(), epoch, head };
+    let mut at_parent = connect(&installation.admin(), &parent);
+    let reader = at_parent.clone();
+    let parent_holds = move |names: &'static [&'static str]| {
+        let at_parent = reader.clone();
+        move || {
+            let mut at_parent = at_parent.clone();
+            async move { list_origin(&mut at_parent, "s1").await == names }
+        }
+    };
+
+    // Session 1 through A writes "stale"; A stops holding it.
+    let a = installation.start("a", vec![parent_url.clone()]).await;
+    let mut to_a = Stream::open_session(&mut connect(&s1, &a), hello(1, 1)).await.expect("open to a");
+    to_a.apply(vec![upsert(&export("s1", "stale"), 1)], 1).await.expect("ack");
+    eventually("a relays the object", parent_holds(&["stale"])).await;
+    drop(to_a);
+    a.stop().await;
+
+    // Session 2 through B, after the shard deleted it at rv 2; the parent forgets the
+    // deletion (its retention ended).
+    let b = installation.start("b", vec![parent_url.clone()]).await;
+    let mut to_b = Stream::open_session(&mut connect(&s1, &b), hello(2, 2)).await.expect("open to b");
+    to_b.apply(Vec::new(), 2).await.expect("ack");
+    eventually("b deletes what a left", parent_holds(&[])).await;
+    drop(to_b);
+    b.stop().await;
+    let far = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 3600;
+    let forgotten = cache_server::replicas::collect_deletions(parent.store(), Duration::from_secs(1), Some(far)).await;
+    assert_eq!(forgotten.expect("collect"), 1, "the parent remembered the deletion");
+
+    // Back at A, which still holds the stale copy: session 3 opens while A has no uplink,
+    // and A restarts with it before the shard sent anything.
+    let a = installation.start("a", Vec::new()).await;
+    let to_a = Stream::open_session(&mut connect(&s1, &a), hello(3, 3)).await.expect("open to a");
+    assert_eq!(to_a.position, 1, "a recorded session 1's position");
+    drop(to_a);
+    a.stop().await;
+    let (_, rv) = list(&mut at_parent, ListRequest::default()).await;
+    let mut events = watch(&mut at_parent, rv).await.expect("watch the parent");
+    let a = installation.start("a", vec![parent_url]).await;
+    let mut to_a = Stream::open_session(&mut connect(&s1, &a), hello(4, 4)).await.expect("open to a");
+    assert_eq!(to_a.position, 1);
+    // Several comparisons with the parent (one a second) while the session is unsettled.
+    let quiet = async {
+        loop {
+            match events.message().await {
+                Ok(Some(event)) if event.kind == Kind::Bookmark as i32 => continue,
+                other => return other,
+            }
+        }
+    };
+    match tokio::time::timeout(Duration::from_secs(4), quiet).await {
+        Err(_) => {}
+        Ok(event) => panic!("the parent changed while the returning session was unsettled: {event:?}"),
+    }
+    assert!(list_origin(&mut at_parent, "s1").await.is_empty());
+
+    // The shard's catch-up settles the session: the tombstone, then the head.
+    to_a.apply(vec![tombstone(&export("s1", "stale"))], 4).await.expect("ack");
+    to_a.apply(vec![upsert(&export("s1", "fresh"), 5)], 5).await.expect("ack");
+    eventually("the parent follows a again", parent_holds(&["fresh"])).await;
+    eventually("the parent knows a settled session 4", || {
+        let mut at_parent = at_parent.clone();
+        async move {
+            let epochs = at_parent.list(ListRequest::default()).await.expect("list").into_inner().epochs;
+            epochs.iter().any(|r| r.origin == "s1" && r.epoch == 4 && r.via == "a" && r.settled)
+        }
+    })
+    .await;
+
+    a.stop().await;
     parent.stop().await;
 }
 

@@ -235,7 +235,10 @@ pub(crate) fn source_records(sources: &[SourceObject]) -> Vec<ReplicaRecord> {
 
 /// A cache's session records as its List answered them.
 pub(crate) fn relay_records(epochs: &[OriginEpoch]) -> Vec<RelayRecord> {
-    epochs.iter().map(|e| RelayRecord { origin: e.origin.clone(), epoch: e.epoch, via: e.via.clone() }).collect()
+    epochs
+        .iter()
+        .map(|e| RelayRecord { origin: e.origin.clone(), epoch: e.epoch, via: e.via.clone(), settled: e.settled })
+        .collect()
 }
 
 /// The records of the replicas a cache listed (a replica without a key is left out).

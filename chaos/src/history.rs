@@ -139,6 +139,9 @@ pub struct RelayRecord {
     pub epoch: u64,
     /// The cache that relays that session (the origin itself when it connected here).
     pub via: String,
+    /// Whether the cache holds the origin's whole state of that session.
+    #[serde(default)]
+    pub settled: bool,
 }
 
 /// A delete of a replicated object that its shard made after failing over from the

@@ -212,8 +212,19 @@ fn replication(history: &History) -> String {
         }
         out += "\n";
         if !cache.relays.is_empty() {
-            let relays: Vec<String> =
-                cache.relays.iter().map(|r| format!("{} session {} via {}", r.origin, r.epoch, r.via)).collect();
+            let relays: Vec<String> = cache
+                .relays
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} session {} via {}{}",
+                        r.origin,
+                        r.epoch,
+                        r.via,
+                        if r.settled { "" } else { " (unsettled)" }
+                    )
+                })
+                .collect();
             out += &format!("    relays: {}\n", relays.join(", "));
         }
     }

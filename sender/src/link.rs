@@ -73,16 +73,16 @@ pub(crate) struct Opened {
 }
 
 impl Link {
-    /// Opens a stream to `target` as `sender` in replication session `epoch` (0: none) and
-    /// waits for the answer to the Hello.
+    /// Opens a stream to `target` as `sender` in replication session `epoch` (0: none),
+    /// begun when the local store was at `head`, and waits for the answer to the Hello.
     pub async fn open(
         target: &mut CacheClient<GrpcClient>,
         sender: &str,
-        epoch: u64,
+        (epoch, head): (u64, u64),
         lag: (LagMetrics, String),
     ) -> anyhow::Result<Opened> {
         let (requests, requests_rx) = mpsc::channel(REQUESTS_BUFFER);
-        let hello = Hello { sender: sender.to_owned(), epoch };
+        let hello = Hello { sender: sender.to_owned(), epoch, head };
         let hello = ReplicateRequest { request: Some(replicate_request::Request::Hello(hello)) };
         requests.send(hello).await.context("queue the Hello")?;
         let stream = tokio_stream::wrappers::ReceiverStream::new(requests_rx);

@@ -229,7 +229,7 @@ mod tests {
 
     #[test]
     fn an_older_target_gets_no_announcements() {
-        let epoch = protocol::cache::OriginEpoch { origin: "s1".into(), epoch: 3, via: String::new() };
+        let epoch = protocol::cache::OriginEpoch { origin: "s1".into(), epoch: 3, ..Default::default() };
         let announcement = Change { change: Some(change::Change::Epoch(epoch)), force: false };
         let changes = vec![announcement.clone(), upsert("a", 1), tombstone("t")];
         assert_eq!(for_target(changes.clone(), true), changes);

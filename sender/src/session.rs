@@ -99,7 +99,10 @@ async fn session<O: Outbox>(
     established: &mut bool,
 ) -> anyhow::Result<()> {
     let epoch = outbox.epoch().await.context("begin a replication session")?;
-    let Opened { link, mut acks, position } = Link::open(&mut cache, outbox.sender(), epoch, lag).await?;
+    // Read after the session began: the target holds this sender's whole state once its
+    // position reaches it.
+    let head = outbox.store().current_rv();
+    let Opened { link, mut acks, position } = Link::open(&mut cache, outbox.sender(), (epoch, head), lag).await?;
     *established = true;
     tracing::info!(position, epoch, "replicating");
     tokio::select! {

@@ -108,7 +108,11 @@ impl CacheOutbox {
     /// What makes the parent equal to this cache, after dropping the origins the parent
     /// says moved on to another relay ([`fence::moved_on`]): their replicas here are stale
     /// copies the parent refuses, and kept they would only be relayed again. Announcements
-    /// go first; repairs of origins the parent fences for this cache are left out.
+    /// go first; repairs of origins the parent fences for this cache are left out, and so
+    /// are those of origins whose session this cache has not settled (what it holds of
+    /// them may be an older session's leftovers). Of the origins it settled and relays,
+    /// the parent's copies it lacks are deleted whoever relayed them. Settlements go last,
+    /// once the repairs made the parent hold the whole state too.
     async fn compare(&self, parent: &Listed, local: Listed) -> anyhow::Result<Vec<Change>> {
         let held: BTreeSet<&str> =
             local.replicas.iter().filter_map(|replica| Some(replica.key.as_ref()?.origin.as_str())).collect();
@@ -122,11 +126,18 @@ impl CacheOutbox {
             .into_iter()
             .filter(|replica| replica.key.as_ref().is_none_or(|key| !gone.contains(key.origin.as_str())))
             .collect();
-        let fenced = fence::fenced_at_parent(&parent.epochs, &local.epochs, &self.state.name);
+        let me = self.state.name.as_str();
+        let fenced = fence::fenced_at_parent(&parent.epochs, &local.epochs, me);
+        let unsettled = fence::unsettled(&local.epochs);
+        let owned = fence::relayed_here(&parent.epochs, &local.epochs, me);
         let mut changes = fence::announcements(&parent.epochs, &local.epochs);
-        let repairs = plan::repairs(&parent.replicas, &kept, &self.state.name);
-        changes
-            .extend(repairs.into_iter().filter(|change| fence::origin_of(change).is_none_or(|o| !fenced.contains(o))));
+        let repairs = plan::repairs(&parent.replicas, &kept, me, &owned);
+        changes.extend(
+            repairs.into_iter().filter(|change| {
+                fence::origin_of(change).is_none_or(|o| !fenced.contains(o) && !unsettled.contains(o))
+            }),
+        );
+        changes.extend(fence::settlements(&parent.epochs, &local.epochs, me));
         Ok(changes)
     }
 
@@ -217,7 +228,7 @@ impl sender::Outbox for CacheOutbox {
 pub fn to_change(event: &store::Event) -> Option<Change> {
     if event.key.starts_with(fence::EPOCH_PREFIX.as_bytes()) {
         let record = OriginEpoch::decode(&event.value.as_ref()?[..]).ok()?;
-        return Some(fence::announcement(&record.origin, record.epoch));
+        return Some(fence::announcement(&record.origin, record.epoch, record.settled));
     }
     if !event.key.starts_with(REPLICA_PREFIX.as_bytes()) {
         return None;
@@ -264,12 +275,12 @@ mod tests {
         assert_eq!(tombstone, Change { change: Some(change::Change::Tombstone(key)), force: false });
         assert_eq!(to_change(&event(EventKind::Modified, Some(Bytes::from_static(b"\xff")), None)), None);
 
-        let record = OriginEpoch { origin: "s".into(), epoch: 12, via: "s".into() };
+        let record = OriginEpoch { origin: "s".into(), epoch: 12, via: "s".into(), settled: true };
         let announced = store::Event {
             key: Bytes::from_static(b"o/s"),
             ..event(EventKind::Added, Some(Bytes::from(record.encode_to_vec())), None)
         };
-        assert_eq!(to_change(&announced), Some(fence::announcement("s", 12)), "a session record is announced");
+        assert_eq!(to_change(&announced), Some(fence::announcement("s", 12, true)), "a session record is announced");
         let position = store::Event {
             key: Bytes::from_static(b"p/s"),
             ..event(EventKind::Modified, Some(Bytes::copy_from_slice(&7u64.to_be_bytes())), None)
