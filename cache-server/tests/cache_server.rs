@@ -169,6 +169,12 @@ async fn watch(cache: &mut CacheClient<GrpcClient>, from_rv: u64) -> Result<Stre
     Ok(cache.watch(request).await?.into_inner())
 }
 
+/// Whether `cache` holds exactly the replicas `names` of `origin` (a check for
+/// [`eventually`]).
+async fn holds_exactly(mut cache: CacheClient<GrpcClient>, origin: &str, names: &[&str]) -> bool {
+    list_origin(&mut cache, origin).await == names
+}
+
 /// The next event other than a bookmark.
 async fn next_change(events: &mut Streaming<WatchEvent>) -> WatchEvent {
     loop {
@@ -556,20 +562,12 @@ async fn the_settled_relay_deletes_what_the_old_relay_left_at_the_parent() {
     let b = installation.start("b", vec![parent_url]).await;
     let s1 = installation.shard("s1");
     let mut at_parent = connect(&installation.admin(), &parent);
-    let reader = at_parent.clone();
-    let parent_holds = move |names: &'static [&'static str]| {
-        let at_parent = reader.clone();
-        move || {
-            let mut at_parent = at_parent.clone();
-            async move { list_origin(&mut at_parent, "s1").await == names }
-        }
-    };
 
     // Session 1 through B: its head (1) is reached by the first batch.
     let hello = |epoch, head| Hello { sender: "s1".into(), epoch, head };
     let mut to_b = Stream::open_session(&mut connect(&s1, &b), hello(1, 1)).await.expect("open to b");
     to_b.apply(vec![upsert(&export("s1", "left"), 1)], 1).await.expect("ack");
-    eventually("b relays the object to the parent", parent_holds(&["left"])).await;
+    eventually("b relays the object to the parent", || holds_exactly(at_parent.clone(), "s1", &["left"])).await;
     let (items, _) = list(&mut at_parent, ListRequest::default()).await;
     assert_eq!(items.iter().map(|r| r.sender.as_str()).collect::<Vec<_>>(), ["b"]);
 
@@ -580,11 +578,11 @@ async fn the_settled_relay_deletes_what_the_old_relay_left_at_the_parent() {
     let mut to_a = Stream::open_session(&mut connect(&s1, &a), hello(2, 2)).await.expect("open to a");
     assert_eq!(to_a.position, 0);
     to_a.apply(Vec::new(), 2).await.expect("ack");
-    eventually("a deletes b's leftover at the parent", parent_holds(&[])).await;
+    eventually("a deletes b's leftover at the parent", || holds_exactly(at_parent.clone(), "s1", &[])).await;
 
     // A stays the shard's voice: what the shard writes next arrives as usual.
     to_a.apply(vec![upsert(&export("s1", "next"), 3)], 3).await.expect("ack");
-    eventually("the parent follows a", parent_holds(&["next"])).await;
+    eventually("the parent follows a", || holds_exactly(at_parent.clone(), "s1", &["next"])).await;
     let epochs = at_parent.list(ListRequest::default()).await.expect("list").into_inner().epochs;
     assert_eq!(epochs.len(), 1, "{epochs:?}");
     assert_eq!((epochs[0].epoch, epochs[0].via.as_str(), epochs[0].settled), (2, "a", true));
@@ -604,20 +602,12 @@ async fn a_shard_back_at_its_old_cache_brings_back_nothing_before_it_settles() {
     let s1 = installation.shard("s1");
     let hello = |epoch, head| Hello { sender: "s1".into(), epoch, head };
     let mut at_parent = connect(&installation.admin(), &parent);
-    let reader = at_parent.clone();
-    let parent_holds = move |names: &'static [&'static str]| {
-        let at_parent = reader.clone();
-        move || {
-            let mut at_parent = at_parent.clone();
-            async move { list_origin(&mut at_parent, "s1").await == names }
-        }
-    };
 
     // Session 1 through A writes "stale"; A stops holding it.
     let a = installation.start("a", vec![parent_url.clone()]).await;
     let mut to_a = Stream::open_session(&mut connect(&s1, &a), hello(1, 1)).await.expect("open to a");
     to_a.apply(vec![upsert(&export("s1", "stale"), 1)], 1).await.expect("ack");
-    eventually("a relays the object", parent_holds(&["stale"])).await;
+    eventually("a relays the object", || holds_exactly(at_parent.clone(), "s1", &["stale"])).await;
     drop(to_a);
     a.stop().await;
 
@@ -626,7 +616,7 @@ async fn a_shard_back_at_its_old_cache_brings_back_nothing_before_it_settles() {
     let b = installation.start("b", vec![parent_url.clone()]).await;
     let mut to_b = Stream::open_session(&mut connect(&s1, &b), hello(2, 2)).await.expect("open to b");
     to_b.apply(Vec::new(), 2).await.expect("ack");
-    eventually("b deletes what a left", parent_holds(&[])).await;
+    eventually("b deletes what a left", || holds_exactly(at_parent.clone(), "s1", &[])).await;
     drop(to_b);
     b.stop().await;
     let far = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 3600;
@@ -663,7 +653,7 @@ async fn a_shard_back_at_its_old_cache_brings_back_nothing_before_it_settles() {
     // The shard's catch-up settles the session: the tombstone, then the head.
     to_a.apply(vec![tombstone(&export("s1", "stale"))], 4).await.expect("ack");
     to_a.apply(vec![upsert(&export("s1", "fresh"), 5)], 5).await.expect("ack");
-    eventually("the parent follows a again", parent_holds(&["fresh"])).await;
+    eventually("the parent follows a again", || holds_exactly(at_parent.clone(), "s1", &["fresh"])).await;
     eventually("the parent knows a settled session 4", || {
         let mut at_parent = at_parent.clone();
         async move {
