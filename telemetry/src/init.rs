@@ -7,7 +7,9 @@ use opentelemetry_sdk::resource::{EnvResourceDetector, SdkProvidedResourceDetect
 use opentelemetry_sdk::trace::{BatchConfig, BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
 use std::sync::atomic::{AtomicBool, Ordering};
+use tracing_subscriber::filter::{filter_fn, LevelFilter};
 use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::Layer as _;
@@ -69,6 +71,33 @@ pub fn init(default_service: &str, default_filter: &str, instance: Option<Instan
     } else {
         None
     };
+    subscriber(filter, ansi, provider.as_ref()).init();
+    if provider.is_some() {
+        ENABLED.store(true, Ordering::Relaxed);
+    }
+    Telemetry { provider }
+}
+
+/// The level of the spans that become OpenTelemetry spans, whatever `RUST_LOG` lets the
+/// log layer see: the request, reconcile and replication spans are INFO, and the DEBUG
+/// spans inside them (a store commit batch, one garbage-collection attempt) would multiply
+/// the spans exported per request without adding a process hop or a cause.
+pub const EXPORTED_SPANS: LevelFilter = LevelFilter::INFO;
+
+/// Logs through `filter` and, given a provider, exports spans to it.
+///
+/// Every layer under a per-layer filter states the most verbose level it wants, and the
+/// filters are plain levels or depend on metadata only. Otherwise `tracing` loses the
+/// global maximum level (a layer without one means "anything"), so every DEBUG and TRACE
+/// callsite of every dependency (h2 in the exporter, the `log` records of rustls through
+/// the log bridge) asks the subscriber on each call whether it is wanted, where without
+/// export a disabled callsite costs one comparison.
+fn subscriber(
+    filter: EnvFilter,
+    ansi: bool,
+    provider: Option<&SdkTracerProvider>,
+) -> impl tracing::Subscriber + Send + Sync + for<'a> LookupSpan<'a> {
+    let logged = filter.max_level_hint().unwrap_or(LevelFilter::TRACE);
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(ansi)
@@ -77,11 +106,12 @@ pub fn init(default_service: &str, default_filter: &str, instance: Option<Instan
     // fields: the log layer then never formats the fields of every span (most spans log
     // nothing), which is most of what a span costs it.
     let fmt = if provider.is_some() {
-        fmt.with_filter(tracing_subscriber::filter::filter_fn(|metadata| metadata.is_event())).boxed()
+        let events = filter_fn(move |metadata| metadata.is_event() && *metadata.level() <= logged);
+        fmt.with_filter(events.with_max_level_hint(logged)).boxed()
     } else {
         fmt.boxed()
     };
-    let otel = provider.as_ref().map(|provider| {
+    let otel = provider.map(|provider| {
         tracing_opentelemetry::layer()
             .with_tracer(provider.tracer("atoll"))
             .with_location(false)
@@ -94,12 +124,9 @@ pub fn init(default_service: &str, default_filter: &str, instance: Option<Instan
             // Nothing here reads OpenTelemetry's current context (trace context travels
             // through `tracing` spans), so entering a span need not attach one on every poll.
             .with_context_activation(false)
+            .with_filter(EXPORTED_SPANS)
     });
-    tracing_subscriber::registry().with(filter).with(fmt).with(otel).init();
-    if provider.is_some() {
-        ENABLED.store(true, Ordering::Relaxed);
-    }
-    Telemetry { provider }
+    tracing_subscriber::registry().with(filter).with(fmt).with(otel)
 }
 
 /// Whether the environment variable `name` holds a value (not only blanks).
@@ -185,6 +212,39 @@ pub const MAX_QUEUE: usize = 16_384;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exporting_keeps_the_logs_maximum_level() {
+        use tracing::Subscriber as _;
+        let provider = SdkTracerProvider::builder().build();
+        for (directives, level) in [("info", LevelFilter::INFO), ("warn,atoll=debug", LevelFilter::DEBUG)] {
+            let logging = subscriber(EnvFilter::new(directives), false, None).max_level_hint();
+            let exporting = subscriber(EnvFilter::new(directives), false, Some(&provider)).max_level_hint();
+            assert_eq!(logging, Some(level), "{directives}");
+            assert_eq!(exporting, Some(level.max(EXPORTED_SPANS)), "{directives}");
+        }
+    }
+
+    #[test]
+    fn only_info_spans_are_exported_while_debug_ones_are_logged() {
+        use opentelemetry::trace::TraceContextExt as _;
+        use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+        let provider = SdkTracerProvider::builder().build();
+        let exported = |span: &tracing::Span| span.context().span().span_context().is_valid();
+        tracing::subscriber::with_default(subscriber(EnvFilter::new("debug"), false, Some(&provider)), || {
+            let request = tracing::info_span!("request");
+            let _entered = request.enter();
+            let detail = tracing::debug_span!("detail");
+            assert!(exported(&request));
+            assert!(!detail.is_disabled(), "RUST_LOG=debug logs it");
+            assert!(!exported(&detail), "but only INFO spans are exported");
+            // A span under a DEBUG one belongs to the nearest exported ancestor's trace.
+            let inner = detail.in_scope(|| tracing::info_span!("inner"));
+            let trace = |span: &tracing::Span| span.context().span().span_context().trace_id();
+            assert!(exported(&inner));
+            assert_eq!(trace(&inner), trace(&request));
+        });
+    }
 
     #[test]
     fn the_instance_is_named_unless_the_environment_names_it() {
