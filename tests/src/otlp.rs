@@ -1,7 +1,7 @@
 //! A real OTLP trace receiver on loopback, for the tracing test and the overhead
-//! benchmarks: the gRPC `TraceService` of `opentelemetry-proto`, served by hyper, keeping
-//! the spans it is sent (or only counting them).
-
+//! benchmarks: the gRPC `TraceService` of `opentelemetry-proto`, served by hyper on a
+//! thread of its own, decoding every export request in full and keeping the spans it is
+//! sent (or only counting them).
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{TraceService, TraceServiceServer};
 use opentelemetry_proto::tonic::collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse};
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
@@ -62,8 +62,13 @@ impl TraceService for Sink {
         &self,
         request: tonic::Request<ExportTraceServiceRequest>,
     ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        let request = request.into_inner();
+        self.0.count.fetch_add(span_count(&request), Ordering::Relaxed);
+        if !self.0.keep {
+            return Ok(tonic::Response::new(ExportTraceServiceResponse::default()));
+        }
         let mut kept = Vec::new();
-        for resource_spans in request.into_inner().resource_spans {
+        for resource_spans in request.resource_spans {
             let resource: Arc<BTreeMap<String, String>> = Arc::new(
                 resource_spans
                     .resource
@@ -74,10 +79,6 @@ impl TraceService for Sink {
             );
             let service = resource.get("service.name").cloned().unwrap_or_default();
             for span in resource_spans.scope_spans.into_iter().flat_map(|scope| scope.spans) {
-                self.0.count.fetch_add(1, Ordering::Relaxed);
-                if !self.0.keep {
-                    continue;
-                }
                 kept.push(ReceivedSpan {
                     service: service.clone(),
                     resource: resource.clone(),
@@ -97,6 +98,12 @@ impl TraceService for Sink {
     }
 }
 
+/// The spans of a decoded export request, over all its resources and scopes.
+fn span_count(request: &ExportTraceServiceRequest) -> u64 {
+    let spans = request.resource_spans.iter().flat_map(|resource| &resource.scope_spans).map(|scope| scope.spans.len());
+    spans.sum::<usize>() as u64
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -112,216 +119,44 @@ fn value_of(kv: &KeyValue) -> String {
     }
 }
 
-/// The receiver of benchmarks, which only count spans: it walks an export request's
-/// protobuf encoding down to the spans and counts them without decoding one. The receiver
-/// shares the machine's cores with the processes a benchmark measures; decoding millions
-/// of spans (every attribute a `String`) would be charged to them, where a real collector
-/// runs on its own host.
-mod counting {
-    use super::Received;
-    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse;
-    use prost::encoding::{decode_key, decode_varint, skip_field, DecodeContext, WireType};
-    use prost::Message as _;
-    use std::sync::atomic::Ordering;
-    use std::sync::Arc;
-    use tonic::codec::{DecodeBuf, Decoder, EncodeBuf, Encoder};
-    use tonic::Status;
-
-    /// The one method of OTLP's `TraceService`.
-    pub const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
-
-    /// Decodes an `ExportTraceServiceRequest` into its number of spans; encodes the response.
-    #[derive(Clone, Copy)]
-    pub struct Codec;
-
-    impl tonic::codec::Codec for Codec {
-        type Encode = ExportTraceServiceResponse;
-        type Decode = u64;
-        type Encoder = Codec;
-        type Decoder = Codec;
-
-        fn encoder(&mut self) -> Codec {
-            Codec
-        }
-
-        fn decoder(&mut self) -> Codec {
-            Codec
-        }
-    }
-
-    impl Encoder for Codec {
-        type Item = ExportTraceServiceResponse;
-        type Error = Status;
-
-        fn encode(&mut self, item: Self::Item, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-            item.encode(dst).map_err(|error| Status::internal(error.to_string()))
-        }
-    }
-
-    impl Decoder for Codec {
-        type Item = u64;
-        type Error = Status;
-
-        fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<u64>, Status> {
-            let message = bytes::Buf::copy_to_bytes(src, bytes::Buf::remaining(src));
-            spans_in(&message).map(Some).map_err(Status::invalid_argument)
-        }
-    }
-
-    /// Adds each request's spans to the receiver's count.
-    pub struct Count(pub Arc<Received>);
-
-    impl tonic::server::UnaryService<u64> for Count {
-        type Response = ExportTraceServiceResponse;
-        type Future = std::future::Ready<Result<tonic::Response<ExportTraceServiceResponse>, Status>>;
-
-        fn call(&mut self, request: tonic::Request<u64>) -> Self::Future {
-            self.0.count.fetch_add(*request.get_ref(), Ordering::Relaxed);
-            std::future::ready(Ok(tonic::Response::new(ExportTraceServiceResponse::default())))
-        }
-    }
-
-    /// The spans of an encoded `ExportTraceServiceRequest`: field 1 holds ResourceSpans,
-    /// whose field 2 holds ScopeSpans, whose field 2 holds each Span.
-    pub fn spans_in(request: &[u8]) -> Result<u64, String> {
-        each_field(request, 1, &mut |resource_spans| {
-            each_field(resource_spans, 2, &mut |scope_spans| each_field(scope_spans, 2, &mut |_span| Ok(1)))
-        })
-    }
-
-    /// Sums `count` over every length-delimited occurrence of field `tag` in `message`,
-    /// skipping the other fields.
-    fn each_field(
-        mut message: &[u8],
-        tag: u32,
-        count: &mut dyn FnMut(&[u8]) -> Result<u64, String>,
-    ) -> Result<u64, String> {
-        let mut total = 0;
-        while !message.is_empty() {
-            let (field, wire_type) = decode_key(&mut message).map_err(|error| error.to_string())?;
-            if field != tag || wire_type != WireType::LengthDelimited {
-                skip_field(wire_type, field, &mut message, DecodeContext::default())
-                    .map_err(|error| error.to_string())?;
-                continue;
-            }
-            let length = decode_varint(&mut message).map_err(|error| error.to_string())?;
-            let length = usize::try_from(length).ok().filter(|length| *length <= message.len());
-            let Some(length) = length else { return Err(format!("field {tag} runs past the end of its message")) };
-            let (inner, rest) = message.split_at(length);
-            total += count(inner)?;
-            message = rest;
-        }
-        Ok(total)
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::spans_in;
-        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-        use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
-        use opentelemetry_proto::tonic::resource::v1::Resource;
-        use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
-        use prost::Message as _;
-
-        fn span(name: &str) -> Span {
-            let value = AnyValue { value: Some(any_value::Value::StringValue("GET".into())) };
-            Span {
-                name: name.into(),
-                trace_id: vec![1; 16],
-                span_id: vec![2; 8],
-                attributes: vec![KeyValue {
-                    key: "http.request.method".into(),
-                    value: Some(value),
-                    ..KeyValue::default()
-                }],
-                ..Span::default()
-            }
-        }
-
-        #[test]
-        fn counts_every_span_of_every_scope_and_resource_and_nothing_else() {
-            let resource = Resource { attributes: vec![], ..Resource::default() };
-            let request = ExportTraceServiceRequest {
-                resource_spans: vec![
-                    ResourceSpans {
-                        resource: Some(resource.clone()),
-                        scope_spans: vec![
-                            ScopeSpans { spans: vec![span("a"), span("b")], ..ScopeSpans::default() },
-                            ScopeSpans { spans: vec![span("c")], ..ScopeSpans::default() },
-                        ],
-                        ..ResourceSpans::default()
-                    },
-                    ResourceSpans {
-                        resource: Some(resource),
-                        scope_spans: vec![ScopeSpans {
-                            spans: vec![span("d"), span("e"), span("f")],
-                            ..ScopeSpans::default()
-                        }],
-                        ..ResourceSpans::default()
-                    },
-                ],
-            };
-            assert_eq!(spans_in(&request.encode_to_vec()), Ok(6));
-            assert_eq!(spans_in(&ExportTraceServiceRequest::default().encode_to_vec()), Ok(0));
-        }
-
-        #[test]
-        fn a_truncated_request_is_refused() {
-            let request = ExportTraceServiceRequest {
-                resource_spans: vec![ResourceSpans {
-                    scope_spans: vec![ScopeSpans { spans: vec![span("a")], ..ScopeSpans::default() }],
-                    ..ResourceSpans::default()
-                }],
-            };
-            let bytes = request.encode_to_vec();
-            assert!(spans_in(&bytes[..bytes.len() - 3]).is_err());
-        }
-    }
-}
-
 /// A running receiver; stops when dropped.
 pub struct Receiver {
     endpoint: String,
     received: Arc<Received>,
-    task: tokio::task::JoinHandle<()>,
+    /// Dropped with the receiver, which ends its thread.
+    _stop: tokio::sync::oneshot::Sender<()>,
 }
 
 impl Receiver {
-    /// Listens on a free loopback port; `keep` false only counts spans, without decoding
-    /// them (for benchmarks that export millions).
+    /// Listens on a free loopback port; `keep` false only counts the spans it decodes
+    /// (for benchmarks that export millions).
+    ///
+    /// It serves from a thread and a runtime of its own, as a collector would from its
+    /// own process. On the caller's runtime, decoding a batch of thousands of spans would
+    /// hold one of the load generator's few workers for milliseconds, and a benchmark
+    /// would charge that stall to the process it measures.
     pub async fn start(keep: bool) -> anyhow::Result<Receiver> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        listener.set_nonblocking(true)?;
         let endpoint = format!("http://{}", listener.local_addr()?);
         let received = Arc::new(Received { keep, ..Received::default() });
         let service = TraceServiceServer::new(Sink(received.clone())).max_decoding_message_size(64 << 20);
-        let shared = received.clone();
-        let task = tokio::spawn(async move {
-            let received = shared;
-            while let Ok((stream, _)) = listener.accept().await {
-                let service = service.clone();
-                let received = received.clone();
-                tokio::spawn(async move {
-                    let serve = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
-                        let mut service = service.clone();
-                        let received = received.clone();
-                        async move {
-                            if received.keep || request.uri().path() != counting::EXPORT_PATH {
-                                return service.call(request).await;
-                            }
-                            let counter = counting::Count(received);
-                            let mut grpc =
-                                tonic::server::Grpc::new(counting::Codec).max_decoding_message_size(64 << 20);
-                            Ok(grpc.unary(counter, request).await)
-                        }
-                    });
-                    let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
-                        .http2_only()
-                        .serve_connection(hyper_util::rt::TokioIo::new(stream), serve)
-                        .await;
-                });
-            }
-        });
-        Ok(Receiver { endpoint, received, task })
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        std::thread::Builder::new().name("otlp-receiver".into()).spawn(move || {
+            runtime.block_on(async move {
+                let listener = match tokio::net::TcpListener::from_std(listener) {
+                    Ok(listener) => listener,
+                    Err(error) => return eprintln!("OTLP receiver: cannot listen: {error}"),
+                };
+                tokio::select! {
+                    () = serve(listener, service) => {}
+                    _ = stopped => {}
+                }
+            });
+            // Dropping the runtime here ends the connections' tasks.
+        })?;
+        Ok(Receiver { endpoint, received, _stop: stop })
     }
 
     /// The `OTEL_EXPORTER_OTLP_ENDPOINT` that reaches it.
@@ -350,9 +185,20 @@ impl Receiver {
     }
 }
 
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.task.abort();
+/// Accepts connections until the listener fails, each served as HTTP/2 by `service`.
+async fn serve(listener: tokio::net::TcpListener, service: TraceServiceServer<Sink>) {
+    while let Ok((stream, _)) = listener.accept().await {
+        let service = service.clone();
+        tokio::spawn(async move {
+            let serve = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                let mut service = service.clone();
+                async move { service.call(request).await }
+            });
+            let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+                .http2_only()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), serve)
+                .await;
+        });
     }
 }
 
@@ -413,5 +259,44 @@ pub fn print_overhead<'a>(runs: impl IntoIterator<Item = (&'a str, f64)>) {
             (Some(_), _) => {}
             (None, _) => untraced = Some((name, rate)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Receiver;
+    use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+
+    fn resource_spans(scopes: &[usize]) -> ResourceSpans {
+        let span = |n: usize| Span {
+            name: format!("span {n}"),
+            trace_id: vec![1; 16],
+            span_id: vec![2; 8],
+            ..Span::default()
+        };
+        let scope_spans = scopes
+            .iter()
+            .map(|&spans| ScopeSpans { spans: (0..spans).map(span).collect(), ..ScopeSpans::default() })
+            .collect();
+        ResourceSpans { scope_spans, ..ResourceSpans::default() }
+    }
+
+    /// Exports over real OTLP/gRPC to a receiver that keeps nothing: every span of every
+    /// scope and resource is counted, none kept.
+    #[tokio::test]
+    async fn a_counting_receiver_counts_every_span_it_is_sent() {
+        let receiver = Receiver::start(false).await.expect("start the receiver");
+        let http = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .http2_only(true)
+            .build_http::<tonic::body::Body>();
+        let origin: http::Uri = receiver.endpoint().parse().expect("an endpoint is a URI");
+        let mut client = TraceServiceClient::with_origin(http, origin);
+        let request = ExportTraceServiceRequest { resource_spans: vec![resource_spans(&[2, 1]), resource_spans(&[3])] };
+        client.export(request).await.expect("export");
+        client.export(ExportTraceServiceRequest::default()).await.expect("export nothing");
+        assert_eq!(receiver.count(), 6);
+        assert!(receiver.spans().is_empty());
     }
 }
