@@ -68,7 +68,7 @@ macro_rules! request_span {
             otel.name = %format_args!("proxy {}", $request.method()),
             otel.kind = "server",
             otel.status_code = tracing::field::Empty,
-            http.request.method = %$request.method(),
+            http.request.method = $request.method().as_str(),
             url.path = %$request.uri().path(),
             server.address = $request.uri().host().or_else(|| $request.headers().get(header::HOST).and_then(|h| h.to_str().ok())),
             http.response.status_code = tracing::field::Empty,
@@ -105,7 +105,8 @@ impl Proxy {
         telemetry::propagation::continue_http(&span, request.headers());
         let response = self.route(&connection, request).instrument(span.clone()).await;
         let code = response.status().as_u16();
-        span.record("http.response.status_code", code);
+        // An integer, as OTel's HTTP conventions type it (a u16 would be recorded as text).
+        span.record("http.response.status_code", i64::from(code));
         if code >= 500 {
             span.record("otel.status_code", "ERROR");
         }

@@ -55,7 +55,8 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
         let code = response.status().as_u16();
         let span = tracing::Span::current();
         span.record("code", code);
-        span.record("http.response.status_code", code);
+        // An integer, as OTel's HTTP conventions type it (a u16 would be recorded as text).
+        span.record("http.response.status_code", i64::from(code));
         if code >= 500 {
             span.record("otel.status_code", "ERROR");
         }
@@ -87,7 +88,9 @@ fn request_span(request: &::http::Request<Incoming>, info: &RequestInfo, labels:
         return tracing::info_span!("request", %method, path = %path, code = tracing::field::Empty);
     }
     let (verb, resource) = labels;
-    let name = if resource.is_empty() { format!("{method} {verb}") } else { format!("{verb} {resource}") };
+    // The name's two words, formatted once, straight into the exported span's name.
+    let (first, second) =
+        if resource.is_empty() { (method.as_str(), verb.as_str()) } else { (verb.as_str(), resource.as_str()) };
     let (cluster, namespace) = match info {
         RequestInfo::Cluster(cluster, target) => {
             let namespace = match target {
@@ -100,10 +103,10 @@ fn request_span(request: &::http::Request<Incoming>, info: &RequestInfo, labels:
     };
     let span = tracing::info_span!(
         "request",
-        otel.name = name.as_str(),
+        otel.name = %format_args!("{first} {second}"),
         otel.kind = "server",
         otel.status_code = tracing::field::Empty,
-        http.request.method = %method,
+        http.request.method = method.as_str(),
         url.path = path,
         server.address = request.uri().host().or_else(|| request.headers().get(::http::header::HOST).and_then(|h| h.to_str().ok())),
         http.response.status_code = tracing::field::Empty,
