@@ -19,6 +19,19 @@ pub fn unknown(kind: &str, reason: &str, message: &str, generation: i64) -> Valu
     json!({"type": kind, "status": "Unknown", "reason": reason, "message": message, "observedGeneration": generation})
 }
 
+/// `object`'s status with `condition` in place of the condition of its type (first), the
+/// rest kept as it is: KubeFleet sets one condition this way when it stops short of the
+/// full status (a placement whose selectors fail keeps where it placed things before).
+pub fn with_condition(object: &Value, condition: Value) -> Value {
+    let mut status = object.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
+    let kind = condition.get("type").cloned();
+    let mut conditions: Vec<Value> = status["conditions"].as_array().cloned().unwrap_or_default();
+    conditions.retain(|c| c.get("type") != kind.as_ref());
+    conditions.insert(0, condition);
+    status["conditions"] = Value::Array(conditions);
+    status
+}
+
 pub fn find_condition<'v>(object: &'v Value, kind: &str) -> Option<&'v Value> {
     let conditions = object.pointer("/status/conditions").and_then(Value::as_array);
     conditions.into_iter().flatten().find(|c| c.get("type").and_then(Value::as_str) == Some(kind))

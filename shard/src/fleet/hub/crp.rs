@@ -91,16 +91,9 @@ impl Hub<'_> {
         group.policy_snapshots = Vec::new();
         // Only the Scheduled condition: the rest of the status waits for the Works, and a
         // pass that changes nothing writes nothing here either.
-        let mut wanted = crp.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
         let condition =
             crate::fleet::status::scheduled(PLACEMENT_SCHEDULED, &scheduled.decision, meta::generation(crp));
-        let conditions = wanted["conditions"].as_array().cloned().unwrap_or_default();
-        let mut conditions: Vec<Value> = conditions
-            .into_iter()
-            .filter(|c| c.get("type").and_then(Value::as_str) != condition.get("type").and_then(Value::as_str))
-            .collect();
-        conditions.insert(0, condition);
-        wanted["conditions"] = Value::Array(conditions);
+        let wanted = crate::fleet::status::with_condition(crp, condition);
         let crp = self.write_placement_status(crp, wanted).await?.unwrap_or_else(|| crp.clone());
         Ok(Some(Halfway { crp, scheduled, rollout }))
     }
@@ -142,8 +135,10 @@ impl Hub<'_> {
             _ => None,
         };
         if let Some((reason, message)) = invalid {
+            // As KubeFleet: only the Scheduled condition changes; what was placed stays
+            // placed, and the status goes on saying where.
             let scheduled = condition("ClusterResourcePlacementScheduled", false, reason, message, generation);
-            let wanted = json!({"conditions": [scheduled], "placementStatuses": [], "selectedResources": []});
+            let wanted = crate::fleet::status::with_condition(crp, scheduled);
             self.write_status(&self.rows.placements, crp, wanted).await?;
             return Ok(None);
         }

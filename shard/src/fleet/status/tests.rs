@@ -198,3 +198,22 @@ fn the_status_half_reads_the_same_status_from_the_cut_decision() {
     let short = full["placementStatuses"].as_array().unwrap().iter().filter(|s| s.get("clusterName").is_none());
     assert_eq!(short.count(), 5, "{full}");
 }
+
+#[test]
+fn one_condition_changes_and_the_rest_of_the_status_stays() {
+    let placed = json!({"status": {
+        "conditions": [
+            {"type": "ClusterResourcePlacementScheduled", "status": "True"},
+            {"type": "ClusterResourcePlacementAvailable", "status": "True"},
+        ],
+        "placementStatuses": [{"clusterName": "m1"}],
+        "selectedResources": [{"kind": "Namespace", "name": "app"}],
+    }});
+    let failed = condition("ClusterResourcePlacementScheduled", false, "InvalidResourceSelectors", "bad".into(), 3);
+    let status = with_condition(&placed, failed.clone());
+    assert_eq!(status["conditions"], json!([failed, {"type": "ClusterResourcePlacementAvailable", "status": "True"}]));
+    assert_eq!(status["placementStatuses"], placed["status"]["placementStatuses"], "where it is placed stays");
+    assert_eq!(status["selectedResources"], placed["status"]["selectedResources"]);
+    // A placement without a status gets just the condition.
+    assert_eq!(with_condition(&json!({}), failed.clone()), json!({"conditions": [failed]}));
+}
