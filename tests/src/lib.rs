@@ -26,6 +26,8 @@
 //!   the tracing test and the benchmarks' tracing-on runs.
 //! - [`fleet_hub`] loads a Fleet hub as the Fleet benchmarks do: MemberClusters joined
 //!   and heartbeated as their agents would, waits that watch, what placements wrote.
+//! - [`fleet_members`] sets up what the Fleet end-to-end tests share: a hub workspace
+//!   behind the front-proxy and member clusters with real agents joined to it.
 //! - [`placement`] is what the Fleet, OCM and pacing tests read and write alike
 //!   (conditions, MemberClusters, the clusters bindings or decisions hold).
 //! - [`process`] owns child processes so that nothing outlives the test that started it.
@@ -41,6 +43,7 @@ pub mod certs;
 pub mod compose;
 pub mod etcd;
 pub mod fleet_hub;
+pub mod fleet_members;
 pub mod front_proxy;
 pub mod installation;
 pub mod kubeconfig;

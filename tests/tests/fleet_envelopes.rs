@@ -21,9 +21,10 @@
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
-use tests::agent::{wait_json, AgentProcess};
-use tests::installation::{Installation, InstallationOptions};
-use tests::placement::{condition, is_true, member_cluster, placed, yaml};
+use tests::agent::wait_json;
+use tests::fleet_members::{hub_workspace, FleetMembers};
+use tests::installation::InstallationOptions;
+use tests::placement::{condition, is_true, placed, yaml};
 
 const MEMBERS: [&str; 2] = ["e1", "e2"];
 
@@ -137,31 +138,13 @@ fn selected(crp: &Value) -> BTreeSet<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fleet_envelopes_carry_objects_to_members_and_only_there() {
-    let options = InstallationOptions { front_proxy: true, ..InstallationOptions::default() };
-    let installation = Installation::start_with(options).await.expect("start the installation");
-    let placed_ws =
-        installation.place_workspaces("hub", 1, |p| p.values().any(|names| !names.is_empty())).await.unwrap();
-    let hub = format!("root:{}", placed_ws.values().flatten().next().unwrap());
+    let (installation, hub) = hub_workspace(InstallationOptions::default()).await;
     let proxy = installation.proxy();
-    proxy.wait_resolves(&hub).await.unwrap();
     let kubectl = || proxy.kubectl().cluster(&hub);
 
-    let member = tests::ShardProcess::with_clusters(&MEMBERS).await;
-    let members: Vec<Value> = MEMBERS.iter().map(|n| member_cluster(n, json!({"member": n}))).collect();
-    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&members)).ok();
-    let logs = tempfile::tempdir().unwrap();
-    let identity = installation.user_identity("fleet-agent", &["system:masters"]).unwrap();
-    let hub_config = proxy.user_kubeconfig("fleet-agent", &identity, &hub).unwrap();
-    let mut member_configs = BTreeMap::new();
-    let mut agents = Vec::new();
-    for name in MEMBERS {
-        let config = member.user_kubeconfig(&format!("admin-{name}"), &["system:masters"], name).unwrap();
-        let log = logs.path().join(format!("{name}.log"));
-        let args = ["--heartbeat-interval-seconds", "1"];
-        agents.push(AgentProcess::start_member_cluster(&hub_config, name, &config, &args, &log).unwrap());
-        member_configs.insert(name, config);
-    }
-    let in_member = |name: &str| member.kubectl_with(&member_configs[name]);
+    let labelled: Vec<(&str, Value)> = MEMBERS.iter().map(|n| (*n, json!({"member": n}))).collect();
+    let fleet = FleetMembers::join(&installation, &hub, &labelled).await;
+    let in_member = |name: &str| fleet.shard.kubectl_with(&fleet.configs[name]);
     // Whether member `name` answers `kubectl get <args>` with NotFound.
     let gone = |name: &str, args: &[&str]| in_member(name).arg("get").args(args).run().stderr.contains(NOT_FOUND);
     for name in MEMBERS {

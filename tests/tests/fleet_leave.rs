@@ -19,9 +19,10 @@
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
-use tests::agent::{wait_json, AgentProcess};
-use tests::installation::{Installation, InstallationOptions};
-use tests::placement::{condition, is_true, member_cluster, placed, yaml};
+use tests::agent::wait_json;
+use tests::fleet_members::{hub_workspace, FleetMembers};
+use tests::installation::InstallationOptions;
+use tests::placement::{condition, is_true, placed, yaml};
 
 const MEMBERS: [&str; 3] = ["m1", "m2", "m3"];
 
@@ -55,36 +56,18 @@ fn wait_until(what: &str, done: impl Fn() -> bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fleet_says_what_blocks_a_rollout_and_members_leave_alive_or_dead() {
     let options = InstallationOptions {
-        front_proxy: true,
         // Long enough that a live agent on a loaded 2-core machine leaves before it (the
         // leaving member must never be forced), short enough for the dead one.
         extra_args: vec!["--fleet-force-delete-wait-seconds".into(), "15".into()],
         ..InstallationOptions::default()
     };
-    let installation = Installation::start_with(options).await.expect("start the installation");
-    let placed_ws =
-        installation.place_workspaces("hub", 1, |p| p.values().any(|names| !names.is_empty())).await.unwrap();
-    let hub = format!("root:{}", placed_ws.values().flatten().next().unwrap());
+    let (installation, hub) = hub_workspace(options).await;
     let proxy = installation.proxy();
-    proxy.wait_resolves(&hub).await.unwrap();
     let kubectl = || proxy.kubectl().cluster(&hub);
 
-    let member = tests::ShardProcess::with_clusters(&MEMBERS).await;
-    let members: Vec<Value> = MEMBERS.iter().map(|n| member_cluster(n, json!({"member": n}))).collect();
-    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&members)).ok();
-    let logs = tempfile::tempdir().unwrap();
-    let identity = installation.user_identity("fleet-agent", &["system:masters"]).unwrap();
-    let hub_config = proxy.user_kubeconfig("fleet-agent", &identity, &hub).unwrap();
-    let mut member_configs = BTreeMap::new();
-    let mut agents = BTreeMap::new();
-    for name in MEMBERS {
-        let config = member.user_kubeconfig(&format!("admin-{name}"), &["system:masters"], name).unwrap();
-        let log = logs.path().join(format!("{name}.log"));
-        let args = ["--heartbeat-interval-seconds", "1"];
-        agents.insert(name, AgentProcess::start_member_cluster(&hub_config, name, &config, &args, &log).unwrap());
-        member_configs.insert(name, config);
-    }
-    let in_member = |name: &str| member.kubectl_with(&member_configs[name]);
+    let labelled: Vec<(&str, Value)> = MEMBERS.iter().map(|n| (*n, json!({"member": n}))).collect();
+    let mut fleet = FleetMembers::join(&installation, &hub, &labelled).await;
+    let in_member = |name: &str| fleet.shard.kubectl_with(&fleet.configs[name]);
     for name in MEMBERS {
         let joined = wait_json(kubectl, &["membercluster", name], "joined by its agent", |m| is_true(m, "Joined"));
         assert!(
@@ -204,11 +187,7 @@ async fn fleet_says_what_blocks_a_rollout_and_members_leave_alive_or_dead() {
         in_member(&leaving).args(["get", "configmap", "settings", "-n", "app"]).run().stderr.contains("NotFound"),
         "the agent removed what it applied before it left"
     );
-    assert!(
-        agents[leaving.as_str()].log_tail(50).contains("left the fleet"),
-        "{}",
-        agents[leaving.as_str()].log_tail(50)
-    );
+    assert!(fleet.agents[&leaving].log_tail(50).contains("left the fleet"), "{}", fleet.agents[&leaving].log_tail(50));
     let bindings = wait_json(kubectl, &["clusterresourcebindings"], "two re-picks", |l| {
         let now = placed(l, "two");
         now.len() == 2 && !now.contains(&leaving)
@@ -230,7 +209,7 @@ async fn fleet_says_what_blocks_a_rollout_and_members_leave_alive_or_dead() {
     // The other members: one's agent dies, then its MemberCluster is deleted. After the
     // force-delete wait the hub lets it go; what the agent applied stays on the member.
     let dead = MEMBERS.iter().find(|m| **m != leaving).unwrap().to_string();
-    agents.get_mut(dead.as_str()).unwrap().kill9();
+    fleet.agents.get_mut(&dead).unwrap().kill9();
     let works =
         kubectl().args(["get", "works", "-n", &format!("fleet-member-{dead}"), "-o", "json"]).ok().json().unwrap();
     let held = works["items"].as_array().unwrap().iter().filter(|w| w["metadata"]["finalizers"].is_array()).count();

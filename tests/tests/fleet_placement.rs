@@ -27,9 +27,10 @@ use kube::runtime::watcher;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
-use tests::agent::{wait_json, AgentProcess};
-use tests::installation::{Installation, InstallationOptions};
-use tests::placement::{condition, is_true, member_cluster, placed, yaml};
+use tests::agent::wait_json;
+use tests::fleet_members::{hub_workspace, FleetMembers};
+use tests::installation::InstallationOptions;
+use tests::placement::{condition, is_true, placed, yaml};
 
 const MEMBERS: [(&str, &str, &str); 5] = [
     ("m1", "east", "prod"),
@@ -42,37 +43,18 @@ const MEMBERS: [(&str, &str, &str); 5] = [
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fleet_places_rolls_out_scales_and_survives_a_silent_member() {
     let options = InstallationOptions {
-        front_proxy: true,
         extra_args: vec!["--fleet-heartbeat-timeout-seconds".into(), "4".into()],
         ..InstallationOptions::default()
     };
-    let installation = Installation::start_with(options).await.expect("start the installation");
-    let placed_ws =
-        installation.place_workspaces("hub", 1, |p| p.values().any(|names| !names.is_empty())).await.unwrap();
-    let hub = format!("root:{}", placed_ws.values().flatten().next().unwrap());
+    let (installation, hub) = hub_workspace(options).await;
     let proxy = installation.proxy();
-    proxy.wait_resolves(&hub).await.unwrap();
     let kubectl = || proxy.kubectl().cluster(&hub);
 
     // Five members: logical clusters of a second installation, one agent each.
     let names: Vec<&str> = MEMBERS.iter().map(|(n, _, _)| *n).collect();
-    let member = tests::ShardProcess::with_clusters(&names).await;
-    let members: Vec<Value> =
-        MEMBERS.iter().map(|(n, r, e)| member_cluster(n, json!({"region": r, "env": e}))).collect();
-    kubectl().args(["apply", "-f", "-"]).stdin(yaml(&members)).ok();
-    let logs = tempfile::tempdir().unwrap();
-    let identity = installation.user_identity("fleet-agent", &["system:masters"]).unwrap();
-    let hub_config = proxy.user_kubeconfig("fleet-agent", &identity, &hub).unwrap();
-    let mut member_configs = BTreeMap::new();
-    let mut agents = Vec::new();
-    for name in &names {
-        let config = member.user_kubeconfig(&format!("admin-{name}"), &["system:masters"], name).unwrap();
-        let log = logs.path().join(format!("{name}.log"));
-        let args = ["--heartbeat-interval-seconds", "1"];
-        agents.push(AgentProcess::start_member_cluster(&hub_config, name, &config, &args, &log).unwrap());
-        member_configs.insert(name.to_string(), config);
-    }
-    let in_member = |name: &str| member.kubectl_with(&member_configs[name]);
+    let labelled: Vec<(&str, Value)> = MEMBERS.iter().map(|(n, r, e)| (*n, json!({"region": r, "env": e}))).collect();
+    let mut fleet = FleetMembers::join(&installation, &hub, &labelled).await;
+    let in_member = |name: &str| fleet.shard.kubectl_with(&fleet.configs[name]);
     for name in &names {
         wait_json(kubectl, &["membercluster", name], "joined by its agent", |m| is_true(m, "Joined"));
         wait_json(kubectl, &["namespace", &format!("fleet-member-{name}")], "the member's namespace", |ns| {
@@ -365,7 +347,7 @@ async fn fleet_places_rolls_out_scales_and_survives_a_silent_member() {
 
     // m1's agent dies: after the heartbeat timeout it gets no new placement, keeps its
     // own, and is picked again once its agent is back.
-    agents[0].kill9();
+    fleet.agents.get_mut("m1").unwrap().kill9();
     std::thread::sleep(Duration::from_secs(6));
     let later = json!({"apiVersion": "placement.kubernetes-fleet.io/v1", "kind": "ClusterResourcePlacement",
         "metadata": {"name": "later"},
@@ -376,7 +358,7 @@ async fn fleet_places_rolls_out_scales_and_survives_a_silent_member() {
     });
     assert!(!placed(&bindings, "later").contains("m1"), "a silent member gets nothing new");
     assert!(placed(&bindings, "app").contains("m1"), "a silent member keeps what it has");
-    agents[0].restart().unwrap();
+    fleet.agents.get_mut("m1").unwrap().restart().unwrap();
     wait_json(kubectl, &["clusterresourcebindings"], "m1 picked again", |l| placed(l, "later").contains("m1"));
 
     // The envelope leaves the namespace: its Works go, and with them its Role.
