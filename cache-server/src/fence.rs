@@ -75,11 +75,11 @@ pub fn announce(
 /// newer than any this cache knows of, and this cache still holds replicas of the origin
 /// (`held`). Each comes with the parent's record.
 pub fn moved_on(parent: &[OriginEpoch], local: &[OriginEpoch], held: &BTreeSet<&str>, me: &str) -> Vec<OriginEpoch> {
-    let local: HashMap<&str, u64> = local.iter().map(|record| (record.origin.as_str(), record.epoch)).collect();
+    let local = by_origin(local);
     parent
         .iter()
         .filter(|record| record.via != me && held.contains(record.origin.as_str()))
-        .filter(|record| record.epoch > local.get(record.origin.as_str()).copied().unwrap_or(0))
+        .filter(|record| record.epoch > local.get(record.origin.as_str()).map_or(0, |here| here.epoch))
         .cloned()
         .collect()
 }
@@ -88,13 +88,18 @@ pub fn moved_on(parent: &[OriginEpoch], local: &[OriginEpoch], held: &BTreeSet<&
 /// relay, of a session at least as new as this cache's (a newer one here is announced
 /// first and takes the origin back). Repairs of them would be refused every time.
 pub fn fenced_at_parent<'a>(parent: &'a [OriginEpoch], local: &[OriginEpoch], me: &str) -> BTreeSet<&'a str> {
-    let local: HashMap<&str, u64> = local.iter().map(|record| (record.origin.as_str(), record.epoch)).collect();
+    let local = by_origin(local);
     parent
         .iter()
         .filter(|record| record.via != me)
-        .filter(|record| record.epoch >= local.get(record.origin.as_str()).copied().unwrap_or(0))
+        .filter(|record| record.epoch >= local.get(record.origin.as_str()).map_or(0, |here| here.epoch))
         .map(|record| record.origin.as_str())
         .collect()
+}
+
+/// Session records by their origin.
+fn by_origin(records: &[OriginEpoch]) -> HashMap<&str, &OriginEpoch> {
+    records.iter().map(|record| (record.origin.as_str(), record)).collect()
 }
 
 /// The origin a change is about.
@@ -111,10 +116,10 @@ pub fn origin_of(change: &Change) -> Option<&str> {
 /// settled yet; they go before the repairs, so that the parent takes the origins back
 /// before it judges their replicas. [`settlements`] go after the repairs.
 pub fn announcements(parent: &[OriginEpoch], local: &[OriginEpoch]) -> Vec<Change> {
-    let parent: HashMap<&str, u64> = parent.iter().map(|record| (record.origin.as_str(), record.epoch)).collect();
+    let parent = by_origin(parent);
     local
         .iter()
-        .filter(|record| record.epoch > parent.get(record.origin.as_str()).copied().unwrap_or(0))
+        .filter(|record| record.epoch > parent.get(record.origin.as_str()).map_or(0, |held| held.epoch))
         .map(|record| announcement(&record.origin, record.epoch, false))
         .collect()
 }
@@ -123,7 +128,7 @@ pub fn announcements(parent: &[OriginEpoch], local: &[OriginEpoch]) -> Vec<Chang
 /// settled local record the parent does not know settled through this cache (after
 /// [`announcements`] and the repairs, the parent then holds the whole state too).
 pub fn settlements(parent: &[OriginEpoch], local: &[OriginEpoch], me: &str) -> Vec<Change> {
-    let parent: HashMap<&str, &OriginEpoch> = parent.iter().map(|record| (record.origin.as_str(), record)).collect();
+    let parent = by_origin(parent);
     local
         .iter()
         .filter(|record| record.settled)
@@ -147,7 +152,7 @@ pub fn unsettled(local: &[OriginEpoch]) -> BTreeSet<&str> {
 /// the parent holds and this cache does not is gone at the origin, whichever cache relayed
 /// it (a relay of an older session that lost its parent before it relayed the deletion).
 pub fn relayed_here<'a>(parent: &[OriginEpoch], local: &'a [OriginEpoch], me: &str) -> BTreeSet<&'a str> {
-    let parent: HashMap<&str, &OriginEpoch> = parent.iter().map(|record| (record.origin.as_str(), record)).collect();
+    let parent = by_origin(parent);
     local
         .iter()
         .filter(|record| record.settled)

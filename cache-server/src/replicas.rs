@@ -121,17 +121,15 @@ pub async fn announce(
             None => Precondition::MustNotExist,
         };
         match store.put(key.clone(), Bytes::from(next.encode_to_vec()), precondition).await {
-            Ok(_) if next.settled && record.is_some_and(|record| record.epoch == epoch) => {
-                tracing::info!(origin, epoch, via, "the relay of an origin's newest session holds its whole state");
-                return Ok(Applied::Written);
-            }
             Ok(_) => {
+                let same_session = record.is_some_and(|record| record.epoch == epoch);
                 tracing::info!(
                     origin,
                     epoch,
                     via,
                     settled,
-                    "an origin's newest replication session is relayed by a new sender"
+                    same_session,
+                    "recorded an origin's newest replication session"
                 );
                 return Ok(Applied::Written);
             }
