@@ -8,12 +8,14 @@
 //! The member is any Kubernetes API a kubeconfig names: the agent only uses the API.
 //!
 //! The same binary serves one OCM ManagedCluster ([`ocm`]) or one KubeFleet MemberCluster
-//! ([`fleet`]) instead.
+//! ([`fleet`]) instead; both report the member's size summed from its Nodes
+//! (`node_resources`).
 
 #![forbid(unsafe_code)]
 
 pub mod fleet;
 pub mod names;
+mod node_resources;
 pub mod ocm;
 pub mod transform;
 mod view;

@@ -6,12 +6,12 @@
 //! their summed allocatable and capacity. The hub's lease controller makes the cluster
 //! Unknown when the renewals stop.
 
+use crate::node_resources;
 use anyhow::Context;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::Client;
-use serde_json::{json, Map, Value};
-use std::collections::BTreeMap;
+use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -136,12 +136,16 @@ async fn report(clusters: &Api<DynamicObject>, member: &Client, name: &str) -> a
         ],
         "clusterClaims": claims,
     });
-    let nodes: Api<DynamicObject> = Api::all_with(member.clone(), &resource("", "v1", "Node", "nodes"));
-    if let Ok(list) = nodes.list(&ListParams::default()).await {
-        if !list.items.is_empty() {
-            status["allocatable"] = Value::Object(summed(&list.items, "/status/allocatable"));
-            status["capacity"] = Value::Object(summed(&list.items, "/status/capacity"));
+    // A member that serves no Nodes (a logical cluster) reports no resources; one whose
+    // Nodes cannot be read now keeps the figures it reported last.
+    match node_resources::list(member, "Node", "nodes", node_resources::NODE_PAGES_MAX).await {
+        Ok(Some(nodes)) if !nodes.items.is_empty() => {
+            let totals = node_resources::NodeTotals::of(&nodes.items);
+            status["allocatable"] = Value::Object(totals.allocatable.to_list(true));
+            status["capacity"] = Value::Object(totals.capacity.to_list(true));
         }
+        Ok(_) => {}
+        Err(error) => tracing::warn!(error = %format!("{error:#}"), "reading the member's Nodes failed"),
     }
     let patch = json!({"status": status});
     clusters.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await.context("patch the status")?;
@@ -151,45 +155,4 @@ async fn report(clusters: &Api<DynamicObject>, member: &Client, name: &str) -> a
 fn condition(kind: &str, reason: &str, message: &str) -> Value {
     let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
     json!({"type": kind, "status": "True", "reason": reason, "message": message, "lastTransitionTime": now})
-}
-
-/// CPU (in millicores) and memory (in bytes) summed over the nodes, as quantities.
-fn summed(nodes: &[DynamicObject], pointer: &str) -> Map<String, Value> {
-    let mut totals: BTreeMap<&str, f64> = BTreeMap::new();
-    for node in nodes {
-        for resource in ["cpu", "memory"] {
-            let quantity = node.data.pointer(pointer).and_then(|r| r.get(resource)).and_then(Value::as_str);
-            if let Some(amount) = quantity.and_then(|q| placement::Quantity::parse(q).ok()) {
-                *totals.entry(resource).or_default() += amount.0;
-            }
-        }
-    }
-    totals
-        .into_iter()
-        .map(|(resource, amount)| {
-            let text = if resource == "cpu" {
-                format!("{}m", (amount * 1000.0).round() as u64)
-            } else {
-                format!("{}", amount.round() as u64)
-            };
-            (resource.to_string(), Value::String(text))
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn node_resources_are_summed() {
-        let node = |cpu: &str, memory: &str| -> DynamicObject {
-            serde_json::from_value(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": cpu},
-                "status": {"allocatable": {"cpu": cpu, "memory": memory}}}))
-            .unwrap()
-        };
-        let total = summed(&[node("2", "1Gi"), node("1500m", "512Mi")], "/status/allocatable");
-        assert_eq!(total["cpu"], "3500m");
-        assert_eq!(total["memory"], (1536u64 * 1024 * 1024).to_string());
-    }
 }

@@ -1,11 +1,14 @@
 //! The MemberCluster's heartbeat: the agent's status on the hub (Joined, or Left once the
-//! applier removed everything while leaving, and Healthy), every period, which also tells
-//! the applier when the MemberCluster is being deleted.
+//! applier removed everything while leaving, and Healthy) and, while joined, the member's
+//! properties and resource usage ([`properties`]), every period, as KubeFleet's agent
+//! reports them with each heartbeat. It also tells the applier when the MemberCluster is
+//! being deleted.
 
-use super::{manifest, now, status, to_value, DEFAULT_HEARTBEAT_SECONDS};
+use super::{manifest, now, properties, status, to_value, DEFAULT_HEARTBEAT_SECONDS};
 use anyhow::Context;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use serde_json::{json, Value};
+use kube::Client;
+use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +17,8 @@ use std::time::Duration;
 pub(super) struct Heartbeat {
     pub(super) members: Api<DynamicObject>,
     pub(super) name: String,
+    /// The member cluster, whose Nodes and Pods are summed.
+    pub(super) member: Client,
     /// The period when the command line sets it.
     pub(super) every: Option<Duration>,
     /// Set while the MemberCluster is being deleted.
@@ -39,8 +44,9 @@ impl Heartbeat {
         }
     }
 
-    /// Reports the agent Joined (or Left) and Healthy; returns the MemberCluster's
-    /// heartbeat period, or `None` when there is no MemberCluster.
+    /// Reports the agent Joined (or Left) and Healthy, and the member's properties while
+    /// joined; returns the MemberCluster's heartbeat period, or `None` when there is no
+    /// MemberCluster.
     async fn report(&self) -> anyhow::Result<Option<Duration>> {
         let Some(cluster) = self.members.get_opt(&self.name).await.context("read the MemberCluster")? else {
             return Ok(None);
@@ -55,7 +61,19 @@ impl Heartbeat {
             self.left.store(false, Ordering::Relaxed);
         }
         let left = leaving && self.left.load(Ordering::Relaxed);
-        let patch = json!({"status": {"agentStatus": status::agent_status(&cluster, left, &now())}});
+        let now = now();
+        let mut fields = Map::new();
+        fields.insert("agentStatus".into(), status::agent_status(&cluster, left, &now));
+        // KubeFleet's agent collects properties while joined only; a failure to read the
+        // member must not stop the heartbeat, which says the agent is alive.
+        if !leaving {
+            match properties::collect(&self.member, &now).await {
+                Ok(Some(reported)) => fields.extend(reported),
+                Ok(None) => {}
+                Err(error) => tracing::warn!(error = %format!("{error:#}"), "collecting the member's properties failed"),
+            }
+        }
+        let patch = json!({"status": fields});
         self.members
             .patch_status(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await

@@ -17,7 +17,8 @@
 //! (drift in the member is undone) and the sweep runs, and every [`RETRY`] the Works with
 //! something not applied or not available yet are looked at again.
 //!
-//! - [`heartbeat`]: the MemberCluster's status on the hub, and whether it is leaving.
+//! - [`heartbeat`]: the MemberCluster's status on the hub, and whether it is leaving;
+//!   `properties`: the member's node count and resource usage in that status.
 //! - `works`: the loop over the Works and one pass over a Work.
 //! - `apply`: one manifest applied to the member, its kind discovered.
 //! - `removal`: leaving, a deleted Work's clean-up, and the sweep.
@@ -26,6 +27,7 @@
 mod apply;
 mod heartbeat;
 mod manifest;
+mod properties;
 mod removal;
 mod status;
 mod works;
@@ -122,6 +124,7 @@ pub async fn run(config: MemberConfig) -> anyhow::Result<()> {
     let heartbeat = Heartbeat {
         members,
         name: config.member_cluster.clone(),
+        member: member.clone(),
         every: config.heartbeat,
         leaving: leaving.clone(),
         left: left.clone(),
