@@ -9,6 +9,10 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::time::Duration;
 
+/// The prefix of Fleet's resource property names, `[PREFIX]/[CAPACITY_TYPE]-[RESOURCE]`,
+/// which KubeFleet's scheduler derives from a member's resource usage.
+pub(crate) const RESOURCE_PROPERTY_PREFIX: &str = "resources.kubernetes-fleet.io/";
+
 /// The placement type of a policy (`spec.policy.placementType`; no policy is PickAll).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PlacementType {
@@ -176,21 +180,25 @@ pub fn ineligible(member: &Value, now: jiff::Timestamp, limits: Eligibility) -> 
 /// The framework's view of a MemberCluster: labels, taints, properties (its reported
 /// properties and `resources.kubernetes-fleet.io/<total|allocatable|available>-<resource>`
 /// from its resource usage), and readiness from [`ineligible`].
+///
+/// As KubeFleet's scheduler reads them: a name under `resources.kubernetes-fleet.io/`
+/// comes from `status.resourceUsage` (`capacity` is `total`) and only from there, any
+/// other from `status.properties[name].value`; the member agent writes both.
 pub fn candidate(member: &Value, now: jiff::Timestamp, limits: Eligibility) -> Candidate {
     let mut candidate = Candidate::new(meta::name(member).unwrap_or_default());
     candidate.labels = meta::labels(member).into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     if let Some(properties) = member.pointer("/status/properties").and_then(Value::as_object) {
-        for (name, property) in properties {
+        for (name, property) in properties.iter().filter(|(name, _)| !name.starts_with(RESOURCE_PROPERTY_PREFIX)) {
             if let Some(q) = property.get("value").and_then(quantity) {
                 candidate.properties.insert(name.clone(), q);
             }
         }
     }
-    for (field, prefix) in [("capacity", "total"), ("allocatable", "allocatable"), ("available", "available")] {
+    for (field, capacity_type) in [("capacity", "total"), ("allocatable", "allocatable"), ("available", "available")] {
         let usage = member.pointer(&format!("/status/resourceUsage/{field}")).and_then(Value::as_object);
         for (resource, value) in usage.into_iter().flatten() {
             if let Some(q) = quantity(value) {
-                candidate.properties.insert(format!("resources.kubernetes-fleet.io/{prefix}-{resource}"), q);
+                candidate.properties.insert(format!("{RESOURCE_PROPERTY_PREFIX}{capacity_type}-{resource}"), q);
             }
         }
     }
@@ -311,6 +319,60 @@ mod tests {
             Quantity(2.0 * 1024.0 * 1024.0 * 1024.0)
         );
         assert_eq!(c.taints.len(), 1);
+    }
+
+    /// A property under the resource prefix in `status.properties` is not the member's
+    /// resource usage: KubeFleet's scheduler never reads it, and neither does this.
+    #[test]
+    fn resource_properties_come_from_resource_usage_only() {
+        let mut m = member("2026-01-01T00:09:00Z", "True", Some(("True", "x")));
+        m["status"]["properties"]["resources.kubernetes-fleet.io/available-cpu"] = json!({"value": "100"});
+        let c = candidate(&m, now(), Eligibility::default());
+        assert!(!c.properties.contains_key("resources.kubernetes-fleet.io/available-cpu"), "{:?}", c.properties);
+        assert_eq!(c.properties["resources.kubernetes-fleet.io/allocatable-cpu"], Quantity(1.5));
+    }
+
+    /// The statuses the member agent reports for three members' Nodes and Pods
+    /// (`agent/src/fleet/properties.rs` checks it computes exactly these) place as
+    /// KubeFleet's scheduler places by them: a required property selector on the node
+    /// count or on available memory, and a preferred sorter on available or allocatable
+    /// CPU (the biggest member has the least CPU free).
+    #[test]
+    fn placements_pick_by_the_properties_the_member_agent_reports() {
+        let fixture: Value = serde_json::from_str(include_str!("../../../agent/testdata/fleet_member_status.json"))
+            .expect("the fixture is JSON");
+        let healthy = Some(("True", "2026-01-01T00:00:00Z"));
+        let members = fixture["members"].as_object().expect("members");
+        let candidates: Vec<Candidate> = members
+            .iter()
+            .map(|(name, reported)| {
+                let mut m = member("2026-01-01T00:09:00Z", "True", healthy);
+                m["metadata"]["name"] = json!(name);
+                m["spec"] = json!({});
+                m["status"]["properties"] = reported["status"]["properties"].clone();
+                m["status"]["resourceUsage"] = reported["status"]["resourceUsage"].clone();
+                candidate(&m, now(), Eligibility::default())
+            })
+            .collect();
+        assert!(candidates.iter().all(|c| c.ready && c.properties.len() == 7), "{candidates:?}");
+        let pick = |required: Value, sorter: &str| -> Vec<String> {
+            let affinity = json!({"clusterAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"clusterSelectorTerms": [
+                    {"propertySelector": {"matchExpressions": [required]}}]},
+                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {
+                    "propertySorter": {"name": sorter, "sortOrder": "Descending"}}}]}});
+            let fleet = json!({"placementType": "PickN", "numberOfClusters": 1, "affinity": affinity});
+            let framework = policy("crp", Some(&fleet)).expect("policy");
+            let state = placement::State::at(now());
+            let decision = placement::decide(&placement::Profile::fleet(), &framework, &candidates, &state);
+            decision.expect("decision").desired
+        };
+        let two_nodes = json!({"name": "kubernetes-fleet.io/node-count", "operator": "Ge", "values": ["2"]});
+        assert_eq!(pick(two_nodes.clone(), "resources.kubernetes-fleet.io/available-cpu"), ["medium"]);
+        assert_eq!(pick(two_nodes, "resources.kubernetes-fleet.io/allocatable-cpu"), ["large"]);
+        let little_memory_free =
+            json!({"name": "resources.kubernetes-fleet.io/available-memory", "operator": "Lt", "values": ["8Gi"]});
+        assert_eq!(pick(little_memory_free, "resources.kubernetes-fleet.io/total-cpu"), ["small"]);
     }
 
     #[test]
