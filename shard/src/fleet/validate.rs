@@ -4,16 +4,22 @@
 //! hub would only find wrong later (its status saying so) is refused at the door, as on
 //! a Fleet hub.
 //!
-//! An update is checked only when it changes `spec`: the hub's own writes (status,
-//! annotations, finalizers) never fail on a placement stored before a rule existed, as
-//! KubeFleet's webhook, which sees no status writes, lets them through.
+//! A stored placement that breaks the rules (stored before a rule existed) can only be
+//! deleted, as KubeFleet's webhook has it: a user's update of it is refused with a 422
+//! that names what is wrong ([`stored_invalid_update`]), unless it is being deleted, and
+//! then any update goes through, so that whoever holds it with a finalizer can let go.
+//! The hub's own writes (status, annotations, finalizers) never meet that refusal: they
+//! are not user requests, and a write that leaves `spec` alone is not checked at all, as
+//! KubeFleet's webhook sees no status writes. An update that changes `spec` of a valid
+//! placement is checked as a create is, plus what may not change (`transitions`).
 //!
 //! Whether a selected kind is cluster-scoped needs the cluster's resource table: that is
 //! checked when a placement is created ([`namespaced_selectors`]); a kind the hub does not
 //! serve yet (its CRD may come next) is let in, and the placement's status says so.
 
-use super::policy::{self as fleet_policy, PlacementType};
+use super::policy::{self as fleet_policy, PlacementType, RESOURCE_PROPERTY_PREFIX};
 use super::rollout;
+use super::PLACEMENT_GROUP;
 use apiserver::registry::strategy::{Causes, Committed, Hook, Strategy};
 use apiserver::registry::{Core, ResourceType};
 use apiserver::rest::status::{ApiError, ApiResult};
@@ -22,14 +28,13 @@ use placement::Quantity;
 use protocol::meta;
 use protocol::names::{dns1123_subdomain, label_value, qualified_name};
 use protocol::selector::LabelSelector;
+use security::authn::Identity;
 use serde_json::Value;
 use std::collections::BTreeSet;
 
 /// KubeFleet's limit on a placement's name (a DNS-1035 label's length: it becomes label
 /// values and the prefix of its snapshots' names) and on a PickFixed cluster name.
 const NAME_MAX_LENGTH: usize = 63;
-/// The prefix of Fleet's resource property names, `[PREFIX]/[CAPACITY_TYPE]-[RESOURCE]`.
-const RESOURCE_PROPERTY_PREFIX: &str = "resources.kubernetes-fleet.io/";
 const CAPACITY_TYPES: [&str; 3] = ["allocatable", "available", "total"];
 const PROPERTY_OPERATORS: [&str; 6] = ["Gt", "Ge", "Eq", "Ne", "Lt", "Le"];
 
@@ -38,6 +43,10 @@ pub fn placement(old: Option<&Value>, crp: &Value) -> Causes {
     let mut causes = Causes::new();
     if let Some(old) = old {
         if old.get("spec") == crp.get("spec") {
+            return causes;
+        }
+        // KubeFleet lets any update of an invalid placement that is being deleted through.
+        if meta::is_deleting(old) && !placement(None, old).is_empty() {
             return causes;
         }
         transitions(old, crp, &mut causes);
@@ -61,6 +70,31 @@ pub fn placement(old: Option<&Value>, crp: &Value) -> Causes {
         }
     }
     strategy_rules(crp, &mut causes);
+    causes
+}
+
+/// Why a user's update of the stored placement `old` through `subresource` is refused:
+/// KubeFleet's webhook denies every update of a stored placement that is invalid unless it
+/// is being deleted, whatever the update changes (even one that would fix it), so such a
+/// placement is deleted and created again. The causes start with that, then list what is
+/// wrong with the stored placement. Writes to `status` are not refused, as KubeFleet's
+/// webhook does not see them.
+pub fn stored_invalid_update(old: &Value, subresource: Option<&str>) -> Causes {
+    if subresource.is_some() || meta::is_deleting(old) {
+        return Causes::new();
+    }
+    let stored = placement(None, old);
+    if stored.is_empty() {
+        return stored;
+    }
+    let name = meta::name(old).unwrap_or_default();
+    let why = format!(
+        "Forbidden: the stored ClusterResourcePlacement {name:?} breaks the rules listed after this (it was stored \
+         before they applied), and as on a KubeFleet hub such a placement cannot be updated, only deleted: delete \
+         it (kubectl delete clusterresourceplacement {name}) and create it again with those fields fixed"
+    );
+    let mut causes = vec![("spec".to_string(), why)];
+    causes.extend(stored.into_iter().map(|(field, message)| (field, format!("in the stored object: {message}"))));
     causes
 }
 
@@ -535,6 +569,23 @@ impl Strategy for PlacementStrategy {
             return Ok(());
         }
         Err(ApiError::invalid(&rt.kind, &rt.group, meta::name(object).unwrap_or_default(), &causes))
+    }
+
+    /// A user's update of a stored invalid placement is refused unless it is being deleted
+    /// (the hub's own writes do not come this way).
+    fn admit_caller_update(
+        &self,
+        _caller: &Identity,
+        _cluster: &str,
+        old: &Value,
+        _new: &Value,
+        subresource: Option<&str>,
+    ) -> ApiResult<()> {
+        let causes = stored_invalid_update(old, subresource);
+        if causes.is_empty() {
+            return Ok(());
+        }
+        Err(ApiError::invalid("ClusterResourcePlacement", PLACEMENT_GROUP, meta::name(old).unwrap_or_default(), &causes))
     }
 
     fn validate(&self, rt: &ResourceType, old: Option<&Value>, object: &Value) -> Causes {

@@ -235,8 +235,9 @@ fn an_update_keeps_the_placement_type_and_every_toleration() {
     assert_eq!(fields(&placement(Some(&bare), &explicit)), ["spec.policy.placementType"]);
 }
 
-/// Writes that leave the spec alone (status, annotations, finalizers) pass even for a
-/// placement stored before a rule existed.
+/// The hub's own writes that leave the spec alone (status, annotations, finalizers) pass
+/// the storage's validation even for a placement stored before a rule existed (a user's
+/// request meets [`stored_invalid_update`] first).
 #[test]
 fn writes_that_leave_the_spec_alone_are_not_checked() {
     let stored = crp(json!({"placementType": "PickFixed", "clusterNames": ["a", "a"]}));
@@ -245,6 +246,51 @@ fn writes_that_leave_the_spec_alone_are_not_checked() {
     annotated["metadata"]["annotations"] = json!({"placement.atoll.io/rebalance": "now"});
     annotated["status"] = json!({"conditions": []});
     assert!(placement(Some(&stored), &annotated).is_empty());
+}
+
+/// KubeFleet's rule for a stored placement that breaks the rules: a user's update of it
+/// is refused (one that would fix it too) unless it is being deleted, with the causes of
+/// the stored object and what to do; once it is being deleted any update passes, so a
+/// finalizer can be removed; status writes and the hub's own writes never meet the rule.
+#[test]
+fn a_stored_invalid_placement_can_only_be_deleted() {
+    let stored = crp(json!({"placementType": "PickFixed", "clusterNames": ["a", "a"]}));
+    let refusal = stored_invalid_update(&stored, None);
+    assert_eq!(fields(&refusal), ["spec", "spec.policy.clusterNames[1]"]);
+    let why = &refusal[0].1;
+    assert!(why.starts_with("Forbidden: the stored ClusterResourcePlacement \"web\" breaks the rules"), "{why}");
+    assert!(why.contains("cannot be updated, only deleted"), "{why}");
+    assert!(why.contains("kubectl delete clusterresourceplacement web"), "{why}");
+    assert!(refusal[1].1.starts_with("in the stored object: Duplicate value: \"a\""), "{}", refusal[1].1);
+    let error = ApiError::invalid("ClusterResourcePlacement", super::PLACEMENT_GROUP, "web", &refusal);
+    assert_eq!(error.code, 422);
+
+    let cases: Vec<(&str, Value, Option<&str>, bool)> = vec![
+        ("a user's update of the stored invalid placement", stored.clone(), None, true),
+        ("a status write", stored.clone(), Some("status"), false),
+        ("a valid stored placement", crp(json!({"placementType": "PickFixed", "clusterNames": ["a"]})), None, false),
+    ];
+    for (case, old, subresource, refused) in cases {
+        assert_eq!(!stored_invalid_update(&old, subresource).is_empty(), refused, "{case}");
+    }
+
+    let mut deleting = stored.clone();
+    deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+    deleting["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    assert!(stored_invalid_update(&deleting, None).is_empty(), "being deleted: let through");
+    let mut released = deleting.clone();
+    released["metadata"]["finalizers"] = json!([]);
+    assert!(placement(Some(&deleting), &released).is_empty(), "the finalizer goes");
+    let mut retyped = deleting.clone();
+    retyped["spec"]["policy"] = json!({"placementType": "PickN"});
+    assert!(placement(Some(&deleting), &retyped).is_empty(), "KubeFleet checks nothing more once it is deleted");
+
+    // A valid placement being deleted is still checked as any update is.
+    let mut valid = crp(json!({"placementType": "PickN", "numberOfClusters": 2}));
+    valid["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+    let mut retyped = valid.clone();
+    retyped["spec"]["policy"] = json!({"placementType": "PickAll"});
+    assert_eq!(fields(&placement(Some(&valid), &retyped)), ["spec.policy.placementType"]);
 }
 
 #[test]
