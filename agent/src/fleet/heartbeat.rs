@@ -13,6 +13,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How long one heartbeat waits for the member's Nodes and Pods: a slow member must not
+/// hold the heartbeat back until the hub counts the agent as gone (KubeFleet gives a
+/// property provider the same 10 seconds).
+const COLLECTION_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The MemberCluster's heartbeat.
 pub(super) struct Heartbeat {
     pub(super) members: Api<DynamicObject>,
@@ -67,10 +72,16 @@ impl Heartbeat {
         // KubeFleet's agent collects properties while joined only; a failure to read the
         // member must not stop the heartbeat, which says the agent is alive.
         if !leaving {
-            match properties::collect(&self.member, &now).await {
-                Ok(Some(reported)) => fields.extend(reported),
-                Ok(None) => {}
-                Err(error) => tracing::warn!(error = %format!("{error:#}"), "collecting the member's properties failed"),
+            match tokio::time::timeout(COLLECTION_TIMEOUT, properties::collect(&self.member, &now)).await {
+                Ok(Ok(Some(reported))) => fields.extend(reported),
+                Ok(Ok(None)) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!(error = %format!("{error:#}"), "collecting the member's properties failed")
+                }
+                Err(_) => tracing::warn!(
+                    timeout_seconds = COLLECTION_TIMEOUT.as_secs(),
+                    "collecting the member's properties took too long; the heartbeat goes without them"
+                ),
             }
         }
         let patch = json!({"status": fields});
