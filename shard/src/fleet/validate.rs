@@ -585,7 +585,12 @@ impl Strategy for PlacementStrategy {
         if causes.is_empty() {
             return Ok(());
         }
-        Err(ApiError::invalid("ClusterResourcePlacement", PLACEMENT_GROUP, meta::name(old).unwrap_or_default(), &causes))
+        Err(ApiError::invalid(
+            "ClusterResourcePlacement",
+            PLACEMENT_GROUP,
+            meta::name(old).unwrap_or_default(),
+            &causes,
+        ))
     }
 
     fn validate(&self, rt: &ResourceType, old: Option<&Value>, object: &Value) -> Causes {
