@@ -90,7 +90,7 @@ impl Resources {
 
     /// The resource list as quantities: every resource (KubeFleet reports 0 for a resource
     /// no Node states), or only those some object stated (`stated_only`, as OCM does).
-    pub fn to_list(&self, stated_only: bool) -> Map<String, Value> {
+    pub fn to_list(self, stated_only: bool) -> Map<String, Value> {
         [("cpu", self.cpu), ("memory", self.memory)]
             .into_iter()
             .filter(|(_, amount)| amount.stated || !stated_only)
