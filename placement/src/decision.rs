@@ -29,8 +29,8 @@ pub struct Decision {
     pub warnings: Vec<String>,
     /// The scorers that ran, in the order of every report's `scores`.
     pub scorers: Vec<ScorerSummary>,
-    /// One report per candidate, and per current decision that is no longer a candidate,
-    /// sorted by name.
+    /// One report per candidate (or per candidate that [`Reports`] names), and per
+    /// current decision that is no longer a candidate, sorted by name.
     pub clusters: Vec<ClusterReport>,
 }
 
@@ -103,7 +103,57 @@ pub struct PluginScore {
     pub normalised: i64,
 }
 
+/// Which clusters a decision writes a report for.
+///
+/// A report costs a sentence and a copy of the scores, and a controller that decides a
+/// thousand placements over a thousand members reads a few reports of each: the picked
+/// clusters' scores and the first few clusters it could not use. A decision always
+/// reports on the clusters it picks and on every current decision, whatever became of it
+/// (pacing reads why a current cluster leaves, and a gone one is only ever current); of
+/// the others, on the first `not_picked` that passed every filter and the first
+/// `rejected`, by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reports {
+    /// How many of the clusters that passed but were not picked.
+    pub not_picked: usize,
+    /// How many of the clusters that failed a filter.
+    pub rejected: usize,
+}
+
+impl Reports {
+    /// A report on every candidate: what [`crate::decide`] writes.
+    pub const ALL: Reports = Reports { not_picked: usize::MAX, rejected: usize::MAX };
+}
+
 impl Decision {
+    /// Cuts a decision down to the reports `reports` names, given the placement's
+    /// `current` decisions: what [`crate::decide_reporting`] gives without building the
+    /// reports it would cut. The order by name stays; the vector is collected anew, so
+    /// the room of the cut reports goes too.
+    pub fn keep_reports(&mut self, reports: Reports, current: &[String]) {
+        if reports == Reports::ALL {
+            return;
+        }
+        let always: std::collections::HashSet<&str> = self.desired.iter().chain(current).map(String::as_str).collect();
+        let (mut not_picked, mut rejected) = (0, 0);
+        let kept: Vec<ClusterReport> = std::mem::take(&mut self.clusters)
+            .into_iter()
+            .filter(|report| {
+                if always.contains(report.name.as_str()) {
+                    return true;
+                }
+                let (seen, limit) = match report.outcome {
+                    Outcome::NotPicked => (&mut not_picked, reports.not_picked),
+                    Outcome::Rejected => (&mut rejected, reports.rejected),
+                    Outcome::Picked | Outcome::Gone => return true,
+                };
+                *seen += 1;
+                *seen <= limit
+            })
+            .collect();
+        self.clusters = kept;
+    }
+
     /// The report of the named cluster.
     pub fn report(&self, name: &str) -> Option<&ClusterReport> {
         self.clusters.binary_search_by(|r| r.name.as_str().cmp(name)).ok().map(|i| &self.clusters[i])

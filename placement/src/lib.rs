@@ -17,7 +17,8 @@
 //!   Steady, ResourceAllocatable CPU/memory, add-on scores, topology spread). Each is one
 //!   file; `plugins/mod.rs` dispatches from a profile's plugin names to them.
 //! - `framework`: the stages (filter, keep, batch, score, normalise, sort, select, bind)
-//!   and the report with a reason for every candidate.
+//!   and the report with a reason for every candidate, or, through
+//!   [`decide_reporting`], for those the caller reads ([`Reports`]).
 //! - `decision`: what comes out.
 //! - [`pace`]: how fast a placement may leave clusters that still qualify (damping of
 //!   score churn, disruption budgets, opt-in rescheduling, rebalance requests).
@@ -49,9 +50,9 @@ mod stable_hash;
 mod sync_target_key;
 
 pub use candidate::{AddOnScores, ApiIdentity, Candidate, Taint, TaintEffect};
-pub use decision::{Bind, ClusterReport, Decision, Outcome, PluginScore, ScorerSummary};
+pub use decision::{Bind, ClusterReport, Decision, Outcome, PluginScore, Reports, ScorerSummary};
 pub use error::Error;
-pub use framework::decide;
+pub use framework::{decide, decide_reporting};
 pub use groups::{
     apply_group_writes, decision_groups, group_length, plan_groups, ClustersPerGroup, DecisionGroup, GroupPage,
     GroupPageWrite, GroupPlan, GroupSelection,

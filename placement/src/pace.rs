@@ -28,9 +28,9 @@ use std::fmt::Write;
 use jiff::{SignedDuration, Timestamp};
 
 use crate::candidate::Candidate;
-use crate::decision::{ClusterReport, Decision, Outcome};
+use crate::decision::{ClusterReport, Decision, Outcome, Reports};
 use crate::error::Error;
-use crate::framework::{decide as decide_once, diff};
+use crate::framework::{decide as decide_once, decide_reporting as decide_reporting_once, diff};
 use crate::policy::{Number, Policy, SpreadConstraint, State, TopologyKeyType, WhenUnsatisfiable};
 use crate::profile::Profile;
 
@@ -278,6 +278,39 @@ pub fn decide(
     pacing: &Pacing,
     moves: &Moves,
 ) -> Result<Paced, Error> {
+    decide_reporting(profile, policy, candidates, state, pacing, moves, Reports::ALL)
+}
+
+/// [`decide`], with the decision cut to the reports `reports` names (as
+/// [`Decision::keep_reports`] cuts it, with `state.current`). A decision returned as the
+/// framework made it (a sticky placement not opted in to rescheduling, the common case)
+/// never builds the others. Decisions that pacing reads are made with every report and
+/// cut at the end: pacing learns only as it goes which clusters' reports it reads (why a
+/// cluster the sticky decision picked leaves the ideal one, say, which is not current).
+pub fn decide_reporting(
+    profile: &Profile,
+    policy: &Policy,
+    candidates: &[Candidate],
+    state: &State,
+    pacing: &Pacing,
+    moves: &Moves,
+    reports: Reports,
+) -> Result<Paced, Error> {
+    let mut paced = pace_decision(profile, policy, candidates, state, pacing, moves, reports)?;
+    paced.decision.keep_reports(reports, &state.current);
+    Ok(paced)
+}
+
+/// The paced decision, with only `reports` when it is returned unpaced.
+fn pace_decision(
+    profile: &Profile,
+    policy: &Policy,
+    candidates: &[Candidate],
+    state: &State,
+    pacing: &Pacing,
+    moves: &Moves,
+    reports: Reports,
+) -> Result<Paced, Error> {
     let now = state.now;
     let kept_moves = || Moves(moves.within(pacing, now).cloned().collect());
     let unpaced = |decision: Decision| Paced {
@@ -290,6 +323,8 @@ pub fn decide(
         rebalanced: None,
     };
     if let Some(request) = &pacing.rebalance {
+        // Every report: the fresh decision has no current clusters, yet why each current
+        // one leaves is read from it.
         let fresh = State { current: Vec::new(), reconsider: true, ..state.clone() };
         let mut decision = decide_once(profile, policy, candidates, &fresh)?;
         decision.bind = diff(&state.current, &decision.desired);
@@ -302,14 +337,18 @@ pub fn decide(
         let rebalanced = Some(request.clone());
         return Ok(Paced { decision, moves: history, moved, held: vec![], hold: None, resume_at: None, rebalanced });
     }
-    let base = decide_once(profile, policy, candidates, state)?;
     let (sticky, ideal) = if profile.keep_current {
         if !pacing.reschedule {
-            return Ok(unpaced(base));
+            return Ok(unpaced(decide_reporting_once(profile, policy, candidates, state, reports)?));
         }
+        let sticky = decide_once(profile, policy, candidates, state)?;
         let ideal = decide_once(profile, policy, candidates, &State { reconsider: true, ..state.clone() })?;
-        (base, ideal)
+        (sticky, ideal)
     } else {
+        // Without current decisions nothing moves voluntarily, and the decision is
+        // returned as it is; with them, it may become the ideal one.
+        let base_reports = if state.current.is_empty() { reports } else { Reports::ALL };
+        let base = decide_reporting_once(profile, policy, candidates, state, base_reports)?;
         // Only a current cluster that still passes and was not picked is a voluntary move.
         let voluntary =
             base.clusters.iter().any(|r| r.outcome == Outcome::NotPicked && state.current.contains(&r.name));

@@ -5,15 +5,18 @@
 //!   every filter, and never more than wanted.
 //! - Its bind diff is exactly desired against current.
 //! - Deciding again from its own result changes nothing (decisions do not flap).
+//! - Deciding with fewer reports is the same decision, cut to those reports.
 //!
 //! Fleets come from a small deterministic generator. Each run prints its seeds; set
 //! `PLACEMENT_SEED` to replay one.
 
 use std::collections::BTreeSet;
 
+use placement::pace::{self, Limit, Moves, Pacing};
 use placement::{
-    decide, Candidate, Decision, LabelSelector, Number, Outcome, Policy, Preference, PreferredTerm, Profile, Quantity,
-    SelectorTerm, SpreadConstraint, State, Taint, TaintEffect, Toleration, TolerationOperator, WhenUnsatisfiable,
+    decide, decide_reporting, Candidate, ClusterReport, Decision, LabelSelector, Number, Outcome, Policy, Preference,
+    PreferredTerm, Profile, Quantity, Reports, SelectorTerm, SpreadConstraint, State, Taint, TaintEffect, Toleration,
+    TolerationOperator, WhenUnsatisfiable,
 };
 
 /// A 64-bit linear congruential generator (Knuth's MMIX constants): enough to vary
@@ -157,6 +160,36 @@ fn seeds() -> Vec<u64> {
     }
 }
 
+/// The profiles the properties are checked for.
+const PROFILES: [&str; 3] = ["fleet", "ocm", "kcp-sync-target"];
+
+/// One generated decision's inputs, and the generator to go on drawing from.
+struct Generated {
+    generator: Generator,
+    profile: Profile,
+    policy: Policy,
+    candidates: Vec<Candidate>,
+    state: State,
+}
+
+/// The inputs of `seed` for the named profile: up to 40 candidates, a fifth of them
+/// current, and a current decision that is no longer a candidate.
+fn generated(seed: u64, profile_name: &str) -> Generated {
+    let mut generator = Generator(seed.wrapping_mul(31).wrapping_add(profile_name.len() as u64));
+    let profile = Profile::named(profile_name).expect("built-in profile");
+    let size = 1 + generator.below(40) as usize;
+    let candidates = fleet(&mut generator, size);
+    let mut policy = policy(&mut generator, profile_name == "ocm");
+    if profile_name == "kcp-sync-target" {
+        policy.number = Number::N(1);
+        policy.tie_break_key = format!("root:org:ws|namespace-{seed}");
+    }
+    let mut state = State::at(now());
+    state.current = candidates.iter().filter(|_| generator.chance(20)).map(|c| c.name.clone()).collect();
+    state.current.push("departed".to_string());
+    Generated { generator, profile, policy, candidates, state }
+}
+
 #[test]
 fn decisions_are_order_independent_complete_and_stable() {
     // How many decisions picked something and rejected something, so the test cannot
@@ -164,19 +197,8 @@ fn decisions_are_order_independent_complete_and_stable() {
     let (mut decided, mut picked, mut rejected) = (0, 0, 0);
     for seed in seeds() {
         eprintln!("seed {seed}");
-        for profile_name in ["fleet", "ocm", "kcp-sync-target"] {
-            let mut generator = Generator(seed.wrapping_mul(31).wrapping_add(profile_name.len() as u64));
-            let profile = Profile::named(profile_name).expect("built-in profile");
-            let size = 1 + generator.below(40) as usize;
-            let candidates = fleet(&mut generator, size);
-            let mut policy = policy(&mut generator, profile_name == "ocm");
-            if profile_name == "kcp-sync-target" {
-                policy.number = Number::N(1);
-                policy.tie_break_key = format!("root:org:ws|namespace-{seed}");
-            }
-            let mut state = State::at(now());
-            state.current = candidates.iter().filter(|_| generator.chance(20)).map(|c| c.name.clone()).collect();
-            state.current.push("departed".to_string());
+        for profile_name in PROFILES {
+            let Generated { mut generator, profile, policy, candidates, state } = generated(seed, profile_name);
             let context = format!("seed {seed}, profile {profile_name}");
 
             let decision = decide(&profile, &policy, &candidates, &state).unwrap_or_else(|e| panic!("{context}: {e}"));
@@ -201,5 +223,78 @@ fn decisions_are_order_independent_complete_and_stable() {
     eprintln!("{decided} decisions, {picked} picked something, {rejected} rejected something");
     if seeds().len() > 1 {
         assert!(picked * 2 > decided && rejected * 2 > decided, "the generated fleets are too trivial");
+    }
+}
+
+/// The pacings a decision with fewer reports is checked under, with the moves made: none;
+/// a budget of one move (sticky profiles opted in to rescheduling); damping that holds
+/// every move, one made ten seconds ago; a rebalance request.
+fn pacings() -> Vec<(Pacing, Moves)> {
+    let interval = jiff::SignedDuration::from_secs(60);
+    let rescheduling = Pacing { interval, budget: None, reschedule: true, rebalance: None };
+    let recently = now().checked_sub(jiff::SignedDuration::from_secs(10)).expect("valid timestamp");
+    vec![
+        (Pacing::none(), Moves::default()),
+        (Pacing { budget: Some(Limit::Count(1)), ..rescheduling.clone() }, Moves::default()),
+        (rescheduling, Moves(vec![(recently, 1)])),
+        (Pacing { rebalance: Some("again".to_string()), ..Pacing::none() }, Moves::default()),
+    ]
+}
+
+/// Said without `Decision::keep_reports`: `bounded` has the reports of `full` on every
+/// picked and current cluster, and on the first `reports` of the others of each outcome
+/// by name, and no other.
+fn check_reports(full: &Decision, bounded: &Decision, reports: Reports, state: &State, context: &str) {
+    let always: BTreeSet<&str> = full.desired.iter().chain(&state.current).map(String::as_str).collect();
+    let mut expected: Vec<&ClusterReport> = full.clusters.iter().filter(|r| always.contains(r.name.as_str())).collect();
+    for (outcome, count) in [(Outcome::NotPicked, reports.not_picked), (Outcome::Rejected, reports.rejected)] {
+        let others = full.clusters.iter().filter(|r| r.outcome == outcome && !always.contains(r.name.as_str()));
+        expected.extend(others.take(count));
+    }
+    expected.sort_by(|a, b| a.name.cmp(&b.name));
+    let got: Vec<&ClusterReport> = bounded.clusters.iter().collect();
+    assert_eq!(got, expected, "{context}: the reports kept");
+}
+
+/// A decision that reports on fewer clusters (`decide_reporting`) is the decision with a
+/// report on every candidate, cut to them: the same picks, bind and reasons. Paced as
+/// well, where pacing rewrites the reports of the clusters that move.
+#[test]
+fn fewer_reports_cut_the_same_decision() {
+    // How many decisions left reports out, so the test cannot pass on bounds that
+    // never bite.
+    let (mut decided, mut cut) = (0, 0);
+    for seed in seeds() {
+        for profile_name in PROFILES {
+            let Generated { mut generator, profile, policy, candidates, state } = generated(seed, profile_name);
+            let reports = Reports { not_picked: generator.below(4) as usize, rejected: generator.below(4) as usize };
+            let context = format!("seed {seed}, profile {profile_name}, {reports:?}");
+            let full = decide(&profile, &policy, &candidates, &state).unwrap_or_else(|e| panic!("{context}: {e}"));
+            let bounded = decide_reporting(&profile, &policy, &candidates, &state, reports)
+                .unwrap_or_else(|e| panic!("{context}: {e}"));
+            let mut expected = full.clone();
+            expected.keep_reports(reports, &state.current);
+            assert_eq!(bounded, expected, "{context}");
+            check_reports(&full, &bounded, reports, &state, &context);
+            decided += 1;
+            cut += usize::from(bounded.clusters.len() < full.clusters.len());
+            // Also from nothing placed: a decision that cannot move anything voluntarily.
+            let unplaced = State { current: Vec::new(), ..state.clone() };
+            for ((pacing, moves), state) in pacings().into_iter().flat_map(|p| [(p.clone(), &state), (p, &unplaced)]) {
+                let context = format!("{context}, {pacing:?}, current {:?}", state.current);
+                let full = pace::decide(&profile, &policy, &candidates, state, &pacing, &moves)
+                    .unwrap_or_else(|e| panic!("{context}: {e}"));
+                let bounded = pace::decide_reporting(&profile, &policy, &candidates, state, &pacing, &moves, reports)
+                    .unwrap_or_else(|e| panic!("{context}: {e}"));
+                let mut expected = full.clone();
+                expected.decision.keep_reports(reports, &state.current);
+                assert_eq!(bounded, expected, "{context}");
+                check_reports(&full.decision, &bounded.decision, reports, state, &context);
+            }
+        }
+    }
+    eprintln!("{decided} decisions, {cut} left reports out");
+    if seeds().len() > 1 {
+        assert!(cut * 2 > decided, "the bounds never bite");
     }
 }

@@ -13,7 +13,8 @@
 //!    - **select**: the best of the pool, up to the batch. In the first round, kept
 //!      decisions beyond the wanted number are dropped, worst first.
 //! 4. **bind** (`bind`): desired against current, as add / keep / remove.
-//! 5. the report (`report`): a reason for every candidate.
+//! 5. the report (`report`): a reason for every candidate, or for those the caller reads
+//!    (`Reports`).
 //!
 //! Every stage is a pure function of the profile, policy, candidates and state, and the
 //! sort order is total, so the same inputs give the same decision in any process.
@@ -30,7 +31,7 @@ mod weights;
 use std::collections::HashSet;
 
 use crate::candidate::Candidate;
-use crate::decision::Decision;
+use crate::decision::{Decision, Reports};
 use crate::error::Error;
 use crate::plugins::{Context, FilterPlugin, Scorer};
 use crate::policy::{Number, Policy, State};
@@ -43,8 +44,22 @@ use weights::ActiveScorer;
 pub(crate) use bind::diff;
 
 /// Decides where a placement goes: which of `candidates` the `policy` picks under
-/// `profile`, starting from `state`.
+/// `profile`, starting from `state`, with a report on every candidate.
 pub fn decide(profile: &Profile, policy: &Policy, candidates: &[Candidate], state: &State) -> Result<Decision, Error> {
+    decide_reporting(profile, policy, candidates, state, Reports::ALL)
+}
+
+/// [`decide`], reporting only on the clusters `reports` names: the same decision that
+/// [`Decision::keep_reports`] would cut [`decide`]'s to, without building the reports it
+/// would throw away (most of a decision's time after the framework's own stages, when a
+/// fleet has a thousand members and the caller reads a few dozen of their reports).
+pub fn decide_reporting(
+    profile: &Profile,
+    policy: &Policy,
+    candidates: &[Candidate],
+    state: &State,
+    reports: Reports,
+) -> Result<Decision, Error> {
     validate(profile, policy)?;
     let context = Context { policy, state, candidates };
     let scorers = weights::resolve(profile, &context)?;
@@ -67,7 +82,7 @@ pub fn decide(profile: &Profile, policy: &Policy, candidates: &[Candidate], stat
             break;
         }
     }
-    Ok(decider.finish(wanted))
+    Ok(decider.finish(wanted, reports))
 }
 
 /// Refuses profiles that cannot run the policy.
@@ -231,7 +246,7 @@ impl<'a> Decider<'a> {
         self.desired = kept;
     }
 
-    fn finish(mut self, wanted: Option<usize>) -> Decision {
+    fn finish(mut self, wanted: Option<usize>, reports: Reports) -> Decision {
         let mut others: Vec<usize> = self.passed_over.clone();
         others.extend((0..self.entries.len()).filter(|&i| self.entries[i].status == Status::Dropped));
         self.ranker.sort(&mut others, &self.entries);
@@ -247,6 +262,7 @@ impl<'a> Decider<'a> {
             others: &others,
             wanted,
             warnings: self.warnings,
+            reports,
         })
     }
 }

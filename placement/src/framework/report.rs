@@ -1,4 +1,5 @@
-//! The report: the decision's lists, and a reason for every candidate.
+//! The report: the decision's lists, and a reason for every candidate (or for those the
+//! caller reads: `Reports`).
 //!
 //! Reasons are sentences for `kubectl describe`: the filter and its reason for a
 //! rejection; the rank and the score, broken down per scorer as `name normalised×weight`,
@@ -11,7 +12,7 @@ use super::bind;
 use super::ledger::{Entry, Status};
 use super::weights::ActiveScorer;
 use crate::candidate::Candidate;
-use crate::decision::{ClusterReport, Decision, Outcome, ScorerSummary};
+use crate::decision::{ClusterReport, Decision, Outcome, Reports, ScorerSummary};
 use crate::policy::{Number, Policy, State};
 
 pub(super) struct Inputs<'a> {
@@ -26,6 +27,8 @@ pub(super) struct Inputs<'a> {
     pub others: &'a [usize],
     pub wanted: Option<usize>,
     pub warnings: Vec<String>,
+    /// Which candidates get a report.
+    pub reports: Reports,
 }
 
 pub(super) fn build(inputs: Inputs<'_>) -> Decision {
@@ -35,12 +38,9 @@ pub(super) fn build(inputs: Inputs<'_>) -> Decision {
     for (position, &index) in inputs.desired.iter().chain(inputs.others).enumerate() {
         ranks[index] = Some(position + 1);
     }
-    let mut clusters: Vec<ClusterReport> = inputs
-        .candidates
-        .iter()
-        .zip(inputs.entries)
-        .zip(&ranks)
-        .map(|((candidate, entry), &rank)| candidate_report(&inputs, &tiers, candidate, entry, rank))
+    let mut clusters: Vec<ClusterReport> = reported(&inputs)
+        .into_iter()
+        .map(|i| candidate_report(&inputs, &tiers, &inputs.candidates[i], &inputs.entries[i], ranks[i]))
         .collect();
     let names: HashSet<&str> = inputs.candidates.iter().map(|c| c.name.as_str()).collect();
     let gone: BTreeSet<&str> = inputs.state.current.iter().map(String::as_str).filter(|n| !names.contains(n)).collect();
@@ -61,6 +61,39 @@ pub(super) fn build(inputs: Inputs<'_>) -> Decision {
         warnings: inputs.warnings,
         clusters,
     }
+}
+
+/// The candidates to report on, by index: all of them, or those `inputs.reports` names
+/// (as [`Decision::keep_reports`] picks them from a full decision).
+fn reported(inputs: &Inputs<'_>) -> Vec<usize> {
+    if inputs.reports == Reports::ALL {
+        return (0..inputs.entries.len()).collect();
+    }
+    let (mut always, mut not_picked, mut rejected) = (Vec::new(), Vec::new(), Vec::new());
+    for (index, entry) in inputs.entries.iter().enumerate() {
+        match entry.status {
+            _ if entry.current => always.push(index),
+            Status::Kept | Status::Picked => always.push(index),
+            Status::Rejected { .. } => rejected.push(index),
+            Status::Feasible | Status::Dropped => not_picked.push(index),
+        }
+    }
+    always.extend(first_by_name(not_picked, inputs.reports.not_picked, inputs.candidates));
+    always.extend(first_by_name(rejected, inputs.reports.rejected, inputs.candidates));
+    always
+}
+
+/// The `count` of `indices` whose candidates' names come first, in no particular order
+/// (the report is sorted by name at the end). Names are unique: the decider refuses
+/// duplicates.
+fn first_by_name(mut indices: Vec<usize>, count: usize, candidates: &[Candidate]) -> Vec<usize> {
+    if indices.len() > count {
+        if count > 0 {
+            indices.select_nth_unstable_by(count - 1, |&a, &b| candidates[a].name.cmp(&candidates[b].name));
+        }
+        indices.truncate(count);
+    }
+    indices
 }
 
 fn candidate_report(
