@@ -121,6 +121,38 @@ pub fn blocking(decision: &placement::Decision) -> String {
     }
 }
 
+/// How many of the clusters a placement does not use its policy snapshot names, as
+/// KubeFleet keeps its snapshots small.
+pub const SNAPSHOT_OTHERS_SHOWN: usize = 20;
+
+/// The reports the hub reads of a decision under `policy`: besides the picked and current
+/// clusters' (which every decision has), the first [`SNAPSHOT_OTHERS_SHOWN`] not picked or
+/// rejected that [`snapshot_targets`] names, the first `BLOCKING_SHOWN` rejected that
+/// [`blocking`] names, and as many unused as the policy can be short of (no more than it
+/// wants), which [`placement_status`] counts and [`keep_for_status`] keeps. A decision
+/// with a report per member builds a thousand reports to have these thirty read.
+pub fn reports_read(policy: &placement::Policy) -> placement::Reports {
+    let wanted = match &policy.number {
+        placement::Number::All => 0,
+        placement::Number::N(n) => usize::try_from(*n).unwrap_or(usize::MAX),
+        placement::Number::Fixed(names) => names.len(),
+    };
+    let first = SNAPSHOT_OTHERS_SHOWN.max(BLOCKING_SHOWN).max(wanted);
+    placement::Reports { not_picked: first, rejected: first }
+}
+
+/// The policy snapshot's `targetClusters`: every picked cluster, then at most
+/// [`SNAPSHOT_OTHERS_SHOWN`] of the others, those not picked before the rejected, each in
+/// name order.
+pub fn snapshot_targets(decision: &placement::Decision) -> Vec<Value> {
+    let mut targets: Vec<Value> = decision.desired.iter().map(|c| cluster_decision(c, decision, true)).collect();
+    let not_picked = decision.clusters.iter().filter(|r| r.outcome == Outcome::NotPicked);
+    let rejected = decision.clusters.iter().filter(|r| r.outcome == Outcome::Rejected);
+    let others = not_picked.chain(rejected).take(SNAPSHOT_OTHERS_SHOWN);
+    targets.extend(others.map(|r| cluster_decision(&r.name, decision, false)));
+    targets
+}
+
 /// Cuts `decision` down to what [`placement_status`] reads of it: the reports of the
 /// picked clusters (their scores), the first rejected ones [`blocking`] names, and as many
 /// unused ones as the policy can be short of. A pass holds every placement's decision from

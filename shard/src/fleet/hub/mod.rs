@@ -35,7 +35,7 @@ use apiserver::objects;
 use apiserver::registry::ResourceType;
 use apiserver::storage::{self, Cascade, DeletePreconditions, ObjectRef, Propagation, WriteOptions};
 use futures::StreamExt;
-use placement::{Outcome, Profile, State as Now};
+use placement::{Profile, State as Now};
 use protocol::meta;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -175,19 +175,14 @@ impl Hub<'_> {
     }
 
     /// The policy snapshot's status: the decisions (picked first, then up to 20 not
-    /// picked or rejected) and whether the policy is fulfilled.
+    /// picked or rejected: [`snapshot_targets`]) and whether the policy is fulfilled.
     pub(super) async fn policy_snapshot_status(
         &self,
         crp: &Value,
         snapshot: &Value,
         decision: &placement::Decision,
     ) -> anyhow::Result<Option<Value>> {
-        let mut targets: Vec<Value> = decision.desired.iter().map(|c| cluster_decision(c, decision, true)).collect();
-        // Then at most 20 of the others, those not picked before the rejected, as KubeFleet
-        // keeps its snapshots small.
-        let not_picked = decision.clusters.iter().filter(|r| r.outcome == Outcome::NotPicked);
-        let rejected = decision.clusters.iter().filter(|r| r.outcome == Outcome::Rejected);
-        targets.extend(not_picked.chain(rejected).take(20).map(|r| cluster_decision(&r.name, decision, false)));
+        let targets = snapshot_targets(decision);
         let scheduled = scheduled("Scheduled", decision, meta::generation(snapshot));
         let wanted = json!({
             "observedCRPGeneration": meta::generation(crp),

@@ -150,19 +150,48 @@ fn a_blocked_rollout_names_its_clusters_in_rollout_started() {
     assert!(c["message"].as_str().unwrap().contains("m1\" failed to apply: refused"), "{c}");
 }
 
+/// What the hub writes from one decision: the placement's status, and the policy
+/// snapshot's targets and Scheduled condition.
+fn written_from(crp: &Value, decision: &placement::Decision, clusters: &[(String, Value, Vec<Value>)]) -> Vec<Value> {
+    let placement = placement_status(crp, decision, clusters, &[], "0", &[], None);
+    let snapshot =
+        json!({"targetClusters": snapshot_targets(decision), "scheduled": scheduled("Scheduled", decision, 1)});
+    vec![placement, snapshot]
+}
+
+/// The first half decides with only the reports the hub reads (`reports_read`), and after
+/// the rollout cuts the decision to what the status half reads (`keep_for_status`): the
+/// placement's status and the policy snapshot's are the same as from a decision with a
+/// report per member, satisfied or short, with few or many rejected clusters, with current
+/// decisions among them.
 #[test]
 fn the_status_half_reads_the_same_status_from_the_cut_decision() {
-    // 40 members: ten carry no env label (rejected), the rest rank by CPU.
-    let candidates: Vec<placement::Candidate> = (0..40)
-        .map(|i| {
-            let mut candidate = placement::Candidate::new(format!("m{i:02}"));
-            if i % 4 != 0 {
-                candidate.labels.insert("env".into(), "prod".into());
-            }
-            candidate
-        })
-        .collect();
-    let status_of = |wanted: u32| {
+    use placement::pace::{self, Moves, Pacing};
+    /// (case, members, which qualify (the others carry no env label and are rejected),
+    /// numberOfClusters, current decisions, reports in the full / bounded / cut decision)
+    type Case = (&'static str, usize, fn(usize) -> bool, u32, &'static [&'static str], [usize; 3]);
+    let cases: [Case; 4] = [
+        // The picked, 20 of the 27 not picked, all 10 rejected; cut: the picked and 5 rejected.
+        ("satisfied", 40, |i| i % 4 != 0, 3, &[], [40, 33, 3 + 5]),
+        // 35 wanted, 30 qualify: short of 5, every report is read.
+        ("short", 40, |i| i % 4 != 0, 35, &[], [40, 40, 30 + 5]),
+        // m05 stays (sticky), m01 no longer qualifies: 3 picked, m01 (current), all 17 not
+        // picked, 20 of the other 79 rejected; cut: the picked and 5 rejected.
+        ("satisfied, many rejected", 100, |i| i % 5 == 0, 3, &["m01", "m05"], [100, 41, 3 + 5]),
+        // 25 wanted, 20 qualify: the 20, m01 (current) and 25 of the other 79 rejected; cut:
+        // the 20 picked and 5 rejected, as many as the policy is short of.
+        ("short, many rejected", 100, |i| i % 5 == 0, 25, &["m01"], [100, 46, 20 + 5]),
+    ];
+    for (case, members, qualifies, wanted, current, counts) in cases {
+        let candidates: Vec<placement::Candidate> = (0..members)
+            .map(|i| {
+                let mut candidate = placement::Candidate::new(format!("m{i:02}"));
+                if qualifies(i) {
+                    candidate.labels.insert("env".into(), "prod".into());
+                }
+                candidate
+            })
+            .collect();
         let crp = json!({"metadata": {"name": "web", "generation": 2}, "spec": {"policy": {
             "placementType": "PickN", "numberOfClusters": wanted, "affinity": {"clusterAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {"clusterSelectorTerms": [
@@ -170,33 +199,41 @@ fn the_status_half_reads_the_same_status_from_the_cut_decision() {
         let policy = super::super::policy::policy("web", crp.pointer("/spec/policy")).expect("policy");
         let state = placement::State {
             now: "2026-01-01T00:10:00Z".parse().unwrap(),
-            current: Vec::new(),
+            current: current.iter().map(|c| c.to_string()).collect(),
             other_decisions: Default::default(),
             reconsider: false,
             settled: Vec::new(),
         };
-        let full = placement::decide(&placement::Profile::fleet(), &policy, &candidates, &state).expect("decision");
-        let mut cut = full.clone();
+        let profile = placement::Profile::fleet();
+        let (pacing, moves) = (Pacing::none(), Moves(Vec::new()));
+        let full = pace::decide(&profile, &policy, &candidates, &state, &pacing, &moves).expect("decision").decision;
+        let reports = reports_read(&policy);
+        let bounded = pace::decide_reporting(&profile, &policy, &candidates, &state, &pacing, &moves, reports);
+        let bounded = bounded.expect("decision").decision;
+        let mut cut_full = full.clone();
+        cut_full.keep_reports(reports, &state.current);
+        assert_eq!(bounded, cut_full, "{case}: the bounded decision is the full one cut");
+        let (mut cut, mut cut_bounded) = (full.clone(), bounded.clone());
         keep_for_status(&mut cut);
+        keep_for_status(&mut cut_bounded);
+        assert_eq!(cut, cut_bounded, "{case}: the first half leaves the same decision");
+        assert_eq!([full.clusters.len(), bounded.clusters.len(), cut.clusters.len()], counts, "{case}");
         let bound = |cluster: &String| {
             let binding = json!({"metadata": {"generation": 1}, "spec": {"state": "Bound",
                 "resourceSnapshotName": "web-0-snapshot", "targetCluster": cluster}});
             (cluster.clone(), binding, Vec::new())
         };
         let clusters: Vec<(String, Value, Vec<Value>)> = full.desired.iter().map(bound).collect();
-        let status = |decision: &placement::Decision| placement_status(&crp, decision, &clusters, &[], "0", &[], None);
-        (full.clusters.len(), cut.clusters.len(), status(&full), status(&cut))
-    };
-    // Satisfied: the picked clusters' reports and the five rejected ones are left.
-    let (all, kept, full, cut) = status_of(3);
-    assert_eq!((all, kept), (40, 3 + 5));
-    assert_eq!(full, cut);
-    // Short of 5 (35 wanted, 30 qualify): every short entry and blocking message is the same.
-    let (all, kept, full, cut) = status_of(35);
-    assert_eq!((all, kept), (40, 30 + 5));
-    assert_eq!(full, cut);
-    let short = full["placementStatuses"].as_array().unwrap().iter().filter(|s| s.get("clusterName").is_none());
-    assert_eq!(short.count(), 5, "{full}");
+        let written = written_from(&crp, &full, &clusters);
+        assert_eq!(written, written_from(&crp, &bounded, &clusters), "{case}: from the bounded decision");
+        assert_eq!(written[0], written_from(&crp, &cut, &clusters)[0], "{case}: from the cut decision");
+        let targets = written[1]["targetClusters"].as_array().unwrap();
+        let others = targets.len() - full.desired.len();
+        assert_eq!(others, SNAPSHOT_OTHERS_SHOWN.min(members - full.desired.len()), "{case}");
+        let statuses = written[0]["placementStatuses"].as_array().unwrap();
+        let short = statuses.iter().filter(|s| s.get("clusterName").is_none()).count();
+        assert_eq!(short, full.unsatisfied, "{case}: {}", written[0]);
+    }
 }
 
 #[test]
