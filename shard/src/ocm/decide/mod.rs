@@ -26,6 +26,12 @@ pub const SATISFIED_CONDITION: &str = "PlacementSatisfied";
 /// for damping or the disruption budget; absent when none wait.
 pub const HELD_CONDITION: &str = placement::pace::HELD_CONDITION;
 
+/// The reports an OCM decision keeps: every cluster that passed the filters (the
+/// ScoreUpdate event lists their scores, and `NoManagedClusterMatched` is judged by
+/// whether any did) besides the chosen ones (each PlacementDecision entry carries its
+/// cluster's reason). No rejected cluster's report is read, so none is built.
+const REPORTS: placement::Reports = placement::Reports { not_picked: usize::MAX, rejected: 0 };
+
 /// What one decision starts from: the Placement and the hub's objects it reads.
 #[derive(Debug, Clone, Copy)]
 pub struct Inputs<'a> {
@@ -71,7 +77,8 @@ pub struct Verdict {
     pub chosen: Vec<String>,
     /// `PlacementMisconfigured` then `PlacementSatisfied`.
     pub conditions: [Condition; 2],
-    /// The framework's account, when it ran: per cluster why it was picked or rejected.
+    /// The framework's account, when it ran: per cluster that passed the filters why it
+    /// was picked or not (`REPORTS`).
     pub decision: Option<Decision>,
     /// What pacing made of the decision, when it ran.
     pub pacing: Option<Pacing>,
@@ -174,7 +181,9 @@ pub fn decide(inputs: Inputs<'_>) -> Verdict {
         reconsider: false,
         settled: Vec::new(),
     };
-    let paced = placement::pace::decide(&Profile::ocm(), &policy, &candidates, &state, inputs.pacing, inputs.moves);
+    let (pacing, moves) = (inputs.pacing, inputs.moves);
+    let paced =
+        placement::pace::decide_reporting(&Profile::ocm(), &policy, &candidates, &state, pacing, moves, REPORTS);
     let (decision, pacing) = match paced {
         Ok(paced) => {
             let pacing = Pacing {
