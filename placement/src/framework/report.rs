@@ -42,14 +42,12 @@ pub(super) fn build(inputs: Inputs<'_>) -> Decision {
         .into_iter()
         .map(|i| candidate_report(&inputs, &tiers, &inputs.candidates[i], &inputs.entries[i], ranks[i]))
         .collect();
-    let names: HashSet<&str> = inputs.candidates.iter().map(|c| c.name.as_str()).collect();
-    let gone: BTreeSet<&str> = inputs.state.current.iter().map(String::as_str).filter(|n| !names.contains(n)).collect();
-    clusters.extend(gone.into_iter().map(gone_report));
+    clusters.extend(gone(&inputs).into_iter().map(gone_report));
     clusters.sort_by(|a, b| a.name.cmp(&b.name));
     Decision {
         bind: bind::diff(&inputs.state.current, &desired),
         unsatisfied: inputs.wanted.map_or(0, |w| w.saturating_sub(desired.len())),
-        missing: missing(inputs.policy, &names),
+        missing: missing(inputs.policy, inputs.candidates),
         requeue_at: inputs.desired.iter().filter_map(|&i| inputs.entries[i].until).min(),
         scorers: inputs
             .scorers
@@ -206,10 +204,20 @@ fn gone_report(name: &str) -> ClusterReport {
     }
 }
 
+/// The current decisions that are no longer candidates, sorted. The ledger marks the
+/// candidates that are current, so only those are looked up, not every candidate's name
+/// (a set of a thousand names per decision, most of them never asked for).
+fn gone<'a>(inputs: &Inputs<'a>) -> BTreeSet<&'a str> {
+    let still: HashSet<&str> =
+        inputs.candidates.iter().zip(inputs.entries).filter(|(_, e)| e.current).map(|(c, _)| c.name.as_str()).collect();
+    inputs.state.current.iter().map(String::as_str).filter(|n| !still.contains(n)).collect()
+}
+
 /// Fixed names that are not among the candidates, sorted.
-fn missing(policy: &Policy, names: &HashSet<&str>) -> Vec<String> {
+fn missing(policy: &Policy, candidates: &[Candidate]) -> Vec<String> {
     match &policy.number {
         Number::Fixed(fixed) => {
+            let names: HashSet<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
             let missing: BTreeSet<&String> = fixed.iter().filter(|n| !names.contains(n.as_str())).collect();
             missing.into_iter().cloned().collect()
         }
