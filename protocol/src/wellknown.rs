@@ -59,3 +59,8 @@ pub const BOUND_CRDS_CLUSTER: &str = "system:bound-crds";
 
 /// The group whose members may do anything, in every logical cluster.
 pub const MASTERS_GROUP: &str = "system:masters";
+
+/// Kubernetes' group for scrapers and probes (kube binds it to the `system:monitoring`
+/// ClusterRole: `get` on `/metrics` and the health endpoints): its members may read a
+/// shard's `/metrics` without being `system:masters`.
+pub const MONITORING_GROUP: &str = "system:monitoring";

@@ -5,7 +5,7 @@
 //! already verified and the HTTP layer hands in the `Authorization` header; the caller
 //! turns errors and `None` into a 401 `Status`.
 
-use protocol::wellknown::MASTERS_GROUP;
+use protocol::wellknown::{MASTERS_GROUP, MONITORING_GROUP};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::Path;
@@ -65,6 +65,12 @@ impl Identity {
     /// Whether authorization should be skipped entirely (group `system:masters`).
     pub fn is_master(&self) -> bool {
         self.groups.iter().any(|group| group == MASTERS_GROUP)
+    }
+
+    /// Whether the identity may read a server's `/metrics`: `system:masters`, or a scraper
+    /// in `system:monitoring`, the group kube's bootstrap policy lets read it.
+    pub fn may_read_metrics(&self) -> bool {
+        self.is_master() || self.groups.iter().any(|group| group == MONITORING_GROUP)
     }
 }
 
@@ -368,6 +374,23 @@ mod tests {
 
     fn parse(text: &str) -> anyhow::Result<TokenFile> {
         TokenFile::from_reader(text.as_bytes())
+    }
+
+    /// `/metrics` is for `system:masters` and kube's scraper group, not for any other user,
+    /// whatever else they are in, nor for anonymous callers.
+    #[test]
+    fn only_masters_and_the_monitoring_group_read_metrics() {
+        let cases: [(&[&str], bool); 5] = [
+            (&["system:masters"], true),
+            (&["system:monitoring"], true),
+            (&["dev", "system:monitoring"], true),
+            (&["dev", "system:serviceaccounts"], false),
+            (&[], false),
+        ];
+        for (member_of, may) in cases {
+            assert_eq!(Identity::new("scraper", "", groups(member_of)).may_read_metrics(), may, "{member_of:?}");
+        }
+        assert!(!Identity::anonymous().may_read_metrics());
     }
 
     #[test]

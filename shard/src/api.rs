@@ -12,6 +12,7 @@ use apiserver::verbs::{self, Ctx, Scope};
 use hyper::body::Incoming;
 use protocol::path::ClusterRef;
 use protocol::types::LOGICAL_CLUSTER_NAME;
+use protocol::wellknown::MONITORING_GROUP;
 use security::authn::{AuthnError, CertificateCaller, Identity};
 use security::identity_headers;
 use std::collections::HashMap;
@@ -371,12 +372,15 @@ fn process_endpoint(
             "shard {} has not joined the installation yet: its Shard object is not in its shard set (is the root shard reachable?)",
             shard.name
         ))),
-        // Request counts per resource and authorization decisions are for operators.
+        // Request counts per resource and authorization decisions are for operators and
+        // their scrapers.
         "metrics" => {
             let identity = authenticate(shard, peer, request)?;
-            if !identity.is_master() {
+            if !identity.may_read_metrics() {
                 return Err(ApiError::forbidden(format!(
-                    "forbidden: User {:?} cannot get path \"/metrics\"",
+                    "forbidden: User {:?} cannot get path \"/metrics\": a shard's metrics are for system:masters and for \
+                     scrapers in the group {MONITORING_GROUP}; issue the scraper a client certificate with that \
+                     organization",
                     identity.user
                 )));
             }

@@ -73,6 +73,19 @@ async fn every_process_serves_the_figures_operators_watch() {
     assert!(sample(&text, "atoll_store_write_seconds_count", &[]).is_some_and(|v| v >= 1.0), "{text}");
     assert!(sample(&text, "atoll_watches_active", &[]).is_some(), "{text}");
 
+    // A scraper in kube's monitoring group reads them too; any other user gets a 403 that
+    // says who may.
+    let as_user = |user: &str, groups: &[&str]| {
+        let identity = installation.user_identity(user, groups).expect("a client certificate");
+        installation.root.http_as(Some(&identity)).expect("a client")
+    };
+    let scraped = as_user("prometheus", &["system:monitoring"]).get("/metrics").await.expect("GET /metrics");
+    assert_eq!(scraped.status, StatusCode::OK, "{}", scraped.text());
+    assert!(sample(&scraped.text(), "atoll_store_batch_ops_count", &[]).is_some(), "{}", scraped.text());
+    let refused = as_user("bob", &["dev"]).get("/metrics").await.expect("GET /metrics as bob");
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text());
+    assert!(refused.text().contains("system:monitoring"), "{}", refused.text());
+
     // The cache: only for callers with a certificate; what each sender replicated, and its
     // own store.
     let cache = installation.cache(tests::cache::topology::SINGLE).expect("the cache");
