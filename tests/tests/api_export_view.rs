@@ -422,6 +422,14 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: dora}]
     let refused = as_dora().args(["delete", "gadget", "g1", "-n", "default"]).fails();
     let said = refused.stderr.to_lowercase();
     assert!(said.contains("forbidden") && said.contains("maximal permission policy"), "{refused:?}");
+    // `kubectl auth can-i` answers as the requests are answered: the export's policy bounds
+    // the review too, not only her own RBAC.
+    let can_i = |verb: &str| as_dora().args(["auth", "can-i", verb, "gadgets.example.io", "-n", "default"]).run();
+    let asked = can_i("delete");
+    assert!(!asked.success() && asked.stdout.starts_with("no - "), "{asked:?}");
+    assert!(asked.stdout.contains("maximal permission policy of APIExport"), "the reason says why: {asked:?}");
+    let asked = can_i("get");
+    assert_eq!((asked.success(), asked.stdout.trim()), (true, "yes"), "{asked:?}");
     // The admin (system:masters) is not bounded, and a grant in the policy lets her.
     let grant = r#"
 apiVersion: rbac.authorization.k8s.io/v1
@@ -452,6 +460,8 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "apis.kcp.io:
         assert!(Instant::now() < deadline, "the policy's grant never reached the consumer's shard: {attempt:?}");
         tokio::time::sleep(POLL).await;
     }
+    let asked = can_i("delete");
+    assert_eq!((asked.success(), asked.stdout.trim()), (true, "yes"), "once granted: {asked:?}");
 
     // Permission claims: the export claims ConfigMaps. Until the binding accepts, the
     // view shows none; accepted, exactly the consumer's; rejected, a watch sees them go.

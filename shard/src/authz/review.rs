@@ -190,20 +190,42 @@ fn user_info(identity: &Identity) -> Value {
     info
 }
 
-/// `status` of an access review: the decision the authorizer would take.
+/// `status` of an access review: the decision the authorizer would take, including the
+/// bound of a bound resource's APIExport (its maximal permission policy), which can refuse
+/// what the workspace's own RBAC allows.
 fn access_review(shard: &Shard, ctx: &Ctx, subject: &Identity, attributes: Attributes) -> ApiResult<Value> {
-    let policy = StorePolicy::new(shard, ctx.cluster()?);
+    let cluster = ctx.cluster()?;
+    let policy = StorePolicy::new(shard, cluster);
     let decision = decision::decide(&policy, policy.owner().as_ref(), subject, &attributes)?;
-    let mut status = json!({"allowed": matches!(decision, Decision::Allowed(_))});
-    let reason = decision.reason();
+    let bounded = match decision {
+        Decision::Allowed(_) => crate::binding::maximal::check(shard, subject, cluster, &attributes).err(),
+        Decision::Denied(_) => None,
+    };
+    Ok(access_status(&decision, bounded.as_ref()))
+}
+
+/// The review's status from the RBAC decision and, when RBAC allowed, the export's
+/// refusal: a 403 from the maximal permission policy denies with its message as reason;
+/// any other error (the export cannot be read yet) denies with it as evaluationError,
+/// as kube reports an authorizer that could not decide.
+fn access_status(decision: &Decision, bounded: Option<&ApiError>) -> Value {
+    let mut status = json!({"allowed": matches!(decision, Decision::Allowed(_)) && bounded.is_none()});
+    let reason = match bounded {
+        Some(refusal) if refusal.code == 403 => refusal.message.clone(),
+        Some(_) => String::new(),
+        None => decision.reason(),
+    };
     if !reason.is_empty() {
         status["reason"] = Value::from(reason);
     }
-    if decision == Decision::Denied(Denial::NoWorkspaceAccess) {
+    if let Some(error) = bounded.filter(|error| error.code != 403) {
+        status["evaluationError"] = Value::from(error.message.clone());
+    }
+    if *decision == Decision::Denied(Denial::NoWorkspaceAccess) {
         // kcp denies outright here: no other authorizer could allow it.
         status["denied"] = Value::from(true);
     }
-    Ok(status)
+    status
 }
 
 /// `status` of a SelfSubjectRulesReview: the caller's rules in `spec.namespace`.
@@ -277,6 +299,26 @@ mod tests {
         for error in errors {
             assert_eq!(error.unwrap_err().code, 422);
         }
+    }
+
+    /// RBAC's decision stands unless an allowed request meets the export's refusal: a 403
+    /// denies with its message, anything else denies as an evaluation error.
+    #[test]
+    fn the_exports_refusal_turns_an_allowed_review_into_a_denial() {
+        let allowed = Decision::Allowed(decision::Allowance::Owner);
+        assert_eq!(access_status(&allowed, None)["allowed"], true);
+        let refused = ApiError::forbidden("not by the maximal permission policy");
+        let status = access_status(&allowed, Some(&refused));
+        assert_eq!(status["allowed"], false);
+        assert_eq!(status["reason"], "not by the maximal permission policy");
+        assert!(status.get("evaluationError").is_none() && status.get("denied").is_none());
+        let unreadable = ApiError::unavailable("the APIExport cannot be read here yet");
+        let status = access_status(&allowed, Some(&unreadable));
+        assert_eq!(status["allowed"], false);
+        assert_eq!(status["evaluationError"], "the APIExport cannot be read here yet");
+        assert!(status.get("reason").is_none(), "RBAC's allowing reason is not the answer");
+        let no_access = access_status(&Decision::Denied(Denial::NoWorkspaceAccess), None);
+        assert_eq!((no_access["allowed"].clone(), no_access["denied"].clone()), (json!(false), json!(true)));
     }
 
     #[test]

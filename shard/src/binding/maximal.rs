@@ -58,12 +58,25 @@ fn binding_of(shard: &Shard, cluster: &str, group: &str, resource: &str) -> Opti
 
 /// Refuses a request `attributes` describe on a bound resource of `cluster` when the
 /// export's maximal permission policy does not allow it (403); anything else passes.
+/// Attributes without a version (an access review's, as `kubectl auth can-i` sends them)
+/// name the resource in any version.
 pub fn check(shard: &Shard, identity: &Identity, cluster: &str, attributes: &Attributes) -> ApiResult<()> {
     let Attributes::Resource(request) = attributes else { return Ok(()) };
-    if identity.is_master() || shard.registry.get(&request.group, &request.version, &request.resource).is_some() {
+    if identity.is_master() {
         return Ok(());
     }
-    let bound = shard.registry.lookup(Some(cluster), &request.group, &request.version, &request.resource);
+    let (group, resource) = (&request.group, &request.resource);
+    let bound = if request.version.is_empty() {
+        if shard.registry.is_builtin(group, resource) {
+            return Ok(());
+        }
+        shard.registry.source_rows(cluster).into_iter().find(|row| row.group == *group && row.resource == *resource)
+    } else {
+        if shard.registry.get(group, &request.version, resource).is_some() {
+            return Ok(());
+        }
+        shard.registry.lookup(Some(cluster), group, &request.version, resource)
+    };
     if bound.is_none_or(|row| row.identity().is_none()) {
         return Ok(());
     }
