@@ -296,21 +296,15 @@ pub fn decide_reporting(
     moves: &Moves,
     reports: Reports,
 ) -> Result<Paced, Error> {
-    let mut paced = pace_decision(profile, policy, candidates, state, pacing, moves, reports)?;
+    let inputs = Inputs { policy, candidates, state, pacing, moves };
+    let mut paced = pace_decision(profile, &inputs, reports)?;
     paced.decision.keep_reports(reports, &state.current);
     Ok(paced)
 }
 
 /// The paced decision, with only `reports` when it is returned unpaced.
-fn pace_decision(
-    profile: &Profile,
-    policy: &Policy,
-    candidates: &[Candidate],
-    state: &State,
-    pacing: &Pacing,
-    moves: &Moves,
-    reports: Reports,
-) -> Result<Paced, Error> {
+fn pace_decision(profile: &Profile, inputs: &Inputs<'_>, reports: Reports) -> Result<Paced, Error> {
+    let Inputs { policy, candidates, state, pacing, moves } = *inputs;
     let now = state.now;
     let kept_moves = || Moves(moves.within(pacing, now).cloned().collect());
     let unpaced = |decision: Decision| Paced {
@@ -358,7 +352,7 @@ fn pace_decision(
         let sticky_profile = Profile { keep_current: true, ..profile.clone() };
         (decide_once(&sticky_profile, policy, candidates, state)?, base)
     };
-    Ok(pace(sticky, &ideal, &Inputs { policy, candidates, state, pacing, moves }))
+    Ok(pace(sticky, &ideal, inputs))
 }
 
 fn swaps(outs: &[String], ins: &[String], fresh: &Decision) -> Vec<Swap> {
@@ -375,6 +369,7 @@ fn swaps(outs: &[String], ins: &[String], fresh: &Decision) -> Vec<Swap> {
 }
 
 /// What pacing reads besides the two decisions.
+#[derive(Clone, Copy)]
 struct Inputs<'a> {
     policy: &'a Policy,
     candidates: &'a [Candidate],
