@@ -70,24 +70,24 @@ enum Shape {
 
 /// Fields whose JSON type kube's typed decoding enforces and that the shard relies on;
 /// a wrong type is a 400, as kube's "cannot unmarshal" is, instead of an object that
-/// breaks every typed client listing it later.
-fn typed_fields(kind: &str) -> &'static [(&'static str, Shape)] {
-    const META: &[(&str, Shape)] = &[
-        ("/metadata", Shape::Object),
-        ("/metadata/name", Shape::Str),
-        ("/metadata/generateName", Shape::Str),
-        ("/metadata/namespace", Shape::Str),
-        ("/metadata/resourceVersion", Shape::Str),
-        ("/metadata/uid", Shape::Str),
-        ("/metadata/labels", Shape::StringMap),
-        ("/metadata/annotations", Shape::StringMap),
-        ("/metadata/finalizers", Shape::StringList),
-        ("/spec", Shape::Object),
-        ("/status", Shape::Object),
+/// breaks every typed client listing it later. Each is a path of field names.
+fn typed_fields(kind: &str) -> &'static [(&'static [&'static str], Shape)] {
+    const META: &[(&[&str], Shape)] = &[
+        (&["metadata"], Shape::Object),
+        (&["metadata", "name"], Shape::Str),
+        (&["metadata", "generateName"], Shape::Str),
+        (&["metadata", "namespace"], Shape::Str),
+        (&["metadata", "resourceVersion"], Shape::Str),
+        (&["metadata", "uid"], Shape::Str),
+        (&["metadata", "labels"], Shape::StringMap),
+        (&["metadata", "annotations"], Shape::StringMap),
+        (&["metadata", "finalizers"], Shape::StringList),
+        (&["spec"], Shape::Object),
+        (&["status"], Shape::Object),
     ];
-    const CONFIG_MAP: &[(&str, Shape)] = &[("/data", Shape::StringMap), ("/binaryData", Shape::StringMap)];
-    const SECRET: &[(&str, Shape)] =
-        &[("/data", Shape::StringMap), ("/stringData", Shape::StringMap), ("/type", Shape::Str)];
+    const CONFIG_MAP: &[(&[&str], Shape)] = &[(&["data"], Shape::StringMap), (&["binaryData"], Shape::StringMap)];
+    const SECRET: &[(&[&str], Shape)] =
+        &[(&["data"], Shape::StringMap), (&["stringData"], Shape::StringMap), (&["type"], Shape::Str)];
     match kind {
         "ConfigMap" => CONFIG_MAP,
         "Secret" => SECRET,
@@ -96,35 +96,67 @@ fn typed_fields(kind: &str) -> &'static [(&'static str, Shape)] {
     }
 }
 
-/// Rejects objects whose well-known fields have the wrong JSON type.
-pub fn check_types(ctx: &Ctx, object: &Value) -> ApiResult<()> {
-    for (pointer, shape) in typed_fields("").iter().chain(typed_fields(&ctx.rt.kind)) {
-        let Some(value) = object.pointer(pointer) else { continue };
+/// The value at `path` (field names), walked with plain lookups: every create checks a
+/// dozen fields, and `Value::pointer` allocates each segment it unescapes.
+fn field<'v>(object: &'v Value, path: &[&str]) -> Option<&'v Value> {
+    path.iter().try_fold(object, |value, name| value.get(name))
+}
+
+/// The first well-known field of a `kind` object that holds the wrong JSON type, as
+/// `<field> must be <type>`.
+fn wrong_type(kind: &str, object: &Value) -> Option<String> {
+    typed_fields("").iter().chain(typed_fields(kind)).find_map(|(path, shape)| {
+        let value = field(object, path)?;
         let ok = match shape {
             Shape::Str => value.is_string(),
             Shape::Object => value.is_object(),
             Shape::StringMap => value.as_object().is_some_and(|m| m.values().all(Value::is_string)),
             Shape::StringList => value.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
         };
-        if !ok && !value.is_null() {
-            let field = pointer.trim_start_matches('/').replace('/', ".");
-            let wanted = match shape {
-                Shape::Str => "a string",
-                Shape::Object => "an object",
-                Shape::StringMap => "an object of strings",
-                Shape::StringList => "a list of strings",
-            };
-            return Err(ApiError::bad_request(format!(
-                "{} in version \"{}\" cannot be handled as a {}: {field} must be {wanted}",
-                ctx.rt.kind, ctx.rt.version, ctx.rt.kind
-            )));
-        }
-    }
-    if let Some(error) = ctx.rt.strategy.decode_error(&ctx.rt, object) {
-        return Err(ApiError::bad_request(format!(
+        let wanted = match shape {
+            Shape::Str => "a string",
+            Shape::Object => "an object",
+            Shape::StringMap => "an object of strings",
+            Shape::StringList => "a list of strings",
+        };
+        (!ok && !value.is_null()).then(|| format!("{} must be {wanted}", path.join(".")))
+    })
+}
+
+/// Rejects objects whose well-known fields have the wrong JSON type.
+pub fn check_types(ctx: &Ctx, object: &Value) -> ApiResult<()> {
+    let error = wrong_type(&ctx.rt.kind, object).or_else(|| ctx.rt.strategy.decode_error(&ctx.rt, object));
+    match error {
+        Some(error) => Err(ApiError::bad_request(format!(
             "{} in version \"{}\" cannot be handled as a {}: {error}",
             ctx.rt.kind, ctx.rt.version, ctx.rt.kind
-        )));
+        ))),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrong_type;
+    use serde_json::json;
+
+    #[test]
+    fn well_known_fields_of_the_wrong_type_are_named() {
+        let cases = [
+            (json!({"metadata": {"name": "a"}, "data": {"k": "v"}}), None),
+            (json!({"metadata": {"name": "a", "labels": null}, "data": null}), None),
+            (json!({"metadata": "a"}), Some("metadata must be an object")),
+            (json!({"metadata": {"name": 1}}), Some("metadata.name must be a string")),
+            (json!({"metadata": {"labels": {"a": 1}}}), Some("metadata.labels must be an object of strings")),
+            (json!({"metadata": {"finalizers": ["a", 2]}}), Some("metadata.finalizers must be a list of strings")),
+            (json!({"metadata": {}, "spec": []}), Some("spec must be an object")),
+            (json!({"metadata": {}, "data": {"k": 1}}), Some("data must be an object of strings")),
+        ];
+        for (object, expected) in cases {
+            assert_eq!(wrong_type("ConfigMap", &object).as_deref(), expected, "{object}");
+        }
+        // Secrets check their own fields; other kinds only the common ones.
+        assert_eq!(wrong_type("Secret", &json!({"type": 1})).as_deref(), Some("type must be a string"));
+        assert_eq!(wrong_type("Pod", &json!({"data": 1})), None);
+    }
 }
