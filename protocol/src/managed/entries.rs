@@ -7,7 +7,7 @@ use std::str::FromStr;
 use serde_json::{Map, Value};
 
 use super::fieldset::FieldSet;
-use super::path::go_json;
+use super::path::go_json_string;
 use crate::names::go_quote;
 
 /// kube's `DefaultMaxUpdateManagers`: past this many `Update` entries the oldest are merged
@@ -111,18 +111,21 @@ impl ManagedFieldsEntry {
 
 /// [`ManagedFieldsEntry::identifier`] from its parts.
 pub(super) fn identifier(manager: &str, operation: OperationType, api_version: &str, subresource: &str) -> String {
-    let mut id = Map::new();
-    if !manager.is_empty() {
-        id.insert("manager".into(), Value::String(manager.into()));
+    // Written straight out (in ManagedFieldsEntry's field order, empty fields left out)
+    // rather than through a JSON map: every write computes at least one.
+    let update_version = if operation == OperationType::Update { api_version } else { "" };
+    let fields =
+        [("manager", manager), ("operation", operation.as_str()), ("apiVersion", update_version), ("subresource", subresource)];
+    let mut id = String::with_capacity(96);
+    for (name, value) in fields.into_iter().filter(|(_, value)| !value.is_empty()) {
+        id.push(if id.is_empty() { '{' } else { ',' });
+        id.push('"');
+        id.push_str(name);
+        id.push_str("\":");
+        id.push_str(&go_json_string(value));
     }
-    id.insert("operation".into(), Value::String(operation.as_str().into()));
-    if operation == OperationType::Update && !api_version.is_empty() {
-        id.insert("apiVersion".into(), Value::String(api_version.into()));
-    }
-    if !subresource.is_empty() {
-        id.insert("subresource".into(), Value::String(subresource.into()));
-    }
-    go_json(&Value::Object(id))
+    id.push('}');
+    id
 }
 
 /// Why `metadata.managedFields` could not be decoded. The texts are field errors in kube's
@@ -386,6 +389,12 @@ mod tests {
             r#"{"manager":"kubelet","operation":"Update","apiVersion":"v1","subresource":"status"}"#
         );
         assert_eq!(updater.display_name(), r#""kubelet" with subresource "status" using v1"#);
+        // Go's encoder escapes what serde_json leaves alone; an applier names no version.
+        assert_eq!(
+            identifier("a&b <\"c\">", OperationType::Update, "v1", ""),
+            r#"{"manager":"a\u0026b \u003c\"c\"\u003e","operation":"Update","apiVersion":"v1"}"#
+        );
+        assert_eq!(identifier("", OperationType::Apply, "v1", "scale"), r#"{"operation":"Apply","subresource":"scale"}"#);
     }
 
     #[test]

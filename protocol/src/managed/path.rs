@@ -95,7 +95,16 @@ fn parse_json(key: &str, body: &str) -> Result<Value, String> {
 /// Those characters only occur inside JSON strings, so replacing them in the text is safe;
 /// without it a key holding `&` would differ byte-wise from the one kube stored.
 pub(super) fn go_json(value: &Value) -> String {
-    let text = value.to_string();
+    go_escaped(value.to_string())
+}
+
+/// A string as Go's `json.Marshal` writes it (see [`go_json`]).
+pub(super) fn go_json_string(value: &str) -> String {
+    go_escaped(serde_json::to_string(value).unwrap_or_default())
+}
+
+/// serde_json's text with the characters Go's encoder also escapes escaped.
+fn go_escaped(text: String) -> String {
     if !text.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
         return text;
     }
