@@ -267,9 +267,9 @@ fn compare_objects(
         .into_iter()
         .flat_map(Map::keys)
         .chain(old.into_iter().flat_map(Map::keys).filter(|key| new.is_none_or(|new| !new.contains_key(*key))));
-    for key in keys.cloned().collect::<Vec<_>>() {
+    for key in keys {
         path.push(PathElement::Field(key.clone()));
-        compare_node(old.and_then(|map| map.get(&key)), new.and_then(|map| map.get(&key)), path, shape, out);
+        compare_node(old.and_then(|map| map.get(key)), new.and_then(|map| map.get(key)), path, shape, out);
         path.pop();
     }
     true

@@ -45,9 +45,20 @@ impl FieldSet {
         match path {
             [] => {}
             [last] => {
-                self.members.insert(last.clone());
+                if !self.members.contains(last) {
+                    self.members.insert(last.clone());
+                }
             }
-            [first, rest @ ..] => self.children.entry(first.clone()).or_default().insert(rest),
+            // Elements are cloned only where the set grows: a comparison inserts every
+            // path of an object, most of them under parents already present.
+            [first, rest @ ..] => match self.children.get_mut(first) {
+                Some(child) => child.insert(rest),
+                None => {
+                    let mut child = FieldSet::new();
+                    child.insert(rest);
+                    self.children.insert(first.clone(), child);
+                }
+            },
         }
     }
 
