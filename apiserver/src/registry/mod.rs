@@ -206,12 +206,16 @@ impl ResourceType {
     }
 
     /// The OpenAPI schema objects of this resource are checked against: a custom
-    /// resource's own (borrowed: CRD schemas can be large), else a reference into the
-    /// built-in components.
+    /// resource's own (borrowed: CRD schemas can be large), else the built-in component
+    /// itself (every write reads it twice), or a reference to it where there is none.
     pub fn schema_root(&self) -> std::borrow::Cow<'_, serde_json::Value> {
+        use std::borrow::Cow;
         match &self.custom {
-            Some(custom) => std::borrow::Cow::Borrowed(&custom.schema),
-            None => std::borrow::Cow::Owned(protocol::openapi::schema_ref(&self.schema_name)),
+            Some(custom) => Cow::Borrowed(&custom.schema),
+            None => match protocol::openapi::builtin_components().get(&self.schema_name) {
+                Some(component) => Cow::Borrowed(component),
+                None => Cow::Owned(protocol::openapi::schema_ref(&self.schema_name)),
+            },
         }
     }
 
