@@ -6,6 +6,7 @@ use crate::fanout::Fanout;
 use crate::hot::HotKeys;
 use crate::keys::{self, CF_META, CF_OBJECTS};
 use crate::{StoreError, Versioned};
+use bytes::Bytes;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
@@ -125,6 +126,20 @@ impl Shared {
             Some(record) => keys::decode_object(&record).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// The current values of `keys`, in one batched read: the writer reads every key of a
+    /// batch before deciding its ops, and RocksDB probes memtables and filters for a
+    /// batch at a time more cheaply than key by key.
+    pub fn get_many(&self, keys: &[&Bytes]) -> Vec<Result<Option<Versioned>, StoreError>> {
+        self.db
+            .batched_multi_get_cf(self.cf(CF_OBJECTS), keys.iter().map(|key| key.as_ref()), false)
+            .into_iter()
+            .map(|read| match read? {
+                Some(record) => keys::decode_object(&record).map(Some),
+                None => Ok(None),
+            })
+            .collect()
     }
 
     pub fn read_meta(&self, key: &[u8]) -> Result<u64, StoreError> {

@@ -140,11 +140,18 @@ fn commit_batch(shared: &Shared, batch: Vec<Request>, mut next_rv: u64) -> u64 {
     let span = tracing::debug_span!("store.commit_batch", ops = batch.len());
     let _enter = span.enter();
     let first_rv = next_rv;
+    // Every key as the batch finds it, read at once; then each op sees the ops before it.
+    let keys: Vec<&Bytes> = batch.iter().map(|req| req.op.key()).collect();
+    let stored = shared.get_many(&keys);
     let mut overlay: HashMap<Bytes, Option<Versioned>> = HashMap::new();
     let mut write = WriteBatch::default();
     let mut accepted = Vec::with_capacity(batch.len());
-    for req in batch {
-        let current = match current_value(shared, &overlay, req.op.key()) {
+    for (req, stored) in batch.into_iter().zip(stored) {
+        let current = match overlay.get(req.op.key()) {
+            Some(staged) => Ok(staged.clone()),
+            None => stored,
+        };
+        let current = match current {
             Ok(current) => current,
             Err(e) => {
                 let _ = req.reply.send(Err(e));
@@ -180,18 +187,6 @@ fn commit_batch(shared: &Shared, batch: Vec<Request>, mut next_rv: u64) -> u64 {
     shared.metrics.record_batch(accepted.len(), started.elapsed());
     publish(shared, accepted, next_rv - 1);
     next_rv
-}
-
-/// The value of `key` as the batch so far leaves it.
-fn current_value(
-    shared: &Shared,
-    overlay: &HashMap<Bytes, Option<Versioned>>,
-    key: &Bytes,
-) -> Result<Option<Versioned>, StoreError> {
-    if let Some(staged) = overlay.get(key) {
-        return Ok(staged.clone());
-    }
-    shared.get(key)
 }
 
 /// Adds the op's object and log writes to the batch and returns its event.
