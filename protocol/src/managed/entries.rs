@@ -114,8 +114,12 @@ pub(super) fn identifier(manager: &str, operation: OperationType, api_version: &
     // Written straight out (in ManagedFieldsEntry's field order, empty fields left out)
     // rather than through a JSON map: every write computes at least one.
     let update_version = if operation == OperationType::Update { api_version } else { "" };
-    let fields =
-        [("manager", manager), ("operation", operation.as_str()), ("apiVersion", update_version), ("subresource", subresource)];
+    let fields = [
+        ("manager", manager),
+        ("operation", operation.as_str()),
+        ("apiVersion", update_version),
+        ("subresource", subresource),
+    ];
     let mut id = String::with_capacity(96);
     for (name, value) in fields.into_iter().filter(|(_, value)| !value.is_empty()) {
         id.push(if id.is_empty() { '{' } else { ',' });
@@ -394,7 +398,10 @@ mod tests {
             identifier("a&b <\"c\">", OperationType::Update, "v1", ""),
             r#"{"manager":"a\u0026b \u003c\"c\"\u003e","operation":"Update","apiVersion":"v1"}"#
         );
-        assert_eq!(identifier("", OperationType::Apply, "v1", "scale"), r#"{"operation":"Apply","subresource":"scale"}"#);
+        assert_eq!(
+            identifier("", OperationType::Apply, "v1", "scale"),
+            r#"{"operation":"Apply","subresource":"scale"}"#
+        );
     }
 
     #[test]
