@@ -26,6 +26,8 @@ pub fn enabled() -> bool {
 #[must_use = "call shutdown() before the process exits, or the last spans are lost"]
 pub struct Telemetry {
     provider: Option<SdkTracerProvider>,
+    /// Keeps the exporter's connection thread running; dropped after the last export.
+    connection: Option<ExporterThread>,
 }
 
 impl Telemetry {
@@ -34,14 +36,16 @@ impl Telemetry {
         self.provider.is_some()
     }
 
-    /// Exports the spans still buffered and stops the exporter. The export blocks, so it
-    /// runs off the runtime's worker threads (the exporter's channel needs them).
+    /// Exports the spans still buffered and stops the exporter, then its connection's
+    /// thread. The export blocks, so it runs off the runtime's worker threads.
     pub async fn shutdown(self) {
         let Some(provider) = self.provider else { return };
         let flushed = tokio::task::spawn_blocking(move || provider.shutdown()).await;
         if let Ok(Err(error)) = flushed {
             eprintln!("OpenTelemetry: exporting the last spans failed: {error}");
         }
+        // Only now: the last export above needed the connection.
+        drop(self.connection);
     }
 }
 
@@ -56,26 +60,25 @@ impl Telemetry {
 /// name): it becomes the Resource's `service.instance.id` and `atoll.<kind>`, so every
 /// span the process exports names it once per batch instead of once per span.
 ///
-/// Must run inside a tokio runtime: the gRPC exporter's channel lives on it.
 pub fn init(default_service: &str, default_filter: &str, instance: Option<Instance<'_>>) -> Telemetry {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter.into());
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let provider = if export_requested() {
+    let (provider, connection) = if export_requested() {
         match provider(default_service, instance) {
-            Ok(provider) => Some(provider),
+            Ok((provider, connection)) => (Some(provider), Some(connection)),
             Err(error) => {
                 eprintln!("OpenTelemetry: not exporting spans: {error}");
-                None
+                (None, None)
             }
         }
     } else {
-        None
+        (None, None)
     };
     subscriber(filter, ansi, provider.as_ref()).init();
     if provider.is_some() {
         ENABLED.store(true, Ordering::Relaxed);
     }
-    Telemetry { provider }
+    Telemetry { provider, connection }
 }
 
 /// The level of the spans that become OpenTelemetry spans, whatever `RUST_LOG` lets the
@@ -150,17 +153,100 @@ pub struct Instance<'a> {
     pub name: &'a str,
 }
 
-fn provider(default_service: &str, instance: Option<Instance<'_>>) -> Result<SdkTracerProvider, String> {
-    use opentelemetry_otlp::WithExportConfig as _;
+fn provider(
+    default_service: &str,
+    instance: Option<Instance<'_>>,
+) -> Result<(SdkTracerProvider, ExporterThread), String> {
+    provider_to(exporter_endpoint(|name| std::env::var(name).ok())?, default_service, instance)
+}
+
+fn provider_to(
+    endpoint: tonic::transport::Endpoint,
+    default_service: &str,
+    instance: Option<Instance<'_>>,
+) -> Result<(SdkTracerProvider, ExporterThread), String> {
+    use opentelemetry_otlp::{WithExportConfig as _, WithTonicConfig as _};
+    let connection = ExporterThread::start().map_err(|error| format!("the exporter's thread: {error}"))?;
+    let channel = endpoint.executor(connection.executor()).connect_lazy();
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_tonic()
         .with_protocol(opentelemetry_otlp::Protocol::Grpc)
+        .with_channel(channel)
         .build()
         .map_err(|error| format!("the OTLP exporter: {error}"))?;
     let resource = resource(default_service, instance);
     opentelemetry::global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
     let processor = BatchSpanProcessor::builder(exporter).with_batch_config(batch_config()).build();
-    Ok(SdkTracerProvider::builder().with_resource(resource).with_span_processor(processor).build())
+    Ok((SdkTracerProvider::builder().with_resource(resource).with_span_processor(processor).build(), connection))
+}
+
+/// The gRPC endpoint spans go to: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as it is, else
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` (gRPC appends no path), else the OTLP default; each
+/// call bounded by `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` / `OTEL_EXPORTER_OTLP_TIMEOUT` in
+/// milliseconds (default 10 s). The exporter reads the same variables when it builds its own
+/// channel; it is given this one so that the connection runs on [`ExporterThread`].
+fn exporter_endpoint(env: impl Fn(&str) -> Option<String>) -> Result<tonic::transport::Endpoint, String> {
+    let var = |name: &str| env(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+    let url = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .or_else(|| var("OTEL_EXPORTER_OTLP_ENDPOINT"))
+        .unwrap_or_else(|| DEFAULT_ENDPOINT.to_string());
+    if url.starts_with("https:") {
+        return Err(format!("{url}: this build exports over plain HTTP/2 only (no TLS for OTLP)"));
+    }
+    let timeout_ms = match var("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT").or_else(|| var("OTEL_EXPORTER_OTLP_TIMEOUT")) {
+        Some(value) => value.parse::<u64>().map_err(|_| format!("OTLP timeout {value:?} is not milliseconds"))?,
+        None => DEFAULT_TIMEOUT_MS,
+    };
+    let endpoint = tonic::transport::Endpoint::from_shared(url.clone()).map_err(|error| format!("{url}: {error}"))?;
+    Ok(endpoint.timeout(std::time::Duration::from_millis(timeout_ms)))
+}
+
+/// OTLP/gRPC's default collector address.
+const DEFAULT_ENDPOINT: &str = "http://localhost:4317";
+/// OTLP's default export timeout.
+const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+
+/// A thread with a runtime of its own for the exporter's HTTP/2 connection. The batch
+/// processor's thread converts a batch and hands it to the connection; on the process's
+/// runtime the connection task would then encode thousands of spans into protobuf and
+/// write them on a request worker, holding that worker (and what its cache held) for the
+/// length of a batch. Here it does so beside the workers, as the batch processor does.
+struct ExporterThread {
+    handle: tokio::runtime::Handle,
+    /// Dropping it ends the thread's runtime and with it the connection.
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl ExporterThread {
+    fn start() -> std::io::Result<ExporterThread> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new().name("otlp-connection".into()).spawn(move || {
+            runtime.block_on(async {
+                let _ = stopped.await;
+            });
+        })?;
+        Ok(ExporterThread { handle, _stop: stop })
+    }
+
+    fn executor(&self) -> OnRuntime {
+        OnRuntime(self.handle.clone())
+    }
+}
+
+/// Spawns what tonic's channel runs (its request buffer, the connection) on one runtime.
+#[derive(Clone)]
+struct OnRuntime(tokio::runtime::Handle);
+
+impl<F> hyper::rt::Executor<F> for OnRuntime
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn execute(&self, future: F) {
+        drop(self.0.spawn(future));
+    }
 }
 
 /// The Resource every exported span names: the service (`OTEL_SERVICE_NAME`, else
@@ -212,6 +298,8 @@ pub const MAX_QUEUE: usize = 16_384;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{TraceService, TraceServiceServer};
+    use opentelemetry_proto::tonic::collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse};
 
     #[test]
     fn exporting_keeps_the_logs_maximum_level() {
@@ -244,6 +332,110 @@ mod tests {
             assert!(exported(&inner));
             assert_eq!(trace(&inner), trace(&request));
         });
+    }
+
+    #[test]
+    fn the_endpoint_comes_from_the_standard_variables() {
+        let endpoint = |vars: &[(&str, &str)]| {
+            let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            exporter_endpoint(move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+        };
+        let uri = |vars: &[(&str, &str)]| endpoint(vars).map(|e| e.uri().to_string());
+        assert_eq!(uri(&[]).as_deref(), Ok("http://localhost:4317/"));
+        assert_eq!(
+            uri(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4317")]).as_deref(),
+            Ok("http://collector:4317/")
+        );
+        let both = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4317"),
+            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", " http://traces:4317 "),
+        ];
+        assert_eq!(uri(&both).as_deref(), Ok("http://traces:4317/"), "the signal's own variable wins");
+        assert_eq!(uri(&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", " ")]).as_deref(), Ok("http://localhost:4317/"));
+        assert!(endpoint(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector:4317")]).is_err(), "no TLS here");
+        assert!(endpoint(&[("OTEL_EXPORTER_OTLP_TIMEOUT", "10s")]).is_err(), "milliseconds only");
+        assert!(endpoint(&[("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "2500")]).is_ok());
+    }
+
+    /// A real OTLP/gRPC collector on loopback, on a thread and runtime of its own; every
+    /// export request it receives is sent to the returned channel.
+    fn collector() -> (String, std::sync::mpsc::Receiver<ExportTraceServiceRequest>) {
+        struct Sink(std::sync::Mutex<std::sync::mpsc::Sender<ExportTraceServiceRequest>>);
+        #[tonic::async_trait]
+        impl TraceService for Sink {
+            async fn export(
+                &self,
+                request: tonic::Request<ExportTraceServiceRequest>,
+            ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+                let _ = self.0.lock().expect("not poisoned").send(request.into_inner());
+                Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
+            }
+        }
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        listener.set_nonblocking(true).expect("non-blocking");
+        let endpoint = format!("http://{}", listener.local_addr().expect("local address"));
+        let (sender, received) = std::sync::mpsc::channel();
+        let service = TraceServiceServer::new(Sink(std::sync::Mutex::new(sender)));
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+                while let Ok((stream, _)) = listener.accept().await {
+                    let service = service.clone();
+                    tokio::spawn(async move {
+                        let serve = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                            let mut service = service.clone();
+                            async move { tonic::codegen::Service::call(&mut service, request).await }
+                        });
+                        let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+                            .http2_only()
+                            .serve_connection(hyper_util::rt::TokioIo::new(stream), serve)
+                            .await;
+                    });
+                }
+            });
+        });
+        (endpoint, received)
+    }
+
+    /// The exporter's connection runs on its own thread: spans created where no tokio
+    /// runtime exists (this test's thread) reach a real collector, with the server span's
+    /// name, kind and attributes and the process's Resource.
+    #[test]
+    fn spans_reach_the_collector_from_outside_any_runtime() {
+        use opentelemetry_proto::tonic::common::v1::any_value::Value;
+        assert!(tokio::runtime::Handle::try_current().is_err(), "a plain thread");
+        let (url, received) = collector();
+        let endpoint = tonic::transport::Endpoint::from_shared(url).expect("an endpoint");
+        let (provider, connection) =
+            provider_to(endpoint, "atoll-test", Some(Instance { attribute: "atoll.shard", name: "root" }))
+                .expect("a provider");
+        tracing::subscriber::with_default(subscriber(EnvFilter::new("info"), false, Some(&provider)), || {
+            let span = tracing::info_span!(
+                "request",
+                otel.name = %format_args!("get {}", "configmaps"),
+                otel.kind = "server",
+                http.request.method = "GET",
+                http.response.status_code = tracing::field::Empty,
+            );
+            span.record("http.response.status_code", 200_i64);
+        });
+        provider.force_flush().expect("flush");
+        let request = received.recv_timeout(std::time::Duration::from_secs(60)).expect("an export request");
+        provider.shutdown().expect("shut down");
+        drop(connection);
+        let resource = request.resource_spans[0].resource.as_ref().expect("a resource");
+        let value = |attributes: &[opentelemetry_proto::tonic::common::v1::KeyValue], key: &str| {
+            attributes.iter().find(|kv| kv.key == key).and_then(|kv| kv.value.clone()).and_then(|v| v.value)
+        };
+        assert_eq!(value(&resource.attributes, "service.name"), Some(Value::StringValue("atoll-test".into())));
+        assert_eq!(value(&resource.attributes, "atoll.shard"), Some(Value::StringValue("root".into())));
+        let spans: Vec<_> = request.resource_spans.iter().flat_map(|r| &r.scope_spans).flat_map(|s| &s.spans).collect();
+        assert_eq!(spans.len(), 1);
+        assert_eq!(spans[0].name, "get configmaps");
+        assert_eq!(spans[0].kind, 2, "a server span");
+        assert_eq!(value(&spans[0].attributes, "http.request.method"), Some(Value::StringValue("GET".into())));
+        assert_eq!(value(&spans[0].attributes, "http.response.status_code"), Some(Value::IntValue(200)));
     }
 
     #[test]
