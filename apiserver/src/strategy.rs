@@ -76,7 +76,7 @@ pub fn prepare_update(rt: &ResourceType, old: &Value, new: &mut Value, subresour
         Some(UNRESTRICTED_WRITE) => {}
         Some("status") => {
             // The status writer's field ownership is the one thing of metadata it changes.
-            let managed = new.pointer("/metadata/managedFields").cloned();
+            let managed = new.get("metadata").and_then(|m| m.get("managedFields")).cloned();
             *new = with_field(old, "status", new.get("status").cloned());
             match managed {
                 Some(managed) => meta::metadata_mut(new).insert("managedFields".into(), managed),
@@ -226,10 +226,10 @@ pub fn validate(rt: &ResourceType, old: Option<&Value>, object: &Value) -> Cause
             causes.push(("metadata.namespace".into(), invalid(ns, &message)));
         }
     }
-    for (field, message) in names::validate_labels(&meta::labels(object)) {
+    for (field, message) in names::validate_labels(&meta::string_map_ref(object, "labels")) {
         causes.push((format!("metadata.labels{field}"), message));
     }
-    for (field, message) in names::validate_annotations(&meta::annotations(object)) {
+    for (field, message) in names::validate_annotations(&meta::string_map_ref(object, "annotations")) {
         causes.push((format!("metadata.annotations{field}"), message));
     }
     validate_owner_references(object, &mut causes);
@@ -273,7 +273,10 @@ fn validate_immutable(rt: &ResourceType, old: &Value, new: &Value, causes: &mut 
 /// kube's `ValidateOwnerReferences`: every reference names apiVersion, kind, name and uid,
 /// and at most one is the controller.
 fn validate_owner_references(object: &Value, causes: &mut Vec<(String, String)>) {
-    let Some(references) = object.pointer("/metadata/ownerReferences").and_then(Value::as_array) else { return };
+    let Some(references) = meta::metadata(object).and_then(|m| m.get("ownerReferences")).and_then(Value::as_array)
+    else {
+        return;
+    };
     let mut controllers = 0;
     for reference in references {
         let text = |field: &str| reference.get(field).and_then(Value::as_str).unwrap_or_default();

@@ -64,6 +64,16 @@ pub fn string_map(object: &Value, field: &str) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
+/// A string map of `metadata` (`labels` or `annotations`), borrowed from the object;
+/// entries whose value is not a string are left out, as in [`string_map`].
+pub fn string_map_ref<'a>(object: &'a Value, field: &str) -> BTreeMap<&'a str, &'a str> {
+    metadata(object)
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_object)
+        .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.as_str(), v))).collect())
+        .unwrap_or_default()
+}
+
 /// The object's labels.
 pub fn labels(object: &Value) -> BTreeMap<String, String> {
     string_map(object, "labels")

@@ -153,9 +153,10 @@ pub fn config_map_key(value: &str) -> Vec<String> {
 /// it to the map's path. The message is kube's error body, `Invalid value: "<bad key or
 /// value>": <detail>`, so `format!("{path}{suffix}: {message}")` is the Status message
 /// text and the message alone is the `StatusCause.message` (cause type `FieldValueInvalid`).
-pub fn validate_labels(labels: &BTreeMap<String, String>) -> Vec<(String, String)> {
+pub fn validate_labels<K: AsRef<str>, V: AsRef<str>>(labels: &BTreeMap<K, V>) -> Vec<(String, String)> {
     let mut errors = Vec::new();
     for (key, value) in labels {
+        let (key, value) = (key.as_ref(), value.as_ref());
         errors.extend(qualified_name(key).into_iter().map(|detail| invalid_value(key, &detail)));
         errors.extend(label_value(value).into_iter().map(|detail| invalid_value(value, &detail)));
     }
@@ -168,13 +169,18 @@ pub fn validate_labels(labels: &BTreeMap<String, String>) -> Vec<(String, String
 /// names after lower-casing (kube treats annotation keys case-insensitively here). An
 /// oversized map yields one `Too long: must have at most 262144 bytes` entry (cause type
 /// `FieldValueTooLong`).
-pub fn validate_annotations(annotations: &BTreeMap<String, String>) -> Vec<(String, String)> {
+pub fn validate_annotations<K: AsRef<str>, V: AsRef<str>>(annotations: &BTreeMap<K, V>) -> Vec<(String, String)> {
     let mut errors = Vec::new();
-    for key in annotations.keys() {
-        let details = qualified_name(&key.to_lowercase());
+    for key in annotations.keys().map(AsRef::as_ref) {
+        // Most keys are lower case already; only the others are copied.
+        let lower = match key.chars().any(char::is_uppercase) {
+            true => std::borrow::Cow::Owned(key.to_lowercase()),
+            false => std::borrow::Cow::Borrowed(key),
+        };
+        let details = qualified_name(&lower);
         errors.extend(details.into_iter().map(|detail| invalid_value(key, &detail)));
     }
-    let total_bytes: usize = annotations.iter().map(|(key, value)| key.len() + value.len()).sum();
+    let total_bytes: usize = annotations.iter().map(|(key, value)| key.as_ref().len() + value.as_ref().len()).sum();
     if total_bytes > TOTAL_ANNOTATION_SIZE_LIMIT_BYTES {
         let message = format!("Too long: must have at most {TOTAL_ANNOTATION_SIZE_LIMIT_BYTES} bytes");
         errors.push((String::new(), message));

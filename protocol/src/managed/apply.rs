@@ -69,15 +69,15 @@ pub fn apply(
     force: bool,
     shape: &dyn Shape,
 ) -> Result<Applied, ApplyError> {
-    if config.pointer("/metadata/managedFields").is_some_and(|fields| !fields.is_null()) {
+    if super::managed_fields_of(config).is_some_and(|fields| !fields.is_null()) {
         return Err(ApplyError::ManagedFieldsInConfig);
     }
     let reset = writer.reset_set();
     let live_object = live.map_or_else(|| Cow::Owned(Value::Object(Default::default())), without_managed_fields);
     let mut managers = match live {
-        Some(live) => index(
-            decode_managed_fields(live.pointer("/metadata/managedFields")).map_err(ApplyError::LiveManagedFields)?,
-        ),
+        Some(live) => {
+            index(decode_managed_fields(super::managed_fields_of(live)).map_err(ApplyError::LiveManagedFields)?)
+        }
         None => Managers::new(),
     };
     if live.is_some() && managers.is_empty() {

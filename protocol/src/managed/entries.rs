@@ -85,7 +85,7 @@ impl ManagedFieldsEntry {
     /// The entry as kube writes it: `manager`, `operation`, `apiVersion`, `time`,
     /// `fieldsType`, `fieldsV1`, `subresource`, empty values left out.
     pub fn to_value(&self) -> Value {
-        let mut entry = Map::new();
+        let mut entry = Map::with_capacity(7);
         if !self.manager.is_empty() {
             entry.insert("manager".into(), Value::String(self.manager.clone()));
         }
@@ -317,6 +317,11 @@ pub(super) fn encode(managers: &Managers) -> Vec<Value> {
 /// oldest (by time, then identity) are merged into an `ancient-changes` entry of their API
 /// version, which takes the time of the newest entry merged into it.
 pub(super) fn cap_update_managers(managers: &mut Managers, max: usize) {
+    // Counted before anything is built: almost every write is far below the cap, and the
+    // list below parses every entry's time.
+    if managers.values().filter(|entry| entry.operation == OperationType::Update).count() <= max {
+        return;
+    }
     let mut updaters: Vec<(i64, String)> = managers
         .iter()
         .filter(|(_, entry)| entry.operation == OperationType::Update)

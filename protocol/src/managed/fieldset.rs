@@ -142,6 +142,26 @@ impl FieldSet {
         FieldSet { members, children }
     }
 
+    /// [`FieldSet::difference`] in place: removes the exact paths of `other` without copying
+    /// what stays (a write takes every changed path out of each other manager's set, and the
+    /// server's own fields out of its own).
+    pub fn remove_all(&mut self, other: &FieldSet) {
+        if other.is_empty() || self.is_empty() {
+            return;
+        }
+        if !other.members.is_empty() {
+            self.members.retain(|element| !other.members.contains(element));
+        }
+        for (element, theirs) in &other.children {
+            if let Some(mine) = self.children.get_mut(element) {
+                mine.remove_all(theirs);
+                if mine.is_empty() {
+                    self.children.remove(element);
+                }
+            }
+        }
+    }
+
     /// [`FieldSet::difference`], taking `self`: nothing is copied when `other` is empty.
     pub fn without(self, other: &FieldSet) -> FieldSet {
         if other.is_empty() {
@@ -234,7 +254,7 @@ impl FieldSet {
     }
 
     fn fields_v1_object(&self, include_self: bool) -> Map<String, Value> {
-        let mut object = Map::new();
+        let mut object = Map::with_capacity(usize::from(include_self) + self.members.len() + self.children.len());
         if include_self && !self.is_empty() {
             object.insert(".".into(), Value::Object(Map::new()));
         }
@@ -318,6 +338,26 @@ mod tests {
     fn set(paths: &[&[&str]]) -> FieldSet {
         let paths: Vec<Vec<PathElement>> = paths.iter().map(|p| path(p)).collect();
         FieldSet::from_paths(paths.iter().map(Vec::as_slice))
+    }
+
+    #[test]
+    fn removing_in_place_is_the_difference() {
+        let base = set(&[&["a"], &["a", "x"], &["a", "y"], &["b"], &["c", "d", "e"], &["c", "f"]]);
+        let others = [
+            set(&[]),
+            set(&[&["a"]]),
+            set(&[&["a", "x"], &["a", "y"]]),
+            set(&[&["c", "d", "e"]]),
+            set(&[&["c", "d"], &["b"], &["z"]]),
+            base.clone(),
+        ];
+        for other in others {
+            let mut removed = base.clone();
+            removed.remove_all(&other);
+            assert_eq!(removed, base.difference(&other), "{other:?}");
+            // No child is left holding an empty set (equality and `is_empty` rely on it).
+            assert_eq!(removed.is_empty(), removed.len() == 0, "{other:?}");
+        }
     }
 
     #[test]

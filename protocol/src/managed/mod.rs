@@ -112,8 +112,14 @@ fn build_stripped_fields() -> FieldSet {
 
 /// The object without `metadata.managedFields`, which is never itself tracked or merged;
 /// borrowed when it has none (a create's body, usually), so only then is it copied.
+/// `metadata.managedFields`, if present (a plain lookup: `Value::pointer` allocates per
+/// segment, and every write asks this several times).
+fn managed_fields_of(object: &Value) -> Option<&Value> {
+    object.get("metadata")?.get("managedFields")
+}
+
 fn without_managed_fields(object: &Value) -> std::borrow::Cow<'_, Value> {
-    if object.pointer("/metadata/managedFields").is_none() {
+    if managed_fields_of(object).is_none() {
         return std::borrow::Cow::Borrowed(object);
     }
     let mut object = object.clone();

@@ -10,7 +10,7 @@ use super::entries::{
 };
 use super::fields::compare;
 use super::schema::Shape;
-use super::{stripped_fields, without_managed_fields, WriteContext};
+use super::{managed_fields_of, stripped_fields, without_managed_fields, WriteContext};
 
 /// The managedFields entries to store with `new`, written by `writer.manager` over `old`
 /// (`None` for a create).
@@ -40,9 +40,12 @@ pub fn update(old: Option<&Value>, new: &Value, writer: &WriteContext<'_>, shape
     let comparison = compare(&old_object, &new_object, shape).excluding(&writer.reset_set());
     let (changed, removed) = comparison.into_changed_and_removed();
     for entry in managers.values_mut() {
-        entry.fields = entry.fields.difference(&changed).without(&removed);
+        entry.fields.remove_all(&changed);
+        entry.fields.remove_all(&removed);
     }
-    let taken = changed.without(&removed).difference(stripped_fields());
+    let mut taken = changed;
+    taken.remove_all(&removed);
+    taken.remove_all(stripped_fields());
     if !taken.is_empty() {
         let id = identifier(writer.manager, OperationType::Update, writer.api_version, writer.subresource());
         let entry = managers.entry(id).or_insert_with(|| ManagedFieldsEntry {
@@ -53,13 +56,13 @@ pub fn update(old: Option<&Value>, new: &Value, writer: &WriteContext<'_>, shape
             subresource: writer.subresource().into(),
             fields: Default::default(),
         });
-        entry.fields = entry.fields.union(&taken);
+        entry.fields = if entry.fields.is_empty() { taken } else { entry.fields.union(&taken) };
         entry.time = Some(writer.time.into());
     }
     managers.retain(|_, entry| !entry.fields.is_empty());
     cap_update_managers(&mut managers, MAX_UPDATE_MANAGERS);
     let entries = encode(&managers);
-    match old.and_then(|old| old.pointer("/metadata/managedFields")).and_then(Value::as_array) {
+    match old.and_then(managed_fields_of).and_then(Value::as_array) {
         Some(stored) if old_object == new_object && same_but_times(stored, &entries) => stored.clone(),
         _ => entries,
     }
@@ -68,13 +71,13 @@ pub fn update(old: Option<&Value>, new: &Value, writer: &WriteContext<'_>, shape
 /// The entries a write starts from (kube's `decodeManagedFields`).
 fn starting_managers(old: Option<&Value>, new: &Value, through_subresource: bool) -> Managers {
     let stored = || {
-        let stored = old.and_then(|old| old.pointer("/metadata/managedFields"));
+        let stored = old.and_then(managed_fields_of);
         decode_managed_fields(stored).map(index).unwrap_or_default()
     };
     if through_subresource {
         return stored();
     }
-    let requested = new.pointer("/metadata/managedFields");
+    let requested = managed_fields_of(new);
     if is_reset(requested) {
         return Managers::new();
     }
