@@ -45,18 +45,78 @@ pub fn split_key(key: &[u8]) -> Option<(&str, &str, &str)> {
 
 /// Serializes an object for storage, without its resourceVersion.
 pub fn encode(object: &Value) -> ApiResult<Bytes> {
-    let bytes = if meta::meta_str(object, "resourceVersion").is_some() {
-        let mut object = object.clone();
-        meta::set_meta_str(&mut object, "resourceVersion", None);
-        serde_json::to_vec(&object)
+    encode_marked(object).map(|encoded| encoded.bytes)
+}
+
+/// An object as stored, and where its `metadata` closes: the answer to a write is the
+/// stored object plus its new resourceVersion, and splicing the version in costs a copy
+/// where serializing the object again cost as much as storing it.
+#[derive(Debug, Clone)]
+pub struct Encoded {
+    /// What the store keeps ([`encode`]'s bytes).
+    pub bytes: Bytes,
+    /// The offset of the `}` that closes a top-level `metadata` object.
+    metadata_end: Option<usize>,
+}
+
+impl Encoded {
+    /// The object's JSON with `metadata.resourceVersion` set to `rv`: byte for byte what
+    /// `serde_json::to_vec` gives for the object once [`meta::set_meta_str`] has added the
+    /// version (a new key goes last). `None` when the object has no `metadata` object.
+    pub fn with_resource_version(&self, rv: u64) -> Option<Bytes> {
+        let end = self.metadata_end?;
+        let empty = end > 0 && self.bytes[end - 1] == b'{';
+        let mut json = Vec::with_capacity(self.bytes.len() + 40);
+        json.extend_from_slice(&self.bytes[..end]);
+        if !empty {
+            json.push(b',');
+        }
+        json.extend_from_slice(b"\"resourceVersion\":\"");
+        json.extend_from_slice(rv.to_string().as_bytes());
+        json.push(b'"');
+        json.extend_from_slice(&self.bytes[end..]);
+        Some(Bytes::from(json))
+    }
+}
+
+/// [`encode`], noting where `metadata` ends. The top level is written key by key, exactly
+/// as serde_json writes a map (compact, in the map's order), so the bytes are the same.
+pub fn encode_marked(object: &Value) -> ApiResult<Encoded> {
+    let unversioned;
+    let object = if meta::meta_str(object, "resourceVersion").is_some() {
+        let mut copy = object.clone();
+        meta::set_meta_str(&mut copy, "resourceVersion", None);
+        unversioned = copy;
+        &unversioned
     } else {
-        serde_json::to_vec(object)
+        object
     };
-    let bytes = bytes.map_err(|e| ApiError::internal(format!("encode object: {e}")))?;
+    let failed = |e: serde_json::Error| ApiError::internal(format!("encode object: {e}"));
+    let mut metadata_end = None;
+    let bytes = match object.as_object() {
+        Some(map) => {
+            let mut bytes = Vec::with_capacity(1024);
+            bytes.push(b'{');
+            for (index, (key, value)) in map.iter().enumerate() {
+                if index > 0 {
+                    bytes.push(b',');
+                }
+                serde_json::to_writer(&mut bytes, key).map_err(failed)?;
+                bytes.push(b':');
+                serde_json::to_writer(&mut bytes, value).map_err(failed)?;
+                if key == "metadata" && value.is_object() {
+                    metadata_end = Some(bytes.len() - 1);
+                }
+            }
+            bytes.push(b'}');
+            bytes
+        }
+        None => serde_json::to_vec(object).map_err(failed)?,
+    };
     if bytes.len() > OBJECT_BYTES_MAX {
         return Err(ApiError::too_large_object(bytes.len(), OBJECT_BYTES_MAX));
     }
-    Ok(Bytes::from(bytes))
+    Ok(Encoded { bytes: Bytes::from(bytes), metadata_end })
 }
 
 /// The largest object stored (etcd's default request limit, which kube users know).
@@ -134,6 +194,33 @@ mod tests {
     use super::*;
     use crate::registry::Registry;
     use serde_json::json;
+
+    #[test]
+    fn a_stored_object_answers_with_its_version_spliced_in() {
+        let objects = [
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "uid": "u"}, "data": {"k": "v\"\u{e9}\n"}}),
+            json!({"metadata": {}, "kind": "X"}),
+            json!({"kind": "X", "metadata": {"name": "a", "resourceVersion": "3"}}),
+            json!({"kind": "X"}),
+            json!({"kind": "X", "metadata": "not an object"}),
+        ];
+        for object in objects {
+            let encoded = encode_marked(&object).unwrap();
+            let mut unversioned = object.clone();
+            if meta::metadata(&object).is_some() {
+                meta::set_meta_str(&mut unversioned, "resourceVersion", None);
+            }
+            assert_eq!(encoded.bytes, serde_json::to_vec(&unversioned).unwrap(), "{object}");
+            let answered = encoded.with_resource_version(42);
+            if meta::metadata(&object).is_some() {
+                let mut versioned = unversioned.clone();
+                meta::set_meta_str(&mut versioned, "resourceVersion", Some("42"));
+                assert_eq!(answered.unwrap(), serde_json::to_vec(&versioned).unwrap(), "{object}");
+            } else {
+                assert_eq!(answered, None, "{object}");
+            }
+        }
+    }
 
     #[test]
     fn only_a_deletion_timestamp_in_metadata_marks_an_object() {

@@ -145,6 +145,28 @@ pub async fn create(
     object: Value,
     options: WriteOptions,
 ) -> ApiResult<Value> {
+    create_answered(core, rt, cluster, object, options).await.map(|created| created.object)
+}
+
+/// A created object, and its JSON when the write produced it on the way.
+#[derive(Debug, Clone)]
+pub struct Created {
+    /// The object as stored, with its resourceVersion.
+    pub object: Value,
+    /// `serde_json::to_vec(&object)`, spliced from the stored bytes; `None` for a dry run
+    /// or an object without a `metadata` map.
+    pub json: Option<bytes::Bytes>,
+}
+
+/// [`create`], also giving the created object's JSON, so that the REST create answers
+/// without serializing the object a second time.
+pub async fn create_answered(
+    core: &Core,
+    rt: &ResourceType,
+    cluster: &str,
+    object: Value,
+    options: WriteOptions,
+) -> ApiResult<Created> {
     let generated = meta::name(&object).is_none()
         && meta::meta_str(&object, "generateName").is_some_and(|prefix| !prefix.is_empty());
     if !generated {
@@ -171,7 +193,7 @@ async fn create_once(
     mut object: Value,
     options: WriteOptions,
     generate_name: bool,
-) -> ApiResult<Value> {
+) -> ApiResult<Created> {
     if generate_name {
         let prefix = meta::meta_str(&object, "generateName").unwrap_or_default().to_string();
         let name = protocol::names::generated_name(&prefix, rand::random());
@@ -201,17 +223,18 @@ async fn create_once(
         if core.store.get(at.key(rt).as_bytes()).map_err(ApiError::from)?.is_some() {
             return Err(ApiError::already_exists(&rt.group_resource(), &name));
         }
-        return Ok(object);
+        return Ok(Created { object, json: None });
     }
+    let encoded = objects::encode_marked(&object)?;
     let committed = core
         .store
-        .put(at.key(rt), objects::encode(&object)?, Precondition::MustNotExist)
+        .put(at.key(rt), encoded.bytes.clone(), Precondition::MustNotExist)
         .await
         .map_err(|e| object_error(rt, &name, e))?;
     meta::set_meta_str(&mut object, "resourceVersion", Some(&committed.rv.to_string()));
     let done = Committed { rt, cluster, object: &object, rv: committed.rv, created: true };
     rt.strategy.after_commit(core, done).await?;
-    Ok(object)
+    Ok(Created { object, json: encoded.with_resource_version(committed.rv) })
 }
 
 /// New objects in a namespace need the namespace, and it must not be terminating.

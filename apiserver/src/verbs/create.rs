@@ -13,6 +13,6 @@ pub async fn handle(ctx: &Ctx, body: hyper::body::Incoming) -> ApiResult<Respons
     reconcile_name_and_namespace(ctx, &mut object)?;
     admit_caller(ctx, &mut object)?;
     crate::managed_fields::track_update(ctx, None, &mut object)?;
-    let created = storage::create(&ctx.core, &ctx.rt, ctx.cluster()?, object, options).await?;
-    ctx.respond_object(201, &created, &warnings)
+    let created = storage::create_answered(&ctx.core, &ctx.rt, ctx.cluster()?, object, options).await?;
+    ctx.respond_created(&created, &warnings)
 }

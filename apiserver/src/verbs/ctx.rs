@@ -106,18 +106,27 @@ impl Ctx {
 
     /// Answers with one object in the negotiated representation.
     pub fn respond_object(&self, code: u16, object: &Value, warnings: &[String]) -> ApiResult<Response> {
-        self.respond(code, object, warnings, |o| vec![o.clone()])
+        self.respond(code, object, None, warnings, |o| vec![o.clone()])
+    }
+
+    /// [`Ctx::respond_object`] for a created object whose JSON the write already produced:
+    /// a plain JSON answer uses those bytes instead of serializing the object again.
+    pub fn respond_created(&self, created: &crate::storage::Created, warnings: &[String]) -> ApiResult<Response> {
+        self.respond(201, &created.object, created.json.clone(), warnings, |o| vec![o.clone()])
     }
 
     /// Answers with a list in the negotiated representation (a table has a row per item).
     pub fn respond_list(&self, code: u16, list: &Value, warnings: &[String]) -> ApiResult<Response> {
-        self.respond(code, list, warnings, |l| l.get("items").and_then(Value::as_array).cloned().unwrap_or_default())
+        self.respond(code, list, None, warnings, |l| {
+            l.get("items").and_then(Value::as_array).cloned().unwrap_or_default()
+        })
     }
 
     fn respond(
         &self,
         code: u16,
         value: &Value,
+        json: Option<bytes::Bytes>,
         warnings: &[String],
         rows: impl Fn(&Value) -> Vec<Value>,
     ) -> ApiResult<Response> {
@@ -138,17 +147,20 @@ impl Ctx {
             }
             false => value,
         };
-        match self.representation()? {
-            Representation::Table if value.get("kind").and_then(Value::as_str) != Some("Status") => {
+        // `json` is the value's own JSON, so it serves only where nothing was converted.
+        let json = json.filter(|_| !self.rt.converts());
+        match (self.representation()?, json) {
+            (Representation::Table, _) if value.get("kind").and_then(Value::as_str) != Some("Status") => {
                 let include = crate::table::IncludeObject::parse(self.param("includeObject"));
                 let list_meta = serde_json::json!({"resourceVersion": value.pointer("/metadata/resourceVersion").cloned().unwrap_or_default()});
                 let table = crate::table::table(&self.rt, &rows(value), include, list_meta, true);
                 Ok(rest::json_response(code, &table, warnings))
             }
-            Representation::Yaml => {
+            (Representation::Yaml, _) => {
                 let yaml = serde_yaml_ng::to_string(value).map_err(|e| ApiError::internal(e.to_string()))?;
                 Ok(rest::bytes_response(code, "application/yaml", yaml, warnings))
             }
+            (Representation::Json, Some(json)) => Ok(rest::bytes_response(code, "application/json", json, warnings)),
             _ => Ok(rest::json_response(code, value, warnings)),
         }
     }
