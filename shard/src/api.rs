@@ -55,7 +55,6 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
         };
         let code = response.status().as_u16();
         let span = tracing::Span::current();
-        span.record("code", code);
         // An integer, as OTel's HTTP conventions type it (a u16 would be recorded as text).
         span.record("http.response.status_code", i64::from(code));
         if code >= 500 {
@@ -80,13 +79,13 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
 /// trace (continuing a `traceparent` the caller sent): named after the Kubernetes verb
 /// and resource (`create workspaces`), with OTel's HTTP server attributes and what the
 /// request addresses, but no body, query or credential (the shard is named once, by the
-/// exported Resource's `atoll.shard`). Otherwise it has the three fields
-/// a log line quotes, so a shard that exports nothing does no more than before.
+/// exported Resource's `atoll.shard`). Otherwise it has the two fields a log line
+/// quotes (method and path; a failed request's own line names its code), formatted once.
 fn request_span(request: &::http::Request<Incoming>, info: &RequestInfo, labels: &(String, String)) -> tracing::Span {
     let method = request.method();
     let path = request.uri().path();
     if !telemetry::enabled() {
-        return tracing::info_span!("request", %method, path = %path, code = tracing::field::Empty);
+        return tracing::info_span!("request", %method, path = %path);
     }
     let (verb, resource) = labels;
     // The name's two words, formatted once, straight into the exported span's name.
