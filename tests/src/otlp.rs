@@ -288,41 +288,31 @@ where
                 Ok(listener) => listener,
                 Err(error) => return eprintln!("OTLP receiver: cannot listen: {error}"),
             };
+            // Accept until the listener fails or the sender is dropped; each connection
+            // is served as HTTP/2 by `service`.
+            let accept = async move {
+                while let Ok((stream, _)) = listener.accept().await {
+                    let service = service.clone();
+                    tokio::spawn(async move {
+                        let serve = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                            let mut service = service.clone();
+                            async move { service.call(request).await }
+                        });
+                        let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+                            .http2_only()
+                            .serve_connection(hyper_util::rt::TokioIo::new(stream), serve)
+                            .await;
+                    });
+                }
+            };
             tokio::select! {
-                () = serve(listener, service) => {}
+                () = accept => {}
                 _ = stopped => {}
             }
         });
         // Dropping the runtime here ends the connections' tasks.
     })?;
     Ok(stop)
-}
-
-/// Accepts connections until the listener fails, each served as HTTP/2 by `service`.
-async fn serve<S>(listener: tokio::net::TcpListener, service: S)
-where
-    S: tonic::codegen::Service<
-            http::Request<hyper::body::Incoming>,
-            Response = http::Response<tonic::body::Body>,
-            Error = Infallible,
-        > + Clone
-        + Send
-        + 'static,
-    S::Future: Send + 'static,
-{
-    while let Ok((stream, _)) = listener.accept().await {
-        let service = service.clone();
-        tokio::spawn(async move {
-            let serve = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
-                let mut service = service.clone();
-                async move { service.call(request).await }
-            });
-            let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
-                .http2_only()
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), serve)
-                .await;
-        });
-    }
 }
 
 /// Which runs a benchmark makes: with span export off, on (every span to a [`Receiver`]
