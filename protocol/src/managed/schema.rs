@@ -6,6 +6,8 @@
 //! type converter does; [`BuiltinShape`] knows kube's well-known lists by field name, for
 //! objects (or parts of objects) no schema describes.
 
+use std::cell::RefCell;
+
 use serde_json::{Map, Value};
 
 use super::path::PathElement;
@@ -114,17 +116,30 @@ const MAX_RESOLVE_DEPTH: usize = 32;
 /// Nodes the schema does not describe (unknown fields under
 /// `x-kubernetes-preserve-unknown-fields`, dangling `$ref`s) are answered by the fallback
 /// shape when one is set, else as atomic lists and granular objects.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct SchemaShape<'s> {
     root: &'s Value,
     components: &'s Map<String, Value>,
     fallback: Option<&'s dyn Shape>,
+    /// The nodes along the path asked about last. Field tracking walks objects depth
+    /// first and asks about every node on the way, so the next question almost always
+    /// shares all but its last element with the one before; resolving from the root each
+    /// time made the walk quadratic in depth and cost most of the comparison's time.
+    trail: RefCell<Trail<'s>>,
+}
+
+/// `nodes[i]` is the resolved node at `path[..i]` (`None`: the schema does not describe
+/// it, nor anything below); `nodes` is one longer than `path` once the root is resolved.
+#[derive(Clone, Default)]
+struct Trail<'s> {
+    path: Vec<PathElement>,
+    nodes: Vec<Option<Node<'s>>>,
 }
 
 impl<'s> SchemaShape<'s> {
     /// Reads `root`, resolving `$ref`s against `components`.
     pub fn new(root: &'s Value, components: &'s Map<String, Value>) -> Self {
-        SchemaShape { root, components, fallback: None }
+        SchemaShape { root, components, fallback: None, trail: RefCell::default() }
     }
 
     /// Answers for nodes the schema does not describe with `fallback` (e.g. [`BuiltinShape`]).
@@ -133,20 +148,36 @@ impl<'s> SchemaShape<'s> {
         self
     }
 
-    /// The merged schema node at `path`, or `None` when the schema does not describe it.
-    fn node(&self, path: &[PathElement]) -> Option<Node<'s>> {
-        let mut node = self.resolve(self.root)?;
-        for (depth, element) in path.iter().enumerate() {
-            let next = match element {
-                PathElement::Field(name) if depth == 0 && name == "metadata" => {
-                    lookup_schema(self.components, OBJECT_META_SCHEMA)?
-                }
-                PathElement::Field(name) => node.property(name).or(node.additional_schema())?,
-                PathElement::Key(_) | PathElement::Value(_) | PathElement::Index(_) => node.items?,
-            };
-            node = self.resolve(next)?;
+    /// Calls `answer` with the merged schema node at `path`, or `None` when the schema
+    /// does not describe it. `answer` must not ask this shape again.
+    fn with_node<R>(&self, path: &[PathElement], answer: impl FnOnce(Option<&Node<'s>>) -> R) -> R {
+        let mut trail = self.trail.borrow_mut();
+        let Trail { path: known, nodes } = &mut *trail;
+        if nodes.is_empty() {
+            nodes.push(self.resolve(self.root));
         }
-        Some(node)
+        let shared = known.iter().zip(path).take_while(|(known, asked)| known == asked).count();
+        known.truncate(shared);
+        nodes.truncate(shared + 1);
+        for (depth, element) in path.iter().enumerate().skip(shared) {
+            let parent = nodes.last().and_then(Option::as_ref);
+            let child = parent.and_then(|parent| self.child(parent, depth, element));
+            known.push(element.clone());
+            nodes.push(child);
+        }
+        answer(nodes.last().and_then(Option::as_ref))
+    }
+
+    /// The node below `parent` (itself at depth `depth`) along `element`.
+    fn child(&self, parent: &Node<'s>, depth: usize, element: &PathElement) -> Option<Node<'s>> {
+        let next = match element {
+            PathElement::Field(name) if depth == 0 && name == "metadata" => {
+                lookup_schema(self.components, OBJECT_META_SCHEMA)?
+            }
+            PathElement::Field(name) => parent.property(name).or(parent.additional_schema())?,
+            PathElement::Key(_) | PathElement::Value(_) | PathElement::Index(_) => parent.items?,
+        };
+        self.resolve(next)
     }
 
     fn resolve(&self, schema: &'s Value) -> Option<Node<'s>> {
@@ -163,17 +194,25 @@ impl<'s> SchemaShape<'s> {
         if depth > MAX_RESOLVE_DEPTH {
             return false;
         }
-        if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
+        // One pass over the keys instead of a hashed lookup per keyword: a schema object
+        // has a handful of keys, and every node of every write is resolved.
+        let (mut reference, mut parts): (Option<&str>, &[Value]) = (None, &[]);
+        for (key, value) in map {
+            match key.as_str() {
+                "$ref" => reference = value.as_str(),
+                "allOf" => parts = value.as_array().map_or(&[], Vec::as_slice),
+                _ => {}
+            }
+        }
+        if let Some(reference) = reference {
             match ref_name(reference).and_then(|name| lookup_schema(self.components, name)) {
                 Some(target) if self.merge_into(node, target, depth + 1) => {}
                 _ => return false,
             }
         }
-        if let Some(Value::Array(parts)) = map.get("allOf") {
-            for part in parts {
-                if !self.merge_into(node, part, depth + 1) {
-                    return false;
-                }
+        for part in parts {
+            if !self.merge_into(node, part, depth + 1) {
+                return false;
             }
         }
         node.merge_keywords(map);
@@ -202,28 +241,21 @@ impl SchemaShape<'_> {
     /// Go struct tags): a list-type without them is replaced. (Custom resources take no
     /// strategic merge patch at all, in kube as here.)
     pub fn patch_list(&self, path: &[PathElement]) -> Option<PatchList> {
-        let node = self.node(path)?;
-        let merges = node
-            .extension("x-kubernetes-patch-strategy")
-            .is_some_and(|strategy| strategy.split(',').any(|part| part.trim() == "merge"));
-        Some(match merges {
-            true => PatchList::Merge { key: node.extension("x-kubernetes-patch-merge-key").map(String::from) },
-            false => PatchList::Replace,
-        })
+        self.with_node(path, |node| node.map(Node::patch_list))
     }
 }
 
 impl Shape for SchemaShape<'_> {
     fn list_kind(&self, path: &[PathElement]) -> ListKind {
-        match self.node(path) {
-            Some(node) => node.list_kind(),
+        match self.with_node(path, |node| node.map(Node::list_kind)) {
+            Some(kind) => kind,
             None => self.fallback.map_or(ListKind::Atomic, |fallback| fallback.list_kind(path)),
         }
     }
 
     fn map_is_atomic(&self, path: &[PathElement]) -> bool {
-        match self.node(path) {
-            Some(node) => node.extension("x-kubernetes-map-type") == Some("atomic"),
+        match self.with_node(path, |node| node.map(Node::map_is_atomic)) {
+            Some(atomic) => atomic,
             None => self.fallback.is_some_and(|fallback| fallback.map_is_atomic(path)),
         }
     }
@@ -232,47 +264,68 @@ impl Shape for SchemaShape<'_> {
         if path.is_empty() && matches!(field, "apiVersion" | "kind" | "metadata") {
             return true;
         }
-        match self.node(path) {
-            Some(node) => node.property(field).is_some(),
+        match self.with_node(path, |node| node.map(|node| node.property(field).is_some())) {
+            Some(declared) => declared,
             None => self.fallback.is_none_or(|fallback| fallback.is_declared_field(path, field)),
         }
     }
 
     fn key_default(&self, path: &[PathElement], key: &str) -> Option<Value> {
-        let Some(node) = self.node(path) else {
-            return self.fallback.and_then(|fallback| fallback.key_default(path, key));
-        };
-        let item = self.resolve(node.items?)?;
-        let property = self.resolve(item.property(key)?)?;
-        property.default.cloned()
+        let described = self.with_node(path, |node| {
+            node.map(|node| {
+                let item = self.resolve(node.items?)?;
+                let property = self.resolve(item.property(key)?)?;
+                property.default.cloned()
+            })
+        });
+        match described {
+            Some(default) => default,
+            None => self.fallback.and_then(|fallback| fallback.key_default(path, key)),
+        }
     }
 }
 
 /// What a schema node says, with its `$ref`s and `allOf`s merged; the first value met wins.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Node<'s> {
     properties: Vec<&'s Map<String, Value>>,
     additional_properties: Option<&'s Value>,
     items: Option<&'s Value>,
     default: Option<&'s Value>,
-    extensions: Vec<&'s Map<String, Value>>,
+    /// `x-kubernetes-list-type`.
+    list_type: Option<&'s Value>,
+    /// `x-kubernetes-list-map-keys`.
+    list_map_keys: Option<&'s Value>,
+    /// `x-kubernetes-map-type`.
+    map_type: Option<&'s Value>,
+    /// `x-kubernetes-patch-strategy`.
+    patch_strategy: Option<&'s Value>,
+    /// `x-kubernetes-patch-merge-key`.
+    patch_merge_key: Option<&'s Value>,
 }
 
 impl<'s> Node<'s> {
     fn merge_keywords(&mut self, map: &'s Map<String, Value>) {
-        if let Some(Value::Object(properties)) = map.get("properties") {
-            self.properties.push(properties);
+        for (key, value) in map {
+            let slot = match key.as_str() {
+                "properties" => {
+                    if let Value::Object(properties) = value {
+                        self.properties.push(properties);
+                    }
+                    continue;
+                }
+                "additionalProperties" => &mut self.additional_properties,
+                "items" => &mut self.items,
+                "default" => &mut self.default,
+                "x-kubernetes-list-type" => &mut self.list_type,
+                "x-kubernetes-list-map-keys" => &mut self.list_map_keys,
+                "x-kubernetes-map-type" => &mut self.map_type,
+                "x-kubernetes-patch-strategy" => &mut self.patch_strategy,
+                "x-kubernetes-patch-merge-key" => &mut self.patch_merge_key,
+                _ => continue,
+            };
+            slot.get_or_insert(value);
         }
-        if let Some(additional) = map.get("additionalProperties") {
-            self.additional_properties.get_or_insert(additional);
-        }
-        if let Some(items) = map.get("items") {
-            self.items.get_or_insert(items);
-        }
-        if let Some(default) = map.get("default") {
-            self.default.get_or_insert(default);
-        }
-        self.extensions.push(map);
     }
 
     fn property(&self, name: &str) -> Option<&'s Value> {
@@ -284,23 +337,20 @@ impl<'s> Node<'s> {
         self.additional_properties.filter(|schema| schema.is_object())
     }
 
-    fn extension_value(&self, name: &str) -> Option<&'s Value> {
-        self.extensions.iter().find_map(|map| map.get(name))
-    }
-
-    fn extension(&self, name: &str) -> Option<&'s str> {
-        self.extension_value(name).and_then(Value::as_str)
+    /// `x-kubernetes-map-type: atomic`.
+    fn map_is_atomic(&self) -> bool {
+        self.map_type.and_then(Value::as_str) == Some("atomic")
     }
 
     /// structured-merge-diff's reading: `x-kubernetes-list-type` first, then (for built-in
     /// types) the strategic-merge-patch strategy: `merge` with a merge key is a map-list,
     /// `merge` without one a set; anything else is atomic.
     fn list_kind(&self) -> ListKind {
-        match self.extension("x-kubernetes-list-type") {
+        match self.list_type.and_then(Value::as_str) {
             Some("set") => return ListKind::Set,
             Some("map") => {
                 let keys: Vec<String> = self
-                    .extension_value("x-kubernetes-list-map-keys")
+                    .list_map_keys
                     .and_then(Value::as_array)
                     .map(|keys| keys.iter().filter_map(Value::as_str).map(String::from).collect())
                     .unwrap_or_default();
@@ -309,13 +359,24 @@ impl<'s> Node<'s> {
             Some(_) => return ListKind::Atomic,
             None => {}
         }
-        let merges = self
-            .extension("x-kubernetes-patch-strategy")
-            .is_some_and(|strategy| strategy.split(',').any(|part| part.trim() == "merge"));
-        match (merges, self.extension("x-kubernetes-patch-merge-key")) {
+        match (self.patch_merges(), self.patch_merge_key.and_then(Value::as_str)) {
             (true, Some(key)) => ListKind::Map { keys: vec![key.to_string()] },
             (true, None) => ListKind::Set,
             (false, _) => ListKind::Atomic,
+        }
+    }
+
+    /// Whether `x-kubernetes-patch-strategy` includes `merge`.
+    fn patch_merges(&self) -> bool {
+        self.patch_strategy
+            .and_then(Value::as_str)
+            .is_some_and(|strategy| strategy.split(',').any(|part| part.trim() == "merge"))
+    }
+
+    fn patch_list(&self) -> PatchList {
+        match self.patch_merges() {
+            true => PatchList::Merge { key: self.patch_merge_key.and_then(Value::as_str).map(String::from) },
+            false => PatchList::Replace,
         }
     }
 }
@@ -368,6 +429,50 @@ mod tests {
         assert_eq!(shape.list_kind(&fields(&["spec", "free", "containers"])), ListKind::Atomic);
         let with_fallback = shape.with_fallback(&BuiltinShape);
         assert_eq!(with_fallback.list_kind(&fields(&["spec", "free", "containers"])), map(&["name"]));
+    }
+
+    #[test]
+    fn answers_do_not_depend_on_what_was_asked_before() {
+        // Deployment: refs into components, lists of keyed items, ObjectMeta, maps.
+        let root = schema_ref("io.k8s.api.apps.v1.Deployment");
+        let components = builtin_components();
+        let container = |rest: &[&str]| {
+            let mut path = fields(&["spec", "template", "spec", "containers"]);
+            path.push(PathElement::key([("name".into(), json!("app"))]));
+            path.extend(fields(rest));
+            path
+        };
+        let paths = [
+            container(&["ports"]),
+            fields(&["metadata", "labels"]),
+            container(&["env"]),
+            fields(&["spec"]),
+            container(&["ports"]),
+            fields(&["spec", "template", "metadata", "finalizers"]),
+            fields(&["spec", "nonexistent", "deeper"]),
+            fields(&["spec", "nonexistent"]),
+            container(&["resources", "limits"]),
+            vec![],
+            fields(&["metadata", "ownerReferences"]),
+            container(&[]),
+        ];
+        let asked = SchemaShape::new(&root, components).with_fallback(&BuiltinShape);
+        for path in &paths {
+            let fresh = || SchemaShape::new(&root, components).with_fallback(&BuiltinShape);
+            assert_eq!(asked.list_kind(path), fresh().list_kind(path), "{path:?}");
+            assert_eq!(asked.map_is_atomic(path), fresh().map_is_atomic(path), "{path:?}");
+            for field in ["name", "limits", "app", "containers"] {
+                assert_eq!(asked.is_declared_field(path, field), fresh().is_declared_field(path, field), "{path:?}");
+            }
+            assert_eq!(asked.key_default(path, "protocol"), fresh().key_default(path, "protocol"), "{path:?}");
+            assert_eq!(asked.patch_list(path), fresh().patch_list(path), "{path:?}");
+        }
+        assert_eq!(
+            asked.list_kind(&container(&["ports"])),
+            ListKind::Map { keys: vec!["containerPort".into(), "protocol".into()] }
+        );
+        assert_eq!(asked.list_kind(&container(&["env"])), ListKind::Map { keys: vec!["name".into()] });
+        assert!(!asked.is_declared_field(&fields(&["metadata", "labels"]), "app"));
     }
 
     #[test]
