@@ -51,8 +51,13 @@ const PROTECTED_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"
 /// Fills the server-owned metadata of a new object and applies the resource's defaults.
 pub fn prepare_create(rt: &ResourceType, object: &mut Value, cluster: &str, now: &str, uid: &str) -> ApiResult<()> {
     let metadata = meta::metadata_mut(object);
-    for field in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
-        metadata.remove(field);
+    // A new object rarely carries any of these; scanning its few keys once is cheaper than
+    // hashing four names for removals that find nothing.
+    let server_set = ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"];
+    if metadata.keys().any(|key| server_set.contains(&key.as_str())) {
+        for field in server_set {
+            metadata.remove(field);
+        }
     }
     metadata.insert("uid".into(), Value::from(uid));
     metadata.insert("creationTimestamp".into(), Value::from(now));
