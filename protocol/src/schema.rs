@@ -24,7 +24,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::openapi::{lookup_schema, ref_name, OBJECT_META_SCHEMA, PRESERVE_UNKNOWN_FIELDS};
+use crate::openapi::{composition, lookup_schema, ref_name, OBJECT_META_SCHEMA, PRESERVE_UNKNOWN_FIELDS};
 
 /// How many `$ref`/`allOf` hops resolving one schema node may take. Real schemas need a
 /// handful; the limit turns a reference cycle (`A: {$ref: A}`) into "declares nothing"
@@ -130,17 +130,17 @@ impl<'s> Walker<'s> {
             }
             _ => return,
         };
-        let keywords = Keywords::of(map);
-        if let Some(reference) = keywords.reference {
+        let (reference, all_of) = composition(map);
+        if let Some(reference) = reference {
             match ref_name(reference).and_then(|name| lookup_schema(self.components, name)) {
                 Some(target) => self.merge_into(node, target, depth + 1),
                 None => node.unresolved = true,
             }
         }
-        for part in keywords.all_of {
+        for part in all_of {
             self.merge_into(node, part, depth + 1);
         }
-        keywords.merge_into(node);
+        merge_keywords(node, map);
     }
 
     fn object_meta(&self) -> Node<'s> {
@@ -220,52 +220,18 @@ impl<'s> Walker<'s> {
     }
 }
 
-/// The keywords of one schema object that pruning reads, found in one pass over its
-/// keys: a schema object has a handful of them, and looking each keyword up by name
-/// hashed it every time (the walk resolves a node per object in every request body).
-#[derive(Default)]
-struct Keywords<'s> {
-    reference: Option<&'s str>,
-    all_of: &'s [Value],
-    properties: Option<&'s Map<String, Value>>,
-    additional_properties: Option<&'s Value>,
-    items: Option<&'s Value>,
-    typed_object: bool,
-    preserve_unknown: bool,
-    embedded_resource: bool,
-}
-
-impl<'s> Keywords<'s> {
-    fn of(map: &'s Map<String, Value>) -> Keywords<'s> {
-        let mut keywords = Keywords::default();
-        for (key, value) in map {
-            match key.as_str() {
-                "$ref" => keywords.reference = value.as_str(),
-                "allOf" => keywords.all_of = value.as_array().map_or(&[], Vec::as_slice),
-                "properties" => keywords.properties = value.as_object(),
-                "additionalProperties" => keywords.additional_properties = Some(value),
-                "items" => keywords.items = Some(value),
-                "type" => keywords.typed_object = value.as_str() == Some("object"),
-                PRESERVE_UNKNOWN_FIELDS => keywords.preserve_unknown = value == &Value::Bool(true),
-                "x-kubernetes-embedded-resource" => keywords.embedded_resource = value == &Value::Bool(true),
-                _ => {}
-            }
+/// Merges the keywords of one schema object (not its `$ref` or `allOf`) into `node`.
+fn merge_keywords<'s>(node: &mut Node<'s>, map: &'s Map<String, Value>) {
+    for (key, value) in map {
+        match key.as_str() {
+            "properties" => node.properties.extend(value.as_object()),
+            "additionalProperties" => _ = node.additional_properties.get_or_insert(value),
+            "items" => _ = node.items.get_or_insert(value),
+            "type" => node.typed_object |= value.as_str() == Some("object"),
+            PRESERVE_UNKNOWN_FIELDS => node.preserve_unknown |= value == &Value::Bool(true),
+            "x-kubernetes-embedded-resource" => node.embedded_resource |= value == &Value::Bool(true),
+            _ => {}
         }
-        keywords
-    }
-
-    /// Merges these keywords (not the `$ref` or `allOf` they name) into `node`.
-    fn merge_into(self, node: &mut Node<'s>) {
-        node.properties.extend(self.properties);
-        if let Some(additional) = self.additional_properties {
-            node.additional_properties.get_or_insert(additional);
-        }
-        if let Some(items) = self.items {
-            node.items.get_or_insert(items);
-        }
-        node.typed_object |= self.typed_object;
-        node.preserve_unknown |= self.preserve_unknown;
-        node.embedded_resource |= self.embedded_resource;
     }
 }
 

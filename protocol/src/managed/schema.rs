@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use serde_json::{Map, Value};
 
 use super::path::PathElement;
-use crate::openapi::{lookup_schema, ref_name, OBJECT_META_SCHEMA};
+use crate::openapi::{composition, lookup_schema, ref_name, OBJECT_META_SCHEMA};
 
 /// How a list merges and how its items are named in field paths.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -194,16 +194,7 @@ impl<'s> SchemaShape<'s> {
         if depth > MAX_RESOLVE_DEPTH {
             return false;
         }
-        // One pass over the keys instead of a hashed lookup per keyword: a schema object
-        // has a handful of keys, and every node of every write is resolved.
-        let (mut reference, mut parts): (Option<&str>, &[Value]) = (None, &[]);
-        for (key, value) in map {
-            match key.as_str() {
-                "$ref" => reference = value.as_str(),
-                "allOf" => parts = value.as_array().map_or(&[], Vec::as_slice),
-                _ => {}
-            }
-        }
+        let (reference, parts) = composition(map);
         if let Some(reference) = reference {
             match ref_name(reference).and_then(|name| lookup_schema(self.components, name)) {
                 Some(target) if self.merge_into(node, target, depth + 1) => {}

@@ -2,9 +2,7 @@
 //! the components keys and extensions kube uses, `$ref`s into `components.schemas`, and
 //! the GVK and list-schema shaping applied to custom and built-in kinds alike.
 
-#[cfg(test)]
-use serde_json::Map;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 /// Where a document's component schemas live; every `$ref` points below it.
 pub const SCHEMA_REF_PREFIX: &str = "#/components/schemas/";
@@ -34,6 +32,22 @@ pub fn schema_ref(name: &str) -> Value {
 /// documents still resolve.
 pub fn ref_name(reference: &str) -> Option<&str> {
     reference.strip_prefix(SCHEMA_REF_PREFIX).or_else(|| reference.strip_prefix("#/definitions/"))
+}
+
+/// What a schema object composes itself from: its `$ref` and its `allOf` parts, found in
+/// one pass over its keys. Schema walks resolve a node per object of every request body,
+/// and a schema object has only a handful of keys, so scanning them beats hashing each
+/// keyword for a lookup.
+pub fn composition(schema: &Map<String, Value>) -> (Option<&str>, &[Value]) {
+    let (mut reference, mut all_of): (Option<&str>, &[Value]) = (None, &[]);
+    for (key, value) in schema {
+        match key.as_str() {
+            "$ref" => reference = value.as_str(),
+            "allOf" => all_of = value.as_array().map_or(&[], Vec::as_slice),
+            _ => {}
+        }
+    }
+    (reference, all_of)
 }
 
 /// Pushes the component names of every `$ref` inside `schema`.
