@@ -29,7 +29,15 @@ fn column_family_options(name: &str, cache: &Cache) -> Options {
     options.set_block_based_table_factory(&table);
     options.set_memtable_whole_key_filtering(true);
     options.set_memtable_prefix_bloom_ratio(0.1);
-    if name != CF_OBJECTS {
+    if name == CF_OBJECTS {
+        // Level 0 (memtable flushes) uncompressed, as RocksDB's tuning guide advises: its
+        // files live only until the next compaction rewrites them into a lower, compressed
+        // level, so compressing them cost flush CPU and their decompression compaction CPU
+        // for no lasting saving on disk. The other levels keep LZ4.
+        let mut levels = [DBCompressionType::Lz4; OBJECT_LEVELS];
+        levels[0] = DBCompressionType::None;
+        options.set_compression_per_level(&levels);
+    } else {
         options.set_compression_type(DBCompressionType::None);
     }
     if name == CF_LOG {
@@ -40,6 +48,9 @@ fn column_family_options(name: &str, cache: &Cache) -> Options {
     }
     options
 }
+
+/// RocksDB's default number of levels.
+const OBJECT_LEVELS: usize = 7;
 
 /// Memtable size of the change log (128 MiB ≈ 100k records of 1 KiB objects).
 const LOG_MEMTABLE_BYTES: usize = 128 << 20;
