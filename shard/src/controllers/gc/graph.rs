@@ -253,10 +253,15 @@ fn may_interest(value: &[u8]) -> bool {
     // Every committed write of the shard passes here, so the needles are searched with
     // memchr's SIMD substring finders, built once: a byte-window scan per needle was the
     // shard's most expensive function of its own in a profile of the create path.
-    static FINDERS: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 3]> = std::sync::LazyLock::new(|| {
-        [b"\"ownerReferences\"".as_slice(), b"foregroundDeletion", b"orphan"].map(memchr::memmem::Finder::new)
+    // The collector's finalizers can only stand in `finalizers`, which most objects lack,
+    // so the two finalizer names are looked for only where that key is.
+    static FINDERS: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 4]> = std::sync::LazyLock::new(|| {
+        [b"\"ownerReferences\"".as_slice(), b"\"finalizers\"", b"foregroundDeletion", b"orphan"]
+            .map(memchr::memmem::Finder::new)
     });
-    FINDERS.iter().any(|finder| finder.find(value).is_some())
+    let [owners, finalizers, foreground, orphan] = &*FINDERS;
+    let has = |finder: &memchr::memmem::Finder<'_>| finder.find(value).is_some();
+    has(owners) || (has(finalizers) && (has(foreground) || has(orphan)))
 }
 
 /// The index of the objects of every logical cluster on this shard that own or are
@@ -417,8 +422,10 @@ pub struct ItemView {
 pub(crate) mod tests {
     #[test]
     fn only_writes_that_may_own_or_be_owned_interest_the_collector() {
-        let cases: [(&[u8], bool); 5] = [
+        let cases: [(&[u8], bool); 7] = [
             (br#"{"metadata":{"name":"a"},"data":{"k":"v"}}"#, false),
+            (br#"{"metadata":{"name":"orphan"},"data":{"k":"foregroundDeletion"}}"#, false),
+            (br#"{"metadata":{"finalizers":["example.com/keep"]}}"#, false),
             (br#"{"metadata":{"ownerReferences":[{"uid":"u"}]}}"#, true),
             (br#"{"metadata":{"finalizers":["foregroundDeletion"]}}"#, true),
             (br#"{"metadata":{"finalizers":["orphan"]}}"#, true),
