@@ -35,8 +35,8 @@ mod document;
 
 pub use builtin::{builtin_components, schema_name_for};
 pub use components::{
-    composition, ref_name, schema_ref, DELETE_OPTIONS_SCHEMA, GVK_EXTENSION, LIST_META_SCHEMA, OBJECT_META_SCHEMA, PATCH_SCHEMA,
-    PRESERVE_UNKNOWN_FIELDS, SCHEMA_REF_PREFIX, STATUS_SCHEMA,
+    composition, ref_name, schema_ref, DELETE_OPTIONS_SCHEMA, GVK_EXTENSION, LIST_META_SCHEMA, OBJECT_META_SCHEMA,
+    PATCH_SCHEMA, PRESERVE_UNKNOWN_FIELDS, SCHEMA_REF_PREFIX, STATUS_SCHEMA,
 };
 pub use discovery::{discovery_root, document_hash};
 pub use document::{group_version_document, lookup_schema, OpenApiResource};
