@@ -11,8 +11,11 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
     let config = Config::parse();
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("start the tokio runtime")?;
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = config.worker_threads {
+        runtime.worker_threads(usize::from(threads));
+    }
+    let runtime = runtime.enable_all().build().context("start the tokio runtime")?;
     runtime.block_on(async {
         let telemetry = telemetry::init(
             "atoll-shard",

@@ -124,6 +124,11 @@ pub struct Config {
     /// `Unavailable` (condition WorkspaceShardAvailable); they are `Ready` again at its first answer.
     #[arg(long, default_value_t = 30.0)]
     pub shard_unavailable_grace_seconds: f64,
+    /// Threads that serve requests and run the controllers [default: `TOKIO_WORKER_THREADS`, else the CPUs this
+    /// process may use]. The store's writer and RocksDB's compaction run on threads of their own beside them, so a
+    /// shard that shares its CPUs with other busy processes can do more with fewer.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub worker_threads: Option<u16>,
 }
 
 /// Starts replication to the cache servers and the cache informer, when caches are configured.

@@ -13,6 +13,10 @@
 //!    N workers each with its own gRPC channel, putting unique keys with random values
 //!    of the same size.
 //!
+//! Between the runs every file the last system wrote is synced to disk first, so that its
+//! write-back (a shard writes about a gigabyte in 15 s) does not slow the next system's
+//! fsyncs.
+//!
 //! Then it prints ops/s and p50/p99 latency per system and the ratio. Everything it
 //! starts is owned by a guard that kills it on drop, so errors, panics and Ctrl-C all
 //! leave nothing running.
@@ -76,6 +80,10 @@ struct Args {
     /// an OTLP receiver in this program), or both in turn.
     #[arg(long, value_enum, default_value = "both")]
     tracing: TracingRuns,
+    /// The shard's `--worker-threads` (default: the shard's own, one per CPU). The load
+    /// generator shares the machine's CPUs with the server, so fewer may serve more.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    shard_worker_threads: Option<u16>,
 }
 
 /// The shape of one run, shared by both systems.
@@ -176,16 +184,21 @@ async fn run(load: Load, args: &Args) -> anyhow::Result<()> {
     } else {
         etcd_version().unwrap_or_else(|e| format!("etcd version unknown: {e:#}"))
     };
+    let threads = args.shard_worker_threads.map_or("default".to_string(), |n| n.to_string());
     println!(
-        "bench-store: {:?} per system, {} connections, {}-byte values ({etcd_label})",
+        "bench-store: {:?} per system, {} connections, {}-byte values, shard worker threads: {threads} ({etcd_label})",
         load.duration, load.workers, load.value_bytes
     );
+    settle().await?;
     let mut atoll = Vec::new();
     if !args.skip_atoll {
         let receiver = Receiver::start(false).await.context("start the OTLP receiver")?;
         for traced in args.tracing.runs() {
-            let report = bench_atoll(load, traced.then_some(&receiver)).await.context("benchmark atoll")?;
+            let report = bench_atoll(load, args.shard_worker_threads, traced.then_some(&receiver))
+                .await
+                .context("benchmark atoll")?;
             atoll.push(report);
+            settle().await?;
         }
         if args.tracing != TracingRuns::Off {
             println!("spans received by the OTLP receiver: {}", receiver.count());
@@ -222,10 +235,20 @@ fn print_table(atoll_runs: &[Report], etcd: Option<&Report>) {
     }
 }
 
-async fn bench_atoll(load: Load, export_to: Option<&Receiver>) -> anyhow::Result<Report> {
+/// Writes every dirty page to disk (`sync`), so that the next run starts on an idle disk.
+async fn settle() -> anyhow::Result<()> {
+    let started = Instant::now();
+    let status = tokio::process::Command::new("sync").status().await.context("run sync")?;
+    anyhow::ensure!(status.success(), "sync exited with {status}");
+    eprintln!("synced the last run's writes in {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+async fn bench_atoll(load: Load, worker_threads: Option<u16>, export_to: Option<&Receiver>) -> anyhow::Result<Report> {
     let system = if export_to.is_some() { "atoll+otel" } else { "atoll" }.to_string();
     eprintln!("{system}: starting a shard");
-    let options = ShardOptions { name: "bench".to_string(), ..ShardOptions::default() };
+    let extra_args = worker_threads.map(|n| vec!["--worker-threads".to_string(), n.to_string()]).unwrap_or_default();
+    let options = ShardOptions { name: "bench".to_string(), extra_args, ..ShardOptions::default() };
     let export = export_to.map(Receiver::export_env);
     let mut shard = ShardProcess::start(options).await.context("start atoll-shard")?;
     drop(export);
