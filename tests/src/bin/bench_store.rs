@@ -184,7 +184,7 @@ async fn run(load: Load, args: &Args) -> anyhow::Result<()> {
     } else {
         etcd_version().unwrap_or_else(|e| format!("etcd version unknown: {e:#}"))
     };
-    let threads = args.shard_worker_threads.map_or("default".to_string(), |n| n.to_string());
+    let threads = args.shard_worker_threads.map_or_else(|| "default".to_string(), |n| n.to_string());
     println!(
         "bench-store: {:?} per system, {} connections, {}-byte values, shard worker threads: {threads} ({etcd_label})",
         load.duration, load.workers, load.value_bytes
