@@ -2,7 +2,7 @@
 
 use crate::rest::status::{ApiError, ApiResult};
 use crate::verbs::ctx::Ctx;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// How the request wants unknown fields treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,57 +70,95 @@ enum Shape {
 
 /// Fields whose JSON type kube's typed decoding enforces and that the shard relies on;
 /// a wrong type is a 400, as kube's "cannot unmarshal" is, instead of an object that
-/// breaks every typed client listing it later. Each is a path of field names.
-fn typed_fields(kind: &str) -> &'static [(&'static [&'static str], Shape)] {
-    const META: &[(&[&str], Shape)] = &[
-        (&["metadata"], Shape::Object),
-        (&["metadata", "name"], Shape::Str),
-        (&["metadata", "generateName"], Shape::Str),
-        (&["metadata", "namespace"], Shape::Str),
-        (&["metadata", "resourceVersion"], Shape::Str),
-        (&["metadata", "uid"], Shape::Str),
-        (&["metadata", "labels"], Shape::StringMap),
-        (&["metadata", "annotations"], Shape::StringMap),
-        (&["metadata", "finalizers"], Shape::StringList),
-        (&["spec"], Shape::Object),
-        (&["status"], Shape::Object),
+/// breaks every typed client listing it later. Checked in this order: `metadata`, its
+/// fields, then the top-level fields every kind has, then the kind's own.
+const METADATA_FIELDS: &[(&str, Shape)] = &[
+    ("name", Shape::Str),
+    ("generateName", Shape::Str),
+    ("namespace", Shape::Str),
+    ("resourceVersion", Shape::Str),
+    ("uid", Shape::Str),
+    ("labels", Shape::StringMap),
+    ("annotations", Shape::StringMap),
+    ("finalizers", Shape::StringList),
+];
+
+/// The top-level fields checked: `metadata` first, then those of every kind, then the kind's own.
+fn top_level_fields(kind: &str) -> &'static [(&'static str, Shape)] {
+    const COMMON: &[(&str, Shape)] = &[("metadata", Shape::Object), ("spec", Shape::Object), ("status", Shape::Object)];
+    const CONFIG_MAP: &[(&str, Shape)] = &[
+        ("metadata", Shape::Object),
+        ("spec", Shape::Object),
+        ("status", Shape::Object),
+        ("data", Shape::StringMap),
+        ("binaryData", Shape::StringMap),
     ];
-    const CONFIG_MAP: &[(&[&str], Shape)] = &[(&["data"], Shape::StringMap), (&["binaryData"], Shape::StringMap)];
-    const SECRET: &[(&[&str], Shape)] =
-        &[(&["data"], Shape::StringMap), (&["stringData"], Shape::StringMap), (&["type"], Shape::Str)];
+    const SECRET: &[(&str, Shape)] = &[
+        ("metadata", Shape::Object),
+        ("spec", Shape::Object),
+        ("status", Shape::Object),
+        ("data", Shape::StringMap),
+        ("stringData", Shape::StringMap),
+        ("type", Shape::Str),
+    ];
     match kind {
         "ConfigMap" => CONFIG_MAP,
         "Secret" => SECRET,
-        "" => META,
-        _ => &[],
+        _ => COMMON,
     }
 }
 
-/// The value at `path` (field names), walked with plain lookups: every create checks a
-/// dozen fields, and `Value::pointer` allocates each segment it unescapes.
-fn field<'v>(object: &'v Value, path: &[&str]) -> Option<&'v Value> {
-    path.iter().try_fold(object, |value, name| value.get(name))
+impl Shape {
+    /// Whether `value` has this shape; `null` always does (an absent field).
+    fn admits(self, value: &Value) -> bool {
+        match self {
+            _ if value.is_null() => true,
+            Shape::Str => value.is_string(),
+            Shape::Object => value.is_object(),
+            Shape::StringMap => value.as_object().is_some_and(|m| m.values().all(Value::is_string)),
+            Shape::StringList => value.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+        }
+    }
+
+    fn wanted(self) -> &'static str {
+        match self {
+            Shape::Str => "a string",
+            Shape::Object => "an object",
+            Shape::StringMap => "an object of strings",
+            Shape::StringList => "a list of strings",
+        }
+    }
+}
+
+/// The index in `fields` of the first (in `fields`' order) field of `map` whose value has
+/// the wrong shape. The map's entries are walked once and matched by name, instead of
+/// hashing every field name into the map (a SipHash lookup each, on every create).
+fn first_wrong(map: &Map<String, Value>, fields: &[(&str, Shape)]) -> Option<usize> {
+    map.iter()
+        .filter_map(|(key, value)| {
+            let index = fields.iter().position(|(name, _)| name == key)?;
+            (!fields[index].1.admits(value)).then_some(index)
+        })
+        .min()
 }
 
 /// The first well-known field of a `kind` object that holds the wrong JSON type, as
 /// `<field> must be <type>`.
 fn wrong_type(kind: &str, object: &Value) -> Option<String> {
-    typed_fields("").iter().chain(typed_fields(kind)).find_map(|(path, shape)| {
-        let value = field(object, path)?;
-        let ok = match shape {
-            Shape::Str => value.is_string(),
-            Shape::Object => value.is_object(),
-            Shape::StringMap => value.as_object().is_some_and(|m| m.values().all(Value::is_string)),
-            Shape::StringList => value.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
-        };
-        let wanted = match shape {
-            Shape::Str => "a string",
-            Shape::Object => "an object",
-            Shape::StringMap => "an object of strings",
-            Shape::StringList => "a list of strings",
-        };
-        (!ok && !value.is_null()).then(|| format!("{} must be {wanted}", path.join(".")))
-    })
+    let root = object.as_object()?;
+    let top = top_level_fields(kind);
+    let wrong_top = first_wrong(root, top);
+    let message = |prefix: &str, (name, shape): (&str, Shape)| format!("{prefix}{name} must be {}", shape.wanted());
+    // `metadata` itself (index 0) comes before its fields, which come before the rest.
+    if wrong_top == Some(0) {
+        return Some(message("", top[0]));
+    }
+    if let Some(Value::Object(metadata)) = root.get("metadata") {
+        if let Some(index) = first_wrong(metadata, METADATA_FIELDS) {
+            return Some(message("metadata.", METADATA_FIELDS[index]));
+        }
+    }
+    wrong_top.map(|index| message("", top[index]))
 }
 
 /// Rejects objects whose well-known fields have the wrong JSON type.
@@ -151,6 +189,13 @@ mod tests {
             (json!({"metadata": {"finalizers": ["a", 2]}}), Some("metadata.finalizers must be a list of strings")),
             (json!({"metadata": {}, "spec": []}), Some("spec must be an object")),
             (json!({"metadata": {}, "data": {"k": 1}}), Some("data must be an object of strings")),
+            // Several wrong: metadata, then its fields in their order, then spec and status,
+            // then the kind's own, whatever order the object lists them in.
+            (json!({"spec": [], "metadata": "a"}), Some("metadata must be an object")),
+            (json!({"spec": [], "metadata": {"uid": 1, "name": 2}}), Some("metadata.name must be a string")),
+            (json!({"data": 1, "status": 2, "metadata": {"name": "a"}}), Some("status must be an object")),
+            (json!({"binaryData": 1, "data": 2}), Some("data must be an object of strings")),
+            (json!("not an object"), None),
         ];
         for (object, expected) in cases {
             assert_eq!(wrong_type("ConfigMap", &object).as_deref(), expected, "{object}");
