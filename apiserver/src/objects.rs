@@ -173,7 +173,8 @@ fn write_str(out: &mut Vec<u8>, string: &str) -> Result<(), serde_json::Error> {
 /// characters below 0x20, and writes every other byte (UTF-8 included) as it is. The
 /// 32-byte chunks are folded without branching, so the compiler can use vector compares.
 fn needs_escape(bytes: &[u8]) -> bool {
-    let escaped = |byte: u8| byte < 0x20 || byte == b'"' || byte == b'\\';
+    // `|`, not `||`: no branch per byte, so the fold below becomes vector compares.
+    let escaped = |byte: u8| (byte < 0x20) | (byte == b'"') | (byte == b'\\');
     let mut chunks = bytes.chunks_exact(32);
     for chunk in &mut chunks {
         if chunk.iter().fold(false, |found, &byte| found | escaped(byte)) {
@@ -353,6 +354,11 @@ mod tests {
         assert!(key(&cm, "c1", Some("ns"), "a").starts_with(&collection_prefix(&cm, Some("c1"), Some("ns"))));
         assert!(!key(&cm, "c1", Some("ns1"), "a").starts_with(&collection_prefix(&cm, Some("c1"), Some("ns"))));
         assert!(key(&cm, "c1", Some("ns"), "a").starts_with(&collection_prefix(&cm, None, None)));
+        assert_eq!(key(&cm, "c1", Some("default"), "a"), "core/configmaps/c1/default/a");
+        assert_eq!(key(&rbac, "c1", Some("x"), "r.1"), "rbac.authorization.k8s.io/roles/c1/x/r.1");
+        assert_eq!(key(&ns, "root", None, "kube-system"), "core/namespaces/root//kube-system");
+        assert_eq!(collection_prefix(&cm, None, None), "core/configmaps/");
+        assert_eq!(collection_prefix(&cm, Some("c1"), None), "core/configmaps/c1/");
     }
 
     #[test]

@@ -184,14 +184,25 @@ impl ResourceType {
     /// when `cluster` is `None`); see [`crate::objects`] for the full layout.
     pub fn key_prefix(&self, cluster: Option<&str>) -> String {
         let group = if self.storage_group.is_empty() { "core" } else { self.storage_group.as_str() };
-        let resource = match self.identity() {
-            Some(identity) => std::borrow::Cow::Owned(format!("{}:{identity}", self.resource)),
-            None => std::borrow::Cow::Borrowed(self.resource.as_str()),
-        };
-        match cluster {
-            Some(cluster) => format!("{group}/{resource}/{cluster}/"),
-            None => format!("{group}/{resource}/"),
+        let identity = self.identity();
+        let cluster_len = cluster.map_or(0, |c| c.len() + 1);
+        let identity_len = identity.map_or(0, |i| i.len() + 1);
+        // Pushed piece by piece: every request builds one or more keys, and `format!`'s
+        // machinery cost more than the copying.
+        let mut prefix = String::with_capacity(group.len() + self.resource.len() + identity_len + cluster_len + 2);
+        prefix.push_str(group);
+        prefix.push('/');
+        prefix.push_str(&self.resource);
+        if let Some(identity) = identity {
+            prefix.push(':');
+            prefix.push_str(identity);
         }
+        prefix.push('/');
+        if let Some(cluster) = cluster {
+            prefix.push_str(cluster);
+            prefix.push('/');
+        }
+        prefix
     }
 
     /// The APIExport identity hash a bound resource is stored under.
