@@ -6,9 +6,23 @@
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
+/// Maps with at most this many keys are searched by comparing names (see [`get`]).
+const SMALL_MAP: usize = 8;
+
+/// `map[key]`. An object's top level and its `metadata` hold a handful of keys, and
+/// serde_json's map hashes every key it is asked for with SipHash, which costs more than
+/// comparing a few names; large maps are still looked up by hash.
+pub fn get<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if map.len() <= SMALL_MAP {
+        map.iter().find_map(|(name, value)| (name == key).then_some(value))
+    } else {
+        map.get(key)
+    }
+}
+
 /// The `metadata` map of an object, if present and an object.
 pub fn metadata(object: &Value) -> Option<&Map<String, Value>> {
-    object.get("metadata")?.as_object()
+    get(object.as_object()?, "metadata")?.as_object()
 }
 
 /// The `metadata` map of an object, created when missing or not a map.
@@ -29,7 +43,7 @@ pub fn metadata_mut(object: &mut Value) -> &mut Map<String, Value> {
 
 /// A string field of `metadata` (`name`, `namespace`, `uid`, `resourceVersion`, …).
 pub fn meta_str<'a>(object: &'a Value, field: &str) -> Option<&'a str> {
-    metadata(object)?.get(field)?.as_str()
+    get(metadata(object)?, field)?.as_str()
 }
 
 /// Sets or (with `None`) removes a string field of `metadata`.
@@ -58,7 +72,7 @@ pub fn namespace(object: &Value) -> Option<&str> {
 /// A string map of `metadata` (`labels` or `annotations`); values that are not strings are skipped.
 pub fn string_map(object: &Value, field: &str) -> BTreeMap<String, String> {
     metadata(object)
-        .and_then(|m| m.get(field))
+        .and_then(|m| get(m, field))
         .and_then(Value::as_object)
         .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string()))).collect())
         .unwrap_or_default()
@@ -68,7 +82,7 @@ pub fn string_map(object: &Value, field: &str) -> BTreeMap<String, String> {
 /// entries whose value is not a string are left out, as in [`string_map`].
 pub fn string_map_ref<'a>(object: &'a Value, field: &str) -> BTreeMap<&'a str, &'a str> {
     metadata(object)
-        .and_then(|m| m.get(field))
+        .and_then(|m| get(m, field))
         .and_then(Value::as_object)
         .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.as_str(), v))).collect())
         .unwrap_or_default()
@@ -110,7 +124,7 @@ pub fn set_map_entry(object: &mut Value, field: &str, key: &str, value: Option<&
 /// The object's finalizers.
 pub fn finalizers(object: &Value) -> Vec<String> {
     metadata(object)
-        .and_then(|m| m.get("finalizers"))
+        .and_then(|m| get(m, "finalizers"))
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
         .unwrap_or_default()
@@ -133,13 +147,23 @@ pub fn is_deleting(object: &Value) -> bool {
 
 /// The object's `metadata.generation`, 0 when absent.
 pub fn generation(object: &Value) -> i64 {
-    metadata(object).and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(0)
+    metadata(object).and_then(|m| get(m, "generation")).and_then(Value::as_i64).unwrap_or(0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn small_and_large_maps_answer_as_serde_json_does() {
+        for size in 0..=12 {
+            let map: Map<String, Value> = (0..size).map(|i| (format!("key{i}"), json!(i))).collect();
+            for key in (0..=size).map(|i| format!("key{i}")).chain(["".to_string(), "key".to_string()]) {
+                assert_eq!(get(&map, &key), map.get(&key), "{key} among {size} keys");
+            }
+        }
+    }
 
     #[test]
     fn reads_and_writes_metadata() {

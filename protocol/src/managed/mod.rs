@@ -115,7 +115,7 @@ fn build_stripped_fields() -> FieldSet {
 /// `metadata.managedFields`, if present (a plain lookup: `Value::pointer` allocates per
 /// segment, and every write asks this several times).
 fn managed_fields_of(object: &Value) -> Option<&Value> {
-    object.get("metadata")?.get("managedFields")
+    crate::meta::get(crate::meta::metadata(object)?, "managedFields")
 }
 
 fn without_managed_fields(object: &Value) -> std::borrow::Cow<'_, Value> {

@@ -52,7 +52,12 @@ impl PathElement {
     /// The key of this element inside a `fieldsV1` object: `f:name`, `k:{…}`, `v:…`, `i:3`.
     pub fn to_fields_v1_key(&self) -> String {
         match self {
-            PathElement::Field(name) => format!("f:{name}"),
+            PathElement::Field(name) => {
+                let mut key = String::with_capacity(name.len() + 2);
+                key.push_str("f:");
+                key.push_str(name);
+                key
+            }
             PathElement::Key(fields) => {
                 let object: Map<String, Value> = fields.iter().cloned().collect();
                 format!("k:{}", go_json(&Value::Object(object)))
