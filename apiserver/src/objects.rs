@@ -177,6 +177,8 @@ fn needs_escape(bytes: &[u8]) -> bool {
     let escaped = |byte: u8| (byte < 0x20) | (byte == b'"') | (byte == b'\\');
     let mut chunks = bytes.chunks_exact(32);
     for chunk in &mut chunks {
+        // A fixed-size array: the compiler unrolls the fold into vector compares.
+        let chunk: &[u8; 32] = chunk.try_into().expect("chunks_exact(32) yields 32 bytes");
         if chunk.iter().fold(false, |found, &byte| found | escaped(byte)) {
             return true;
         }
