@@ -2,6 +2,7 @@
 
 use crate::rest::status::{ApiError, ApiResult};
 use crate::verbs::ctx::Ctx;
+use protocol::meta;
 use serde_json::{Map, Value};
 
 /// How the request wants unknown fields treated.
@@ -83,28 +84,16 @@ const METADATA_FIELDS: &[(&str, Shape)] = &[
     ("finalizers", Shape::StringList),
 ];
 
-/// The top-level fields checked: `metadata` first, then those of every kind, then the kind's own.
-fn top_level_fields(kind: &str) -> &'static [(&'static str, Shape)] {
-    const COMMON: &[(&str, Shape)] = &[("metadata", Shape::Object), ("spec", Shape::Object), ("status", Shape::Object)];
-    const CONFIG_MAP: &[(&str, Shape)] = &[
-        ("metadata", Shape::Object),
-        ("spec", Shape::Object),
-        ("status", Shape::Object),
-        ("data", Shape::StringMap),
-        ("binaryData", Shape::StringMap),
-    ];
-    const SECRET: &[(&str, Shape)] = &[
-        ("metadata", Shape::Object),
-        ("spec", Shape::Object),
-        ("status", Shape::Object),
-        ("data", Shape::StringMap),
-        ("stringData", Shape::StringMap),
-        ("type", Shape::Str),
-    ];
+/// The top-level fields every kind has, checked first (`metadata` before its own fields).
+const COMMON_FIELDS: &[(&str, Shape)] =
+    &[("metadata", Shape::Object), ("spec", Shape::Object), ("status", Shape::Object)];
+
+/// The top-level fields of a kind of its own, checked after [`COMMON_FIELDS`].
+fn kind_fields(kind: &str) -> &'static [(&'static str, Shape)] {
     match kind {
-        "ConfigMap" => CONFIG_MAP,
-        "Secret" => SECRET,
-        _ => COMMON,
+        "ConfigMap" => &[("data", Shape::StringMap), ("binaryData", Shape::StringMap)],
+        "Secret" => &[("data", Shape::StringMap), ("stringData", Shape::StringMap), ("type", Shape::Str)],
+        _ => &[],
     }
 }
 
@@ -146,19 +135,22 @@ fn first_wrong(map: &Map<String, Value>, fields: &[(&str, Shape)]) -> Option<usi
 /// `<field> must be <type>`.
 fn wrong_type(kind: &str, object: &Value) -> Option<String> {
     let root = object.as_object()?;
-    let top = top_level_fields(kind);
-    let wrong_top = first_wrong(root, top);
     let message = |prefix: &str, (name, shape): (&str, Shape)| format!("{prefix}{name} must be {}", shape.wanted());
+    let wrong_common = first_wrong(root, COMMON_FIELDS);
     // `metadata` itself (index 0) comes before its fields, which come before the rest.
-    if wrong_top == Some(0) {
-        return Some(message("", top[0]));
+    if wrong_common == Some(0) {
+        return Some(message("", COMMON_FIELDS[0]));
     }
-    if let Some(Value::Object(metadata)) = root.get("metadata") {
+    if let Some(Value::Object(metadata)) = meta::get(root, "metadata") {
         if let Some(index) = first_wrong(metadata, METADATA_FIELDS) {
             return Some(message("metadata.", METADATA_FIELDS[index]));
         }
     }
-    wrong_top.map(|index| message("", top[index]))
+    if let Some(index) = wrong_common {
+        return Some(message("", COMMON_FIELDS[index]));
+    }
+    let own = kind_fields(kind);
+    first_wrong(root, own).map(|index| message("", own[index]))
 }
 
 /// Rejects objects whose well-known fields have the wrong JSON type.
