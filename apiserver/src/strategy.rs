@@ -332,9 +332,7 @@ fn path_segment_errors(name: &str) -> Vec<String> {
 fn validate_data(object: &Value, fields: &[&str], causes: &mut Vec<(String, String)>) {
     let mut total = 0;
     for field in fields {
-        let Some(map) = object.as_object().and_then(|o| meta::get(o, field)).and_then(Value::as_object) else {
-            continue;
-        };
+        let Some(map) = meta::field(object, field).and_then(Value::as_object) else { continue };
         for (key, value) in map {
             total += key.len() + value.as_str().map_or(0, str::len);
             for message in names::config_map_key(key) {

@@ -20,9 +20,14 @@ pub fn get<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     }
 }
 
+/// The top-level field `key` of an object ([`get`] on its map); `None` for non-objects.
+pub fn field<'a>(object: &'a Value, key: &str) -> Option<&'a Value> {
+    get(object.as_object()?, key)
+}
+
 /// The `metadata` map of an object, if present and an object.
 pub fn metadata(object: &Value) -> Option<&Map<String, Value>> {
-    get(object.as_object()?, "metadata")?.as_object()
+    field(object, "metadata")?.as_object()
 }
 
 /// The `metadata` map of an object, created when missing or not a map.

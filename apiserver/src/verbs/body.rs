@@ -65,9 +65,9 @@ fn default_type_meta(rt: &ResourceType, object: &mut Value) {
 
 /// The body's kind and apiVersion must be the URL's resource.
 pub fn check_type_meta(rt: &ResourceType, object: &Value) -> ApiResult<()> {
-    let top = |key: &str| object.as_object().and_then(|map| protocol::meta::get(map, key)).and_then(Value::as_str);
-    let kind = top("kind").unwrap_or_default();
-    let api_version = top("apiVersion").unwrap_or_default();
+    let top = |key: &str| protocol::meta::field(object, key).and_then(Value::as_str).unwrap_or_default();
+    let kind = top("kind");
+    let api_version = top("apiVersion");
     if kind.is_empty() {
         return Err(ApiError::bad_request("Object 'Kind' is missing in the request body"));
     }
