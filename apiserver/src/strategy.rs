@@ -278,7 +278,8 @@ fn validate_immutable(rt: &ResourceType, old: &Value, new: &Value, causes: &mut 
 /// kube's `ValidateOwnerReferences`: every reference names apiVersion, kind, name and uid,
 /// and at most one is the controller.
 fn validate_owner_references(object: &Value, causes: &mut Vec<(String, String)>) {
-    let Some(references) = meta::metadata(object).and_then(|m| m.get("ownerReferences")).and_then(Value::as_array)
+    let Some(references) =
+        meta::metadata(object).and_then(|m| meta::get(m, "ownerReferences")).and_then(Value::as_array)
     else {
         return;
     };

@@ -31,7 +31,7 @@ pub fn prune_unknown(ctx: &Ctx, object: &mut Value) -> ApiResult<Vec<String>> {
     let mode = field_validation(ctx)?;
     let components = protocol::openapi::builtin_components();
     // Custom resources are always pruned by their structural schema, as in kube.
-    if ctx.rt.custom.is_none() && !components.contains_key(&ctx.rt.schema_name) {
+    if ctx.rt.custom.is_none() && protocol::openapi::builtin_schema(&ctx.rt.schema_name).is_none() {
         return Ok(Vec::new());
     }
     let root = ctx.rt.schema_root();

@@ -223,7 +223,7 @@ impl ResourceType {
         use std::borrow::Cow;
         match &self.custom {
             Some(custom) => Cow::Borrowed(&custom.schema),
-            None => match protocol::openapi::builtin_components().get(&self.schema_name) {
+            None => match protocol::openapi::builtin_schema(&self.schema_name) {
                 Some(component) => Cow::Borrowed(component),
                 None => Cow::Owned(protocol::openapi::schema_ref(&self.schema_name)),
             },

@@ -57,7 +57,7 @@ fn default_type_meta(rt: &ResourceType, object: &mut Value) {
     }
     let Some(map) = object.as_object_mut() else { return };
     for (field, value) in [("kind", rt.kind.clone()), ("apiVersion", rt.api_version())] {
-        if map.get(field).is_none_or(|v| v.as_str().is_some_and(str::is_empty) || v.is_null()) {
+        if protocol::meta::get(map, field).is_none_or(|v| v.as_str().is_some_and(str::is_empty) || v.is_null()) {
             map.insert(field.into(), Value::from(value));
         }
     }

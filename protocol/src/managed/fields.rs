@@ -159,6 +159,61 @@ fn walk_fields(
     Ok(())
 }
 
+/// The fields a create sets, as [`compare`] of an empty object with `new` finds them
+/// added (every node down to leaves, atomic objects and lists, and list items), less every
+/// path in or below `excluded` (the endpoint's reset fields) and less the exact paths of
+/// `unowned` (fields no manager owns). It equals
+/// `compare(&{}, new).excluding(excluded).added.difference(unowned)`, built in one walk
+/// from the leaves up instead of inserting each path from the root and taking the
+/// excluded and unowned ones out again: a create's field tracking was a sixth of its cost.
+pub fn created_fields(new: &Value, shape: &dyn Shape, excluded: &FieldSet, unowned: &FieldSet) -> FieldSet {
+    created_below(new, &mut Vec::new(), shape, Some(excluded), Some(unowned))
+}
+
+/// The paths below the node `value` at `path`, relative to it (see [`created_fields`]);
+/// `excluded` and `unowned` are those sets' parts below `path`.
+fn created_below(
+    value: &Value,
+    path: &mut Vec<PathElement>,
+    shape: &dyn Shape,
+    excluded: Option<&FieldSet>,
+    unowned: Option<&FieldSet>,
+) -> FieldSet {
+    let mut set = FieldSet::new();
+    let add = |path: &mut Vec<PathElement>, child: &Value, set: &mut FieldSet| {
+        let element = path.last().expect("the caller pushed the child's element");
+        if excluded.is_some_and(|excluded| excluded.has_member(element)) {
+            path.pop();
+            return;
+        }
+        let member = !unowned.is_some_and(|unowned| unowned.has_member(element));
+        let excluded_below = excluded.and_then(|excluded| excluded.child(element));
+        let unowned_below = unowned.and_then(|unowned| unowned.child(element));
+        let below = created_below(child, path, shape, excluded_below, unowned_below);
+        let element = path.pop().expect("the caller pushed the child's element");
+        set.add_element(element, member, below);
+    };
+    match value {
+        Value::Object(map) if !map.is_empty() && (path.is_empty() || !shape.map_is_atomic(path)) => {
+            for (key, child) in map {
+                path.push(PathElement::Field(key.clone()));
+                add(path, child, &mut set);
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            let Some((_, elements)) = granular_elements(items, path, shape) else {
+                return set;
+            };
+            for (item, element) in items.iter().zip(elements) {
+                path.push(element);
+                add(path, item, &mut set);
+            }
+        }
+        _ => {}
+    }
+    set
+}
+
 /// What changed from one object to the next, path by path.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Comparison {

@@ -105,6 +105,15 @@ pub(super) fn go_json(value: &Value) -> String {
 
 /// A string as Go's `json.Marshal` writes it (see [`go_json`]).
 pub(super) fn go_json_string(value: &str) -> String {
+    // Manager names and API versions are plain printable ASCII: quoted as they are.
+    let plain = value.bytes().all(|b| (0x20..0x7f).contains(&b) && !matches!(b, b'"' | b'\\' | b'<' | b'>' | b'&'));
+    if plain {
+        let mut quoted = String::with_capacity(value.len() + 2);
+        quoted.push('"');
+        quoted.push_str(value);
+        quoted.push('"');
+        return quoted;
+    }
     go_escaped(serde_json::to_string(value).unwrap_or_default())
 }
 
@@ -252,6 +261,17 @@ fn value_to_string(value: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn go_json_string_quotes_plain_text_as_serde_does_and_escapes_the_rest_as_go() {
+        for plain in ["", "kubectl", "kube-controller-manager", "apps/v1", "a b ~!#$%()*+,-./:;=?@[]^_`{|}"] {
+            assert_eq!(go_json_string(plain), serde_json::to_string(plain).unwrap(), "{plain}");
+        }
+        assert_eq!(go_json_string("a\"b\\c"), r#""a\"b\\c""#);
+        assert_eq!(go_json_string("<x>&"), r#""\u003cx\u003e\u0026""#);
+        assert_eq!(go_json_string("tab\tnew\nline"), r#""tab\tnew\nline""#);
+        assert_eq!(go_json_string("ünï\u{2028}"), "\"ünï\\u2028\"");
+    }
 
     #[test]
     fn fields_v1_keys_round_trip() {

@@ -384,3 +384,51 @@ fn object_fields_and_compare_follow_kube() {
     assert_eq!(comparison.added.to_fields_v1().to_string(), r#"{"f:data":{"f:c":{}},"f:x":{".":{},"f:y":{}}}"#);
     assert_eq!(comparison.removed.to_fields_v1().to_string(), r#"{"f:data":{"f:b":{}}}"#);
 }
+
+#[test]
+fn created_fields_equal_what_compare_finds_added_less_reset_and_stripped() {
+    let schema = json!({"type": "object", "properties": {
+        "metadata": {"type": "object"},
+        "spec": {"type": "object", "properties": {
+            "selector": {"type": "object", "x-kubernetes-map-type": "atomic"},
+            "nodes": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["id"],
+                "items": {"type": "object", "properties": {"id": {"type": "integer"}}}},
+            "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}
+        }},
+        "status": {"type": "object"}
+    }});
+    let components = Map::new();
+    let schema_shape = SchemaShape::new(&schema, &components).with_fallback(&BuiltinShape);
+    let objects = [
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"value": "x"}}),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": "a", "namespace": "default", "uid": "u", "creationTimestamp": "2024-05-01T10:00:00Z",
+            "labels": {"app": "web"}, "annotations": {}, "finalizers": ["example.com/a", "example.com/b"],
+            "ownerReferences": [{"uid": "1", "name": "o", "kind": "K", "apiVersion": "v1"}],
+            "generateName": "a-"
+        }, "data": {}, "binaryData": null}),
+        json!({"metadata": {}, "status": {"phase": "Active"}, "x": []}),
+        deployment(json!([
+            {"name": "a", "image": "nginx", "ports": [{"containerPort": 80}, {"containerPort": 81, "protocol": "UDP"}],
+             "env": [{"name": "A", "value": "1"}]},
+            {"name": "b", "args": ["x", "y"], "env": [{"name": "D"}, {"name": "D"}]}
+        ])),
+        deployment(json!([{"image": "no-name"}])),
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "finalizers": []},
+            "spec": {"selector": {"matchLabels": {"a": "b"}}, "nodes": [{"id": 1, "role": "r"}, {"id": 2}],
+                     "tags": ["t1", "t2"], "free": {"deep": {"er": [1, {"a": 1}]}}},
+            "status": {"ready": true}}),
+    ];
+    let resets: [&[&[&str]]; 3] = [&[], MAIN_RESOURCE_RESET_FIELDS, &[&["spec"], &["metadata"]]];
+    for object in &objects {
+        for shape in [&BuiltinShape as &dyn Shape, &schema_shape] {
+            for reset_fields in resets {
+                let reset = WriteContext { reset_fields, ..writer("m", T1) }.reset_set();
+                let empty = json!({});
+                let expected = compare(&empty, object, shape).excluding(&reset).added.difference(stripped_fields());
+                let created = fields::created_fields(object, shape, &reset, stripped_fields());
+                assert_eq!(created, expected, "{object} with reset {reset_fields:?}");
+            }
+        }
+    }
+}

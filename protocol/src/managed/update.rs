@@ -8,7 +8,7 @@ use super::entries::{
     cap_update_managers, decode_managed_fields, encode, identifier, index, is_reset, ManagedFieldsEntry, Managers,
     OperationType, MAX_UPDATE_MANAGERS,
 };
-use super::fields::compare;
+use super::fields::{compare, created_fields};
 use super::schema::Shape;
 use super::{managed_fields_of, stripped_fields, without_managed_fields, WriteContext};
 
@@ -37,15 +37,21 @@ pub fn update(old: Option<&Value>, new: &Value, writer: &WriteContext<'_>, shape
     let old_object = old.map_or(Cow::Borrowed(&empty), without_managed_fields);
     let new_object = without_managed_fields(new);
 
-    let comparison = compare(&old_object, &new_object, shape).excluding(&writer.reset_set());
-    let (changed, removed) = comparison.into_changed_and_removed();
-    for entry in managers.values_mut() {
-        entry.fields.remove_all(&changed);
-        entry.fields.remove_all(&removed);
-    }
-    let mut taken = changed;
-    taken.remove_all(&removed);
-    taken.remove_all(stripped_fields());
+    let taken = if old.is_none() && managers.is_empty() && new_object.is_object() {
+        // A create that names no other owner: everything it sets is the writer's.
+        created_fields(&new_object, shape, &writer.reset_set(), stripped_fields())
+    } else {
+        let comparison = compare(&old_object, &new_object, shape).excluding(&writer.reset_set());
+        let (changed, removed) = comparison.into_changed_and_removed();
+        for entry in managers.values_mut() {
+            entry.fields.remove_all(&changed);
+            entry.fields.remove_all(&removed);
+        }
+        let mut taken = changed;
+        taken.remove_all(&removed);
+        taken.remove_all(stripped_fields());
+        taken
+    };
     if !taken.is_empty() {
         let id = identifier(writer.manager, OperationType::Update, writer.api_version, writer.subresource());
         let entry = managers.entry(id).or_insert_with(|| ManagedFieldsEntry {

@@ -139,6 +139,18 @@ pub fn builtin_components() -> &'static Map<String, Value> {
     COMPONENTS.get_or_init(generate_builtin_components)
 }
 
+/// The built-in component `name` ([`builtin_components`]). Every write resolves its kind's
+/// schema and ObjectMeta's by name, and the components map hashes its ~50-byte names
+/// with SipHash (serde_json's map is not configurable); this index of the same schemas
+/// hashes them with FxHash.
+pub fn builtin_schema(name: &str) -> Option<&'static Value> {
+    static INDEX: OnceLock<rustc_hash::FxHashMap<&'static str, &'static Value>> = OnceLock::new();
+    INDEX
+        .get_or_init(|| builtin_components().iter().map(|(name, schema)| (name.as_str(), schema)).collect())
+        .get(name)
+        .copied()
+}
+
 /// Components key of the schema for a built-in kind or its list, e.g. (`""`, `v1`,
 /// `ConfigMapList`) → `io.k8s.api.core.v1.ConfigMapList`.
 pub fn schema_name_for(group: &str, version: &str, kind: &str) -> Option<String> {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
-use super::builtin::builtin_components;
+use super::builtin::{builtin_components, builtin_schema};
 use super::components::{
     collect_refs, gvk_value, list_schema, schema_ref, with_gvk, DELETE_OPTIONS_SCHEMA, GVK_EXTENSION, PATCH_SCHEMA,
     PRESERVE_UNKNOWN_FIELDS, STATUS_SCHEMA,
@@ -585,7 +585,10 @@ fn document_schemas(
 
 /// A component schema by name: the caller's first, the built-ins second.
 pub fn lookup_schema<'a>(components: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
-    components.get(name).or_else(|| builtin_components().get(name))
+    if std::ptr::eq(components, builtin_components()) {
+        return builtin_schema(name);
+    }
+    components.get(name).or_else(|| builtin_schema(name))
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ mod components;
 mod discovery;
 mod document;
 
-pub use builtin::{builtin_components, schema_name_for};
+pub use builtin::{builtin_components, builtin_schema, schema_name_for};
 pub use components::{
     composition, ref_name, schema_ref, DELETE_OPTIONS_SCHEMA, GVK_EXTENSION, LIST_META_SCHEMA, OBJECT_META_SCHEMA,
     PATCH_SCHEMA, PRESERVE_UNKNOWN_FIELDS, SCHEMA_REF_PREFIX, STATUS_SCHEMA,
