@@ -232,7 +232,10 @@ pub fn decode(stored: &Versioned) -> ApiResult<Value> {
 pub fn is_marked_for_deletion(stored: &[u8]) -> ApiResult<bool> {
     // Stored objects are written by [`encode`], which never escapes a letter: bytes without
     // the field's name cannot hold the field, and nearly no object is being deleted.
-    if memchr::memmem::find(stored, b"\"deletionTimestamp\"").is_none() {
+    // The finder is built once: building one costs more than searching a namespace.
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"deletionTimestamp\""));
+    if FINDER.find(stored).is_none() {
         return Ok(false);
     }
     #[derive(serde::Deserialize)]

@@ -20,6 +20,25 @@ pub fn get<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     }
 }
 
+/// `map[key]` for writing, looked up as [`get`] does.
+pub fn get_mut<'a>(map: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Value> {
+    if map.len() <= SMALL_MAP {
+        map.iter_mut().find_map(|(name, value)| (name == key).then_some(value))
+    } else {
+        map.get_mut(key)
+    }
+}
+
+/// `map[key]`, first set to an empty object unless it holds one. Present (as it nearly
+/// always is) it is found as [`get`] finds it; serde_json's `entry` would hash the key and
+/// allocate it as a `String` on every call.
+fn object_entry<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+    if !get(map, key).is_some_and(Value::is_object) {
+        map.insert(key.to_string(), Value::Object(Map::new()));
+    }
+    get_mut(map, key).and_then(Value::as_object_mut).expect("just made an object")
+}
+
 /// The top-level field `key` of an object ([`get`] on its map); `None` for non-objects.
 pub fn field<'a>(object: &'a Value, key: &str) -> Option<&'a Value> {
     get(object.as_object()?, key)
@@ -39,11 +58,7 @@ pub fn metadata_mut(object: &mut Value) -> &mut Map<String, Value> {
             other.as_object_mut().expect("just made an object")
         }
     };
-    let entry = root.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
-    if !entry.is_object() {
-        *entry = Value::Object(Map::new());
-    }
-    entry.as_object_mut().expect("metadata is an object")
+    object_entry(root, "metadata")
 }
 
 /// A string field of `metadata` (`name`, `namespace`, `uid`, `resourceVersion`, …).
@@ -112,11 +127,7 @@ pub fn set_annotation(object: &mut Value, key: &str, value: &str) {
 /// `annotations`), creating the map when needed; a map left empty is removed.
 pub fn set_map_entry(object: &mut Value, field: &str, key: &str, value: Option<&str>) {
     let meta = metadata_mut(object);
-    let map = meta.entry(field).or_insert_with(|| Value::Object(Map::new()));
-    if !map.is_object() {
-        *map = Value::Object(Map::new());
-    }
-    let entries = map.as_object_mut().expect("a map is an object");
+    let entries = object_entry(meta, field);
     match value {
         Some(value) => drop(entries.insert(key.to_string(), Value::String(value.to_string()))),
         None => drop(entries.remove(key)),
@@ -194,5 +205,22 @@ mod tests {
         let mut not_object = json!([1]);
         set_meta_str(&mut not_object, "name", Some("y"));
         assert_eq!(name(&not_object), Some("y"));
+    }
+
+    #[test]
+    fn maps_are_repaired_in_place_and_made_when_missing() {
+        // A non-object keeps its place among the keys, as serde_json's entry kept it.
+        let mut obj = json!({"kind": "K", "metadata": "x", "data": {}});
+        metadata_mut(&mut obj);
+        assert_eq!(obj.to_string(), r#"{"kind":"K","metadata":{},"data":{}}"#);
+        let mut obj = json!({"metadata": {"name": "a", "labels": 1}});
+        set_map_entry(&mut obj, "labels", "app", Some("web"));
+        set_map_entry(&mut obj, "annotations", "note", Some("n"));
+        assert_eq!(obj.to_string(), r#"{"metadata":{"name":"a","labels":{"app":"web"},"annotations":{"note":"n"}}}"#);
+        // Past the small-map size the hashed lookups answer the same.
+        let mut big: Map<String, Value> = (0..12).map(|i| (format!("key{i}"), json!(i))).collect();
+        *get_mut(&mut big, "key11").unwrap() = json!("eleven");
+        assert_eq!(object_entry(&mut big, "key3"), &Map::new());
+        assert_eq!((big["key11"].clone(), big["key3"].clone(), big.len()), (json!("eleven"), json!({}), 12));
     }
 }
