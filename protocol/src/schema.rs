@@ -75,7 +75,7 @@ struct Node<'s> {
 
 impl<'s> Node<'s> {
     fn property(&self, key: &str) -> Option<&'s Value> {
-        self.properties.iter().find_map(|properties| properties.get(key))
+        self.properties.iter().find_map(|properties| crate::meta::get(properties, key))
     }
 
     /// Whether the node declares which fields an object may have; if not, nothing in the

@@ -320,7 +320,7 @@ impl<'s> Node<'s> {
     }
 
     fn property(&self, name: &str) -> Option<&'s Value> {
-        self.properties.iter().find_map(|properties| properties.get(name))
+        self.properties.iter().find_map(|properties| crate::meta::get(properties, name))
     }
 
     /// The schema of undeclared keys, when `additionalProperties` is a schema.
