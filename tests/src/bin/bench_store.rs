@@ -23,6 +23,8 @@
 //!
 //! Run: `cargo build --bins && cargo run -p tests --bin bench-store -- --seconds 30`.
 //! `--skip-etcd` measures Atoll alone; `--skip-atoll` gives this machine's etcd baseline.
+//! `--rounds N` repeats the comparison, alternating which system goes first, and ends with
+//! every round's ratio and the medians: on a machine whose speed drifts, one round is one sample.
 
 use std::io::Write as _;
 use std::sync::{Arc, Mutex};
@@ -84,6 +86,12 @@ struct Args {
     /// generator shares the machine's CPUs with the server, so fewer may serve more.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     shard_worker_threads: Option<u16>,
+    /// Rounds of the whole comparison. This machine's speed drifts over minutes, so one
+    /// ratio is one sample: with several rounds (etcd first in every second one) each
+    /// round prints its own table and the end a summary with every round's ratio and the
+    /// medians.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=20))]
+    rounds: u64,
 }
 
 /// The shape of one run, shared by both systems.
@@ -190,23 +198,118 @@ async fn run(load: Load, args: &Args) -> anyhow::Result<()> {
         load.duration, load.workers, load.value_bytes
     );
     settle().await?;
-    let mut atoll = Vec::new();
-    if !args.skip_atoll {
-        let receiver = Receiver::start(false).await.context("start the OTLP receiver")?;
-        for traced in args.tracing.runs() {
-            let report = bench_atoll(load, args.shard_worker_threads, traced.then_some(&receiver))
-                .await
-                .context("benchmark atoll")?;
-            atoll.push(report);
+    let receiver =
+        if args.skip_atoll { None } else { Some(Receiver::start(false).await.context("start the OTLP receiver")?) };
+    let mut rounds = Vec::new();
+    for round in 0..args.rounds {
+        if args.rounds > 1 {
+            println!("\nround {} of {}", round + 1, args.rounds);
+        }
+        // Every second round measures etcd first, so a drift within a round favours neither.
+        let etcd_first = round % 2 == 1;
+        let mut etcd = None;
+        if etcd_first && !args.skip_etcd {
+            etcd = Some(bench_etcd(load).await.context("benchmark etcd")?);
             settle().await?;
         }
-        if args.tracing != TracingRuns::Off {
-            println!("spans received by the OTLP receiver: {}", receiver.count());
+        let mut atoll = Vec::new();
+        if let Some(receiver) = &receiver {
+            for traced in args.tracing.runs() {
+                let report = bench_atoll(load, args.shard_worker_threads, traced.then_some(receiver))
+                    .await
+                    .context("benchmark atoll")?;
+                atoll.push(report);
+                settle().await?;
+            }
+        }
+        if !etcd_first && !args.skip_etcd {
+            etcd = Some(bench_etcd(load).await.context("benchmark etcd")?);
+            settle().await?;
+        }
+        print_table(&atoll, etcd.as_ref());
+        rounds.push(Round { atoll, etcd });
+    }
+    if let Some(receiver) = receiver.filter(|_| args.tracing != TracingRuns::Off) {
+        println!("spans received by the OTLP receiver: {}", receiver.count());
+    }
+    if rounds.len() > 1 {
+        print_summary(&rounds);
+    }
+    Ok(())
+}
+
+/// One round's reports: Atoll's runs (export off, on, or both) and etcd's.
+struct Round {
+    atoll: Vec<Report>,
+    etcd: Option<Report>,
+}
+
+impl Round {
+    /// Atoll's first run (export off unless `--tracing on`) over etcd, when both ran.
+    fn ratio(&self) -> Option<f64> {
+        let atoll = self.atoll.first()?;
+        let etcd = self.etcd.as_ref().filter(|etcd| etcd.tally.ops > 0)?;
+        Some(atoll.ops_per_second() / etcd.ops_per_second())
+    }
+
+    /// The export's throughput cost in percent, when the round ran Atoll with export off
+    /// and on.
+    fn export_cost(&self) -> Option<f64> {
+        match self.atoll.as_slice() {
+            [off, on] if off.ops_per_second() > 0.0 => Some((1.0 - on.ops_per_second() / off.ops_per_second()) * 100.0),
+            _ => None,
         }
     }
-    let etcd = if args.skip_etcd { None } else { Some(bench_etcd(load).await.context("benchmark etcd")?) };
-    print_table(&atoll, etcd.as_ref());
-    Ok(())
+}
+
+/// The median of some figures (the mean of the middle two for an even count).
+fn median(mut figures: Vec<f64>) -> Option<f64> {
+    figures.sort_by(f64::total_cmp);
+    let n = figures.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(figures[n / 2]),
+        _ => Some((figures[n / 2 - 1] + figures[n / 2]) / 2.0),
+    }
+}
+
+/// Every round's figures on one line each, then their medians.
+fn print_summary(rounds: &[Round]) {
+    let show = |figure: Option<f64>, digits: usize| figure.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"));
+    let percent = |figure: Option<f64>| figure.map_or_else(|| "-".to_string(), |v| format!("{v:.1}%"));
+    println!(
+        "\n{:<6} {:>10} {:>12} {:>10} {:>8} {:>12}",
+        "round", "atoll/s", "atoll+otel/s", "etcd/s", "ratio", "export cost"
+    );
+    let rate = |report: Option<&Report>| report.map(Report::ops_per_second);
+    let plain = |round: &Round| rate(round.atoll.iter().find(|r| r.system == "atoll"));
+    let traced = |round: &Round| rate(round.atoll.iter().find(|r| r.system == "atoll+otel"));
+    for (n, round) in rounds.iter().enumerate() {
+        println!(
+            "{:<6} {:>10} {:>12} {:>10} {:>8} {:>12}",
+            n + 1,
+            show(plain(round), 1),
+            show(traced(round), 1),
+            show(rate(round.etcd.as_ref()), 1),
+            show(round.ratio(), 2),
+            percent(round.export_cost()),
+        );
+    }
+    let median_of = |figure: &dyn Fn(&Round) -> Option<f64>| median(rounds.iter().filter_map(figure).collect());
+    println!(
+        "{:<6} {:>10} {:>12} {:>10} {:>8} {:>12}",
+        "median",
+        show(median_of(&plain), 1),
+        show(median_of(&traced), 1),
+        show(median_of(&|r: &Round| rate(r.etcd.as_ref())), 1),
+        show(median_of(&Round::ratio), 2),
+        percent(median_of(&Round::export_cost)),
+    );
+    let ratios: Vec<f64> = rounds.iter().filter_map(Round::ratio).collect();
+    if !ratios.is_empty() {
+        let met = ratios.iter().filter(|&&ratio| ratio >= 2.0).count();
+        println!("ratio atoll/etcd ≥ 2.00x in {met} of {} rounds", ratios.len());
+    }
 }
 
 fn print_table(atoll_runs: &[Report], etcd: Option<&Report>) {
@@ -473,6 +576,13 @@ async fn join_workers(mut workers: JoinSet<Tally>) -> anyhow::Result<Tally> {
 // Not `tests`: that name is the library crate this benchmark imports.
 mod unit {
     use super::*;
+
+    #[test]
+    fn the_median_takes_the_middle_figure_or_the_mean_of_the_middle_two() {
+        assert_eq!(median(vec![]), None);
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));
+    }
 
     #[test]
     fn the_written_body_is_the_configmap_json() {
