@@ -82,24 +82,17 @@ impl ManagedFieldsEntry {
         }
     }
 
-    /// The entry as kube writes it: `manager`, `operation`, `apiVersion`, `time`,
-    /// `fieldsType`, `fieldsV1`, `subresource`, empty values left out.
+    /// The entry as kube writes it ([`entry_value`]).
     pub fn to_value(&self) -> Value {
-        let mut entry = Map::with_capacity(7);
-        if !self.manager.is_empty() {
-            entry.insert("manager".into(), Value::String(self.manager.clone()));
-        }
-        entry.insert("operation".into(), Value::String(self.operation.as_str().into()));
-        entry.insert("apiVersion".into(), Value::String(self.api_version.clone()));
-        if let Some(time) = &self.time {
-            entry.insert("time".into(), Value::String(time.clone()));
-        }
-        entry.insert("fieldsType".into(), Value::String("FieldsV1".into()));
-        entry.insert("fieldsV1".into(), self.fields.to_fields_v1());
-        if !self.subresource.is_empty() {
-            entry.insert("subresource".into(), Value::String(self.subresource.clone()));
-        }
-        Value::Object(entry)
+        let time = self.time.as_deref();
+        entry_value(
+            &self.manager,
+            self.operation,
+            &self.api_version,
+            time,
+            &self.subresource,
+            self.fields.to_fields_v1(),
+        )
     }
 
     /// The entry's time in whole seconds since the epoch; unparsable or missing is 0, as a
@@ -107,6 +100,33 @@ impl ManagedFieldsEntry {
     fn time_seconds(&self) -> i64 {
         self.time.as_deref().and_then(|time| jiff::Timestamp::from_str(time).ok()).map_or(0, |time| time.as_second())
     }
+}
+
+/// An entry as kube writes it: `manager`, `operation`, `apiVersion`, `time`, `fieldsType`,
+/// `fieldsV1`, `subresource`, empty values left out.
+pub(super) fn entry_value(
+    manager: &str,
+    operation: OperationType,
+    api_version: &str,
+    time: Option<&str>,
+    subresource: &str,
+    fields_v1: Value,
+) -> Value {
+    let mut entry = Map::with_capacity(7);
+    if !manager.is_empty() {
+        entry.insert("manager".into(), Value::String(manager.into()));
+    }
+    entry.insert("operation".into(), Value::String(operation.as_str().into()));
+    entry.insert("apiVersion".into(), Value::String(api_version.into()));
+    if let Some(time) = time {
+        entry.insert("time".into(), Value::String(time.into()));
+    }
+    entry.insert("fieldsType".into(), Value::String("FieldsV1".into()));
+    entry.insert("fieldsV1".into(), fields_v1);
+    if !subresource.is_empty() {
+        entry.insert("subresource".into(), Value::String(subresource.into()));
+    }
+    Value::Object(entry)
 }
 
 /// [`ManagedFieldsEntry::identifier`] from its parts.

@@ -159,28 +159,34 @@ fn walk_fields(
     Ok(())
 }
 
-/// The fields a create sets, as [`compare`] of an empty object with `new` finds them
-/// added (every node down to leaves, atomic objects and lists, and list items), less every
-/// path in or below `excluded` (the endpoint's reset fields) and less the exact paths of
-/// `unowned` (fields no manager owns). It equals
-/// `compare(&{}, new).excluding(excluded).added.difference(unowned)`, built in one walk
-/// from the leaves up instead of inserting each path from the root and taking the
-/// excluded and unowned ones out again: a create's field tracking was a sixth of its cost.
-pub fn created_fields(new: &Value, shape: &dyn Shape, excluded: &FieldSet, unowned: &FieldSet) -> FieldSet {
-    created_below(new, &mut Vec::new(), shape, Some(excluded), Some(unowned))
+/// The fields a create sets, as kube's `fieldsV1` object: what [`compare`] of an empty
+/// object with `new` finds added (every node down to leaves, atomic objects and lists, and
+/// list items), less every path in or below `excluded` (the endpoint's reset fields) and
+/// less the exact paths of `unowned` (fields no manager owns). It equals
+/// `compare(&{}, new).excluding(excluded).added.difference(unowned).to_fields_v1()`, key
+/// order included, written in one walk from the leaves up: a create's field tracking needs
+/// nothing but this object, so no [`FieldSet`] is built only to be turned into one.
+pub fn created_fields_v1(new: &Value, shape: &dyn Shape, excluded: &FieldSet, unowned: &FieldSet) -> Value {
+    Value::Object(created_below(new, &mut Vec::new(), shape, Some(excluded), Some(unowned), false))
 }
 
-/// The paths below the node `value` at `path`, relative to it (see [`created_fields`]);
-/// `excluded` and `unowned` are those sets' parts below `path`.
+/// One node's entry of [`created_fields_v1`]: its element and the entries below it.
+type CreatedEntry = (PathElement, Map<String, Value>);
+
+/// The `fieldsV1` entries below the node `value` at `path` (see [`created_fields_v1`]),
+/// preceded by `"."` when the node is a member (`member`) with entries below it, as
+/// [`FieldSet::to_fields_v1`] writes a set's children. `excluded` and `unowned` are those
+/// sets' parts below `path`.
 fn created_below(
     value: &Value,
     path: &mut Vec<PathElement>,
     shape: &dyn Shape,
     excluded: Option<&FieldSet>,
     unowned: Option<&FieldSet>,
-) -> FieldSet {
-    let mut set = FieldSet::new();
-    let add = |path: &mut Vec<PathElement>, child: &Value, set: &mut FieldSet| {
+    member: bool,
+) -> Map<String, Value> {
+    let mut entries: Vec<CreatedEntry> = Vec::new();
+    let add = |path: &mut Vec<PathElement>, child: &Value, entries: &mut Vec<CreatedEntry>| {
         let element = path.last().expect("the caller pushed the child's element");
         if excluded.is_some_and(|excluded| excluded.has_member(element)) {
             path.pop();
@@ -189,29 +195,52 @@ fn created_below(
         let member = !unowned.is_some_and(|unowned| unowned.has_member(element));
         let excluded_below = excluded.and_then(|excluded| excluded.child(element));
         let unowned_below = unowned.and_then(|unowned| unowned.child(element));
-        let below = created_below(child, path, shape, excluded_below, unowned_below);
+        let below = created_below(child, path, shape, excluded_below, unowned_below, member);
         let element = path.pop().expect("the caller pushed the child's element");
-        set.add_element(element, member, below);
+        if member || !below.is_empty() {
+            entries.push((element, below));
+        }
     };
     match value {
         Value::Object(map) if !map.is_empty() && (path.is_empty() || !shape.map_is_atomic(path)) => {
             for (key, child) in map {
                 path.push(PathElement::Field(key.clone()));
-                add(path, child, &mut set);
+                add(path, child, &mut entries);
             }
         }
         Value::Array(items) if !items.is_empty() => {
             let Some((_, elements)) = granular_elements(items, path, shape) else {
-                return set;
+                return Map::new();
             };
             for (item, element) in items.iter().zip(elements) {
                 path.push(element);
-                add(path, item, &mut set);
+                add(path, item, &mut entries);
             }
         }
         _ => {}
     }
-    set
+    if entries.is_empty() {
+        return Map::new();
+    }
+    // A set keeps its elements in order. Items sharing a key (live lists may hold them) are
+    // one element there, with the entries of the last that has any (whether an element is
+    // a member depends on the element alone, so theirs agree).
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same && !later.1.is_empty() {
+            kept.1 = std::mem::take(&mut later.1);
+        }
+        same
+    });
+    let mut fields = Map::with_capacity(entries.len() + usize::from(member));
+    if member {
+        fields.insert(".".into(), Value::Object(Map::new()));
+    }
+    for (element, below) in entries {
+        fields.insert(element.to_fields_v1_key(), Value::Object(below));
+    }
+    fields
 }
 
 /// What changed from one object to the next, path by path.

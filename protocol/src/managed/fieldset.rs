@@ -62,25 +62,6 @@ impl FieldSet {
         }
     }
 
-    /// Adds `element` one level down: as a member when `member`, and with `below` (paths
-    /// relative to it) as its children. Builds a set bottom-up, where [`FieldSet::insert`]
-    /// would walk down from the root for every path.
-    pub(super) fn add_element(&mut self, element: PathElement, member: bool, below: FieldSet) {
-        match (member, below.is_empty()) {
-            (false, true) => {}
-            (true, true) => {
-                self.members.insert(element);
-            }
-            (false, false) => {
-                self.children.insert(element, below);
-            }
-            (true, false) => {
-                self.members.insert(element.clone());
-                self.children.insert(element, below);
-            }
-        }
-    }
-
     /// Whether the path is in the set.
     pub fn contains(&self, path: &[PathElement]) -> bool {
         match path {

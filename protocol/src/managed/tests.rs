@@ -386,7 +386,7 @@ fn object_fields_and_compare_follow_kube() {
 }
 
 #[test]
-fn created_fields_equal_what_compare_finds_added_less_reset_and_stripped() {
+fn created_fields_v1_is_what_compare_finds_added_less_reset_and_stripped() {
     let schema = json!({"type": "object", "properties": {
         "metadata": {"type": "object"},
         "spec": {"type": "object", "properties": {
@@ -426,8 +426,13 @@ fn created_fields_equal_what_compare_finds_added_less_reset_and_stripped() {
                 let reset = WriteContext { reset_fields, ..writer("m", T1) }.reset_set();
                 let empty = json!({});
                 let expected = compare(&empty, object, shape).excluding(&reset).added.difference(stripped_fields());
-                let created = fields::created_fields(object, shape, &reset, stripped_fields());
-                assert_eq!(created, expected, "{object} with reset {reset_fields:?}");
+                let created = fields::created_fields_v1(object, shape, &reset, stripped_fields());
+                // As text: the key order is kube's too.
+                assert_eq!(
+                    created.to_string(),
+                    expected.to_fields_v1().to_string(),
+                    "{object} with reset {reset_fields:?}"
+                );
             }
         }
     }

@@ -5,10 +5,10 @@ use serde_json::Value;
 use std::borrow::Cow;
 
 use super::entries::{
-    cap_update_managers, decode_managed_fields, encode, identifier, index, is_reset, ManagedFieldsEntry, Managers,
-    OperationType, MAX_UPDATE_MANAGERS,
+    cap_update_managers, decode_managed_fields, encode, entry_value, identifier, index, is_reset, ManagedFieldsEntry,
+    Managers, OperationType, MAX_UPDATE_MANAGERS,
 };
-use super::fields::{compare, created_fields};
+use super::fields::{compare, created_fields_v1};
 use super::schema::Shape;
 use super::{managed_fields_of, stripped_fields, without_managed_fields, WriteContext};
 
@@ -37,21 +37,25 @@ pub fn update(old: Option<&Value>, new: &Value, writer: &WriteContext<'_>, shape
     let old_object = old.map_or(Cow::Borrowed(&empty), without_managed_fields);
     let new_object = without_managed_fields(new);
 
-    let taken = if old.is_none() && managers.is_empty() && new_object.is_object() {
-        // A create that names no other owner: everything it sets is the writer's.
-        created_fields(&new_object, shape, &writer.reset_set(), stripped_fields())
-    } else {
-        let comparison = compare(&old_object, &new_object, shape).excluding(&writer.reset_set());
-        let (changed, removed) = comparison.into_changed_and_removed();
-        for entry in managers.values_mut() {
-            entry.fields.remove_all(&changed);
-            entry.fields.remove_all(&removed);
+    if old.is_none() && managers.is_empty() && new_object.is_object() {
+        // A create that names no other owner: everything it sets is the writer's, and its
+        // entry, the only one, is written straight from the object.
+        let fields = created_fields_v1(&new_object, shape, &writer.reset_set(), stripped_fields());
+        if fields.as_object().is_some_and(serde_json::Map::is_empty) {
+            return Vec::new();
         }
-        let mut taken = changed;
-        taken.remove_all(&removed);
-        taken.remove_all(stripped_fields());
-        taken
-    };
+        let (manager, api_version, subresource) = (writer.manager, writer.api_version, writer.subresource());
+        return vec![entry_value(manager, OperationType::Update, api_version, Some(writer.time), subresource, fields)];
+    }
+    let comparison = compare(&old_object, &new_object, shape).excluding(&writer.reset_set());
+    let (changed, removed) = comparison.into_changed_and_removed();
+    for entry in managers.values_mut() {
+        entry.fields.remove_all(&changed);
+        entry.fields.remove_all(&removed);
+    }
+    let mut taken = changed;
+    taken.remove_all(&removed);
+    taken.remove_all(stripped_fields());
     if !taken.is_empty() {
         let id = identifier(writer.manager, OperationType::Update, writer.api_version, writer.subresource());
         let entry = managers.entry(id).or_insert_with(|| ManagedFieldsEntry {
