@@ -37,10 +37,37 @@ pub fn collection_prefix(rt: &ResourceType, cluster: Option<&str>, namespace: Op
 
 /// The parts of a stored key: cluster, namespace and name.
 pub fn split_key(key: &[u8]) -> Option<(&str, &str, &str)> {
+    split_key_in_full(key).map(|parts| (parts.cluster, parts.namespace, parts.name))
+}
+
+/// Every part of a stored key ([`key`]'s layout).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyParts<'k> {
+    /// The storage group: `core` for the core group.
+    pub group: &'k str,
+    pub resource: &'k str,
+    pub cluster: &'k str,
+    /// Empty for cluster-scoped objects.
+    pub namespace: &'k str,
+    pub name: &'k str,
+}
+
+/// The parts of a stored key, or `None` for bytes that are not one. Every committed write
+/// passes here (the watchers that see every event split its key), so the key is cut at its
+/// `/` bytes in one pass rather than by a generic string splitter: `/` is one byte and never
+/// part of a longer UTF-8 character, so cutting there leaves whole strings.
+pub fn split_key_in_full(key: &[u8]) -> Option<KeyParts<'_>> {
     let key = std::str::from_utf8(key).ok()?;
-    let mut parts = key.splitn(5, '/');
-    let (_group, _resource) = (parts.next()?, parts.next()?);
-    Some((parts.next()?, parts.next()?, parts.next()?))
+    let cut = |rest: &str| rest.bytes().position(|byte| byte == b'/').map(|at| (at, at + 1));
+    let mut rest = key;
+    let mut segments = [""; 4];
+    for segment in &mut segments {
+        let (end, next) = cut(rest)?;
+        *segment = &rest[..end];
+        rest = &rest[next..];
+    }
+    let [group, resource, cluster, namespace] = segments;
+    Some(KeyParts { group, resource, cluster, namespace, name: rest })
 }
 
 /// Serializes an object for storage, without its resourceVersion.
@@ -363,6 +390,27 @@ mod tests {
         assert_eq!(key(&ns, "root", None, "kube-system"), "core/namespaces/root//kube-system");
         assert_eq!(collection_prefix(&cm, None, None), "core/configmaps/");
         assert_eq!(collection_prefix(&cm, Some("c1"), None), "core/configmaps/c1/");
+    }
+
+    #[test]
+    fn a_key_splits_into_all_five_parts_or_none() {
+        fn full(key: &str) -> Option<KeyParts<'_>> {
+            split_key_in_full(key.as_bytes())
+        }
+        let parts = |group, resource, cluster, namespace, name| KeyParts { group, resource, cluster, namespace, name };
+        assert_eq!(full("core/configmaps/c1/default/a"), Some(parts("core", "configmaps", "c1", "default", "a")));
+        assert_eq!(
+            full("core/namespaces/root//kube-system"),
+            Some(parts("core", "namespaces", "root", "", "kube-system"))
+        );
+        assert_eq!(full("example.io/wïdgets/c/ns/ü"), Some(parts("example.io", "wïdgets", "c", "ns", "ü")));
+        // The name is the rest, as a five-way split leaves it; an empty name is still a key.
+        assert_eq!(full("g/r/c/ns/a/b"), Some(parts("g", "r", "c", "ns", "a/b")));
+        assert_eq!(full("g/r/c/ns/"), Some(parts("g", "r", "c", "ns", "")));
+        for not_a_key in ["", "g/r/c/ns", "core/configmaps/c1", "no-slash"] {
+            assert_eq!(full(not_a_key), None, "{not_a_key:?}");
+        }
+        assert_eq!(split_key_in_full(b"g/r/c/ns/\xff"), None, "not UTF-8");
     }
 
     #[test]

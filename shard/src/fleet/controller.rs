@@ -58,12 +58,21 @@ struct SelectionIndex {
     resources: HashMap<(String, String), BTreeSet<String>>,
     /// (hub, placement) → what it selected.
     by_placement: HashMap<(String, String), Selection>,
+    /// hub → how many of its placements selected something: most writes are to hubs with
+    /// none, and are let through after one lookup.
+    hubs: HashMap<String, usize>,
 }
 
 impl SelectionIndex {
     fn record(&mut self, hub: &str, placement: &str, selection: Option<Selection>) {
         let key = (hub.to_string(), placement.to_string());
         if let Some(old) = self.by_placement.remove(&key) {
+            if let Some(count) = self.hubs.get_mut(hub) {
+                *count -= 1;
+                if *count == 0 {
+                    self.hubs.remove(hub);
+                }
+            }
             for namespace in old.namespaces {
                 remove_entry(&mut self.namespaces, (hub.to_string(), namespace), placement);
             }
@@ -81,6 +90,7 @@ impl SelectionIndex {
             self.resources.entry(at).or_default().insert(placement.to_string());
         }
         self.by_placement.insert(key, selection);
+        *self.hubs.entry(hub.to_string()).or_default() += 1;
     }
 }
 
@@ -182,6 +192,9 @@ impl Feed {
     /// cluster-scoped resource's, from the index the last passes left.
     fn wake_selecting(&self, group: &str, resource: &str, hub: &str, namespace: &str, name: &str) {
         let index = self.0.index.lock();
+        if !index.hubs.contains_key(hub) {
+            return;
+        }
         let selecting = match namespace.is_empty() {
             true => index.resources.get(&(hub.to_string(), format!("{group}/{resource}/"))),
             false => index.namespaces.get(&(hub.to_string(), namespace.to_string())),
@@ -208,10 +221,8 @@ fn status_only(event: &store::Event) -> bool {
 /// A key's storage group (`core` for the core group), resource, logical cluster,
 /// namespace and name.
 fn parts(key: &[u8]) -> Option<(&str, &str, &str, &str, &str)> {
-    let (hub, namespace, name) = objects::split_key(key)?;
-    let key = std::str::from_utf8(key).ok()?;
-    let mut segments = key.splitn(3, '/');
-    Some((segments.next()?, segments.next()?, hub, namespace, name))
+    let parts = objects::split_key_in_full(key)?;
+    Some((parts.group, parts.resource, parts.cluster, parts.namespace, parts.name))
 }
 
 /// Runs the controller until the process ends.
@@ -342,9 +353,14 @@ mod tests {
         assert_eq!(index.namespaces[&("hub".into(), "app".into())].len(), 2);
         index.record("hub", "a", Some(selection(&["web"])));
         assert_eq!(index.namespaces[&("hub".into(), "app".into())], BTreeSet::from(["b".to_string()]));
+        assert_eq!(index.hubs.get("hub"), Some(&2), "a and b, once each however often recorded");
         index.record("hub", "b", None);
         assert!(!index.namespaces.contains_key(&("hub".into(), "app".into())));
         assert_eq!(index.resources[&("hub".into(), "core/namespaces/".into())], BTreeSet::from(["a".to_string()]));
+        assert_eq!(index.hubs.get("hub"), Some(&1));
+        index.record("hub", "a", None);
+        assert!(index.hubs.is_empty(), "no placement of the hub selects anything");
+        assert!(index.by_placement.is_empty() && index.namespaces.is_empty() && index.resources.is_empty());
     }
 
     #[test]

@@ -568,12 +568,10 @@ impl StoreConsumer for ObjectFeed {
 
     fn event(&mut self, event: &store::Event) {
         let Some(value) = &event.value else { return };
-        let Some((cluster, namespace, _)) = objects::split_key(&event.key) else { return };
-        let mut parts = event.key.splitn(3, |b| *b == b'/');
-        let group = parts.next().map(String::from_utf8_lossy).unwrap_or_default();
-        let group = if group == "core" { String::new() } else { group.into_owned() };
-        let resource = parts.next().map(String::from_utf8_lossy).unwrap_or_default();
-        if namespace.is_empty() || !synced(&group, &resource) {
+        let Some(parts) = objects::split_key_in_full(&event.key) else { return };
+        let (cluster, namespace) = (parts.cluster, parts.namespace);
+        let group = if parts.group == "core" { "" } else { parts.group };
+        if namespace.is_empty() || !synced(group, parts.resource) {
             return;
         }
         let key = (cluster.to_string(), namespace.to_string());
