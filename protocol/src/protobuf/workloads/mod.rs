@@ -58,6 +58,23 @@ static CONDITION: Message = Message {
     ],
 };
 
+// What a container's env (`valueFrom`) and a downward API volume both read.
+static OBJECT_FIELD_SELECTOR: Message = Message {
+    name: "ObjectFieldSelector",
+    fields: &[non_zero(1, "apiVersion", String), on_wire(2, "fieldPath", String)],
+};
+
+static RESOURCE_FIELD_SELECTOR: Message = Message {
+    name: "ResourceFieldSelector",
+    fields: &[
+        non_zero(1, "containerName", String),
+        on_wire(2, "resource", String),
+        // A value field with omitempty, but Go writes even the zero Quantity, as "0", in both
+        // encodings, so it is kept as kube-apiserver would show it.
+        non_zero(3, "divisor", Quantity),
+    ],
+};
+
 /// The workload kinds, for [`super::message_for`].
 pub(super) static KINDS: &[(&str, &str, &Message)] = &[
     ("apps/v1", "Deployment", &DEPLOYMENT),

@@ -2,10 +2,9 @@
 //! such as containers, env, resources, probes, security contexts and affinity; and PodStatus.
 
 use super::pod_volumes::VOLUME;
+use super::{OBJECT_FIELD_SELECTOR, RESOURCE_FIELD_SELECTOR};
 use crate::protobuf::tables::{LABEL_SELECTOR, LOCAL_OBJECT_REFERENCE, OBJECT_META};
-use crate::protobuf::FieldKind::{
-    self, Bool, Inline, Int32, Int64, IntOrString, Quantity, QuantityMap, String, StringMap, Time,
-};
+use crate::protobuf::FieldKind::{self, Bool, Inline, Int32, Int64, IntOrString, QuantityMap, String, StringMap, Time};
 use crate::protobuf::{list, non_zero, on_wire, Message};
 
 // core/v1 (k8s.io/api/core/v1/generated.proto): Pod and what it holds.
@@ -149,22 +148,6 @@ static ENV_VAR_SOURCE: Message = Message {
         on_wire(2, "resourceFieldRef", FieldKind::Message(&RESOURCE_FIELD_SELECTOR)),
         on_wire(3, "configMapKeyRef", FieldKind::Message(&CONFIG_MAP_KEY_SELECTOR)),
         on_wire(4, "secretKeyRef", FieldKind::Message(&SECRET_KEY_SELECTOR)),
-    ],
-};
-
-pub(super) static OBJECT_FIELD_SELECTOR: Message = Message {
-    name: "ObjectFieldSelector",
-    fields: &[non_zero(1, "apiVersion", String), on_wire(2, "fieldPath", String)],
-};
-
-pub(super) static RESOURCE_FIELD_SELECTOR: Message = Message {
-    name: "ResourceFieldSelector",
-    fields: &[
-        non_zero(1, "containerName", String),
-        on_wire(2, "resource", String),
-        // A value field with omitempty, but Go writes even the zero Quantity, as "0", in both
-        // encodings, so it is kept as kube-apiserver would show it.
-        non_zero(3, "divisor", Quantity),
     ],
 };
 

@@ -1,6 +1,6 @@
 //! core/v1 pod volumes: Volume, the volume sources a PodSpec may use, and their projections.
 
-use super::pod::{OBJECT_FIELD_SELECTOR, RESOURCE_FIELD_SELECTOR};
+use super::{OBJECT_FIELD_SELECTOR, RESOURCE_FIELD_SELECTOR};
 use crate::protobuf::tables::LOCAL_OBJECT_REFERENCE;
 use crate::protobuf::FieldKind::{self, Bool, Inline, Int32, Int64, Quantity, String};
 use crate::protobuf::{list, non_zero, on_wire, Message};
