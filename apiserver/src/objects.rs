@@ -57,14 +57,12 @@ pub struct KeyParts<'k> {
 /// `/` bytes in one pass rather than by a generic string splitter: `/` is one byte and never
 /// part of a longer UTF-8 character, so cutting there leaves whole strings.
 pub fn split_key_in_full(key: &[u8]) -> Option<KeyParts<'_>> {
-    let key = std::str::from_utf8(key).ok()?;
-    let cut = |rest: &str| rest.bytes().position(|byte| byte == b'/').map(|at| (at, at + 1));
-    let mut rest = key;
+    let mut rest = std::str::from_utf8(key).ok()?;
     let mut segments = [""; 4];
     for segment in &mut segments {
-        let (end, next) = cut(rest)?;
-        *segment = &rest[..end];
-        rest = &rest[next..];
+        let slash = rest.bytes().position(|byte| byte == b'/')?;
+        *segment = &rest[..slash];
+        rest = &rest[slash + 1..];
     }
     let [group, resource, cluster, namespace] = segments;
     Some(KeyParts { group, resource, cluster, namespace, name: rest })

@@ -58,8 +58,8 @@ struct SelectionIndex {
     resources: HashMap<(String, String), BTreeSet<String>>,
     /// (hub, placement) → what it selected.
     by_placement: HashMap<(String, String), Selection>,
-    /// hub → how many of its placements selected something: most writes are to hubs with
-    /// none, and are let through after one lookup.
+    /// hub → how many of its placements have a selection recorded: most writes are to hubs
+    /// with none, and are let through after one lookup.
     hubs: HashMap<String, usize>,
 }
 
