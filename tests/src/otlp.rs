@@ -359,15 +359,22 @@ impl Drop for ExportEnv {
     }
 }
 
+/// What exporting costs in throughput, in percent of the untraced rate; `None` when the
+/// untraced run did nothing to compare with.
+pub fn overhead_percent(untraced: f64, traced: f64) -> Option<f64> {
+    (untraced > 0.0).then(|| (1.0 - traced / untraced) * 100.0)
+}
+
 /// Prints the throughput cost of span export: each traced run (`…+otel`) against the
 /// untraced run before it, with the goal.
 pub fn print_overhead<'a>(runs: impl IntoIterator<Item = (&'a str, f64)>) {
     let mut untraced: Option<(&str, f64)> = None;
     for (name, rate) in runs {
         match (name.strip_suffix("+otel"), untraced) {
-            (Some(base), Some((plain, plain_rate))) if base == plain && plain_rate > 0.0 => {
-                let cost = (1.0 - rate / plain_rate) * 100.0;
-                println!("tracing overhead ({name} vs {plain}): {cost:.1}% of throughput (goal ≤ 5%)");
+            (Some(base), Some((plain, plain_rate))) if base == plain => {
+                if let Some(cost) = overhead_percent(plain_rate, rate) {
+                    println!("tracing overhead ({name} vs {plain}): {cost:.1}% of throughput (goal ≤ 5%)");
+                }
             }
             (Some(_), _) => {}
             (None, _) => untraced = Some((name, rate)),

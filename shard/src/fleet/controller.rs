@@ -56,28 +56,25 @@ struct SelectionIndex {
     namespaces: HashMap<(String, String), BTreeSet<String>>,
     /// (hub, `group/resource/`) → placements picking cluster-scoped objects of it.
     resources: HashMap<(String, String), BTreeSet<String>>,
-    /// (hub, placement) → what it selected.
-    by_placement: HashMap<(String, String), Selection>,
-    /// hub → how many of its placements have a selection recorded: most writes are to hubs
-    /// with none, and are let through after one lookup.
-    hubs: HashMap<String, usize>,
+    /// hub → placement → what it selected. A hub is here only while one of its placements
+    /// has a selection recorded: most writes are to hubs with none, and are let through
+    /// after one lookup.
+    by_placement: HashMap<String, HashMap<String, Selection>>,
 }
 
 impl SelectionIndex {
     fn record(&mut self, hub: &str, placement: &str, selection: Option<Selection>) {
-        let key = (hub.to_string(), placement.to_string());
-        if let Some(old) = self.by_placement.remove(&key) {
-            if let Some(count) = self.hubs.get_mut(hub) {
-                *count -= 1;
-                if *count == 0 {
-                    self.hubs.remove(hub);
+        if let Some(placements) = self.by_placement.get_mut(hub) {
+            if let Some(old) = placements.remove(placement) {
+                for namespace in old.namespaces {
+                    remove_entry(&mut self.namespaces, (hub.to_string(), namespace), placement);
+                }
+                for resource in old.resources {
+                    remove_entry(&mut self.resources, (hub.to_string(), resource), placement);
                 }
             }
-            for namespace in old.namespaces {
-                remove_entry(&mut self.namespaces, (hub.to_string(), namespace), placement);
-            }
-            for resource in old.resources {
-                remove_entry(&mut self.resources, (hub.to_string(), resource), placement);
+            if placements.is_empty() {
+                self.by_placement.remove(hub);
             }
         }
         let Some(selection) = selection else { return };
@@ -89,8 +86,7 @@ impl SelectionIndex {
             let at = (hub.to_string(), resource.clone());
             self.resources.entry(at).or_default().insert(placement.to_string());
         }
-        self.by_placement.insert(key, selection);
-        *self.hubs.entry(hub.to_string()).or_default() += 1;
+        self.by_placement.entry(hub.to_string()).or_default().insert(placement.to_string(), selection);
     }
 }
 
@@ -192,7 +188,7 @@ impl Feed {
     /// cluster-scoped resource's, from the index the last passes left.
     fn wake_selecting(&self, group: &str, resource: &str, hub: &str, namespace: &str, name: &str) {
         let index = self.0.index.lock();
-        if !index.hubs.contains_key(hub) {
+        if !index.by_placement.contains_key(hub) {
             return;
         }
         let selecting = match namespace.is_empty() {
@@ -353,14 +349,14 @@ mod tests {
         assert_eq!(index.namespaces[&("hub".into(), "app".into())].len(), 2);
         index.record("hub", "a", Some(selection(&["web"])));
         assert_eq!(index.namespaces[&("hub".into(), "app".into())], BTreeSet::from(["b".to_string()]));
-        assert_eq!(index.hubs.get("hub"), Some(&2), "a and b, once each however often recorded");
+        assert_eq!(index.by_placement["hub"].len(), 2, "a and b, once each however often recorded");
         index.record("hub", "b", None);
         assert!(!index.namespaces.contains_key(&("hub".into(), "app".into())));
         assert_eq!(index.resources[&("hub".into(), "core/namespaces/".into())], BTreeSet::from(["a".to_string()]));
-        assert_eq!(index.hubs.get("hub"), Some(&1));
+        assert_eq!(index.by_placement["hub"].len(), 1);
         index.record("hub", "a", None);
-        assert!(index.hubs.is_empty(), "no placement of the hub selects anything");
-        assert!(index.by_placement.is_empty() && index.namespaces.is_empty() && index.resources.is_empty());
+        assert!(index.by_placement.is_empty(), "no placement of the hub selects anything");
+        assert!(index.namespaces.is_empty() && index.resources.is_empty());
     }
 
     #[test]

@@ -226,8 +226,9 @@ async fn run(load: Load, args: &Args) -> anyhow::Result<()> {
             etcd = Some(bench_etcd(load).await.context("benchmark etcd")?);
             settle().await?;
         }
-        print_table(&atoll, etcd.as_ref());
-        rounds.push(Round { atoll, etcd });
+        let round = Round { atoll, etcd };
+        print_table(&round);
+        rounds.push(round);
     }
     if let Some(receiver) = receiver.filter(|_| args.tracing != TracingRuns::Off) {
         println!("spans received by the OTLP receiver: {}", receiver.count());
@@ -252,13 +253,15 @@ impl Round {
         Some(atoll.ops_per_second() / etcd.ops_per_second())
     }
 
+    /// The creates/s of Atoll's run named `system` (`atoll` or `atoll+otel`), if it ran.
+    fn rate(&self, system: &str) -> Option<f64> {
+        self.atoll.iter().find(|report| report.system == system).map(Report::ops_per_second)
+    }
+
     /// The export's throughput cost in percent, when the round ran Atoll with export off
     /// and on.
     fn export_cost(&self) -> Option<f64> {
-        match self.atoll.as_slice() {
-            [off, on] if off.ops_per_second() > 0.0 => Some((1.0 - on.ops_per_second() / off.ops_per_second()) * 100.0),
-            _ => None,
-        }
+        tests::otlp::overhead_percent(self.rate("atoll")?, self.rate("atoll+otel")?)
     }
 }
 
@@ -282,8 +285,8 @@ fn print_summary(rounds: &[Round]) {
         "round", "atoll/s", "atoll+otel/s", "etcd/s", "ratio", "export cost"
     );
     let rate = |report: Option<&Report>| report.map(Report::ops_per_second);
-    let plain = |round: &Round| rate(round.atoll.iter().find(|r| r.system == "atoll"));
-    let traced = |round: &Round| rate(round.atoll.iter().find(|r| r.system == "atoll+otel"));
+    let plain = |round: &Round| round.rate("atoll");
+    let traced = |round: &Round| round.rate("atoll+otel");
     for (n, round) in rounds.iter().enumerate() {
         println!(
             "{:<6} {:>10} {:>12} {:>10} {:>8} {:>12}",
@@ -312,10 +315,10 @@ fn print_summary(rounds: &[Round]) {
     }
 }
 
-fn print_table(atoll_runs: &[Report], etcd: Option<&Report>) {
+fn print_table(round: &Round) {
     println!();
     println!("{:<11} {:>10} {:>10} {:>9} {:>9} {:>8}", "system", "ops", "ops/s", "p50 ms", "p99 ms", "errors");
-    for report in atoll_runs.iter().chain(etcd) {
+    for report in round.atoll.iter().chain(&round.etcd) {
         println!(
             "{:<11} {:>10} {:>10.1} {:>9.2} {:>9.2} {:>8}",
             report.system,
@@ -326,15 +329,12 @@ fn print_table(atoll_runs: &[Report], etcd: Option<&Report>) {
             report.tally.errors
         );
     }
-    tests::otlp::print_overhead(atoll_runs.iter().map(|r| (r.system.as_str(), r.ops_per_second())));
-    let atoll = atoll_runs.first();
-    match (atoll, etcd) {
-        (Some(atoll), Some(etcd)) if etcd.tally.ops > 0 => {
-            println!("ratio atoll/etcd = {:.2}x (goal ≥ 2.00x)", atoll.ops_per_second() / etcd.ops_per_second())
-        }
-        (Some(_), Some(_)) => println!("ratio atoll/etcd = n/a (etcd completed no puts)"),
-        (None, _) => println!("ratio atoll/etcd = skipped (--skip-atoll)"),
-        (_, None) => println!("ratio atoll/etcd = skipped (--skip-etcd)"),
+    tests::otlp::print_overhead(round.atoll.iter().map(|r| (r.system.as_str(), r.ops_per_second())));
+    match (round.ratio(), round.atoll.is_empty(), &round.etcd) {
+        (Some(ratio), _, _) => println!("ratio atoll/etcd = {ratio:.2}x (goal ≥ 2.00x)"),
+        (None, true, _) => println!("ratio atoll/etcd = skipped (--skip-atoll)"),
+        (None, false, None) => println!("ratio atoll/etcd = skipped (--skip-etcd)"),
+        (None, false, Some(_)) => println!("ratio atoll/etcd = n/a (etcd completed no puts)"),
     }
 }
 
