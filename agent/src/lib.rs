@@ -17,6 +17,7 @@ pub mod fleet;
 pub mod names;
 mod node_resources;
 pub mod ocm;
+mod traced;
 pub mod transform;
 mod view;
 
@@ -32,6 +33,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 /// What the agent is told.
 #[derive(Debug, Clone)]
@@ -115,8 +117,8 @@ fn sync_target_resource() -> ApiResource {
 /// Runs the agent until the process ends.
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let hub_config = kube_config(&config.hub_kubeconfig).await?;
-    let hub = Client::try_from(hub_config.clone()).context("build the hub client")?;
-    let member = Client::try_from(kube_config(&config.member_kubeconfig).await?).context("build the member client")?;
+    let hub = traced::client(hub_config.clone()).context("build the hub client")?;
+    let member = traced::client(kube_config(&config.member_kubeconfig).await?).context("build the member client")?;
     let targets: Api<DynamicObject> = Api::all_with(hub.clone(), &sync_target_resource());
     // The SyncTarget, once it exists and carries its key.
     let object = loop {
@@ -214,8 +216,10 @@ async fn heartbeat(targets: Api<DynamicObject>, name: String, interval: Duration
     loop {
         let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
         let patch = json!({"status": {"lastSyncerHeartbeatTime": now}});
-        if let Err(error) = targets.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-            tracing::warn!(%error, "heartbeat failed");
+        let span = traced::work_span("synctarget.heartbeat", "synctargets", None, None, &name);
+        let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
+        if let Err(error) = targets.patch_status(&name, &params, &patch).instrument(span.clone()).await {
+            span.in_scope(|| tracing::warn!(%error, "heartbeat failed"));
         }
         tokio::time::sleep(interval).await;
     }
@@ -291,7 +295,7 @@ async fn exported_resources(hub_config: &kube::Config, target: &Value) -> anyhow
         let path = text("path").unwrap_or_else(|| own_path.to_string());
         let mut config = hub_config.clone();
         config.cluster_url = format!("{base}/clusters/{path}").parse().context("an export's workspace URL")?;
-        let client = Client::try_from(config)?;
+        let client = traced::client(config)?;
         let apis = |kind: &str, plural: &str| {
             let gvk = GroupVersionKind::gvk("apis.kcp.io", "v1alpha1", kind);
             Api::<DynamicObject>::all_with(client.clone(), &ApiResource::from_gvk_with_plural(&gvk, plural))
@@ -341,7 +345,7 @@ impl Agent {
         }
         let mut config = self.hub_config.clone();
         config.cluster_url = format!("{url}/clusters/{cluster}").parse().context("a sync view URL")?;
-        let client = Client::try_from(config).context("build a sync view client")?;
+        let client = traced::client(config).context("build a sync view client")?;
         self.clients.lock().insert((url.to_string(), cluster.to_string()), client.clone());
         Ok(client)
     }

@@ -14,6 +14,7 @@ use kube::Client;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::Duration;
+use tracing::Instrument;
 
 /// What the agent is told in OCM mode.
 #[derive(Debug, Clone)]
@@ -39,9 +40,10 @@ fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource
 
 /// Runs until the process ends.
 pub async fn run(config: ManagedConfig) -> anyhow::Result<()> {
-    let hub = Client::try_from(crate::kube_config(&config.hub_kubeconfig).await?).context("build the hub client")?;
-    let member =
-        Client::try_from(crate::kube_config(&config.member_kubeconfig).await?).context("build the member client")?;
+    let hub =
+        crate::traced::client(crate::kube_config(&config.hub_kubeconfig).await?).context("build the hub client")?;
+    let member = crate::traced::client(crate::kube_config(&config.member_kubeconfig).await?)
+        .context("build the member client")?;
     let clusters: Api<DynamicObject> =
         Api::all_with(hub.clone(), &resource(GROUP, "v1", "ManagedCluster", "managedclusters"));
     let name = config.managed_cluster.clone();
@@ -55,12 +57,9 @@ pub async fn run(config: ManagedConfig) -> anyhow::Result<()> {
                 let seconds = cluster.data.pointer("/spec/leaseDurationSeconds").and_then(Value::as_u64);
                 let lease = Duration::from_secs(seconds.filter(|s| *s > 0).unwrap_or(DEFAULT_LEASE_SECONDS));
                 if cluster.data.pointer("/spec/hubAcceptsClient").and_then(Value::as_bool) == Some(true) {
-                    if let Err(error) = renew(&leases).await {
-                        tracing::warn!(error = %format!("{error:#}"), "renewing the lease failed");
-                    }
-                    if let Err(error) = report(&clusters, &member, &name).await {
-                        tracing::warn!(error = %format!("{error:#}"), "reporting the cluster's status failed");
-                    }
+                    let span =
+                        crate::traced::work_span("managedcluster.heartbeat", "managedclusters", None, None, &name);
+                    heartbeat(&leases, &clusters, &member, &name).instrument(span).await;
                     lease
                 } else {
                     tracing::info!(managed_cluster = %name, "waiting for the hub to accept the cluster");
@@ -73,6 +72,16 @@ pub async fn run(config: ManagedConfig) -> anyhow::Result<()> {
             }
         };
         tokio::time::sleep(interval).await;
+    }
+}
+
+/// Renews the cluster's lease and reports its status.
+async fn heartbeat(leases: &Api<DynamicObject>, clusters: &Api<DynamicObject>, member: &Client, name: &str) {
+    if let Err(error) = renew(leases).await {
+        tracing::warn!(error = %format!("{error:#}"), "renewing the lease failed");
+    }
+    if let Err(error) = report(clusters, member, name).await {
+        tracing::warn!(error = %format!("{error:#}"), "reporting the cluster's status failed");
     }
 }
 

@@ -2,7 +2,7 @@
 //! up), and removing downstream copies whose upstream object is gone.
 
 use crate::names::{Locator, LOCATOR_ANNOTATION, OWNER_LABEL, UPSTREAM_CLUSTER_ANNOTATION};
-use crate::transform;
+use crate::{traced, transform};
 use crate::{Agent, Synced, UpstreamId};
 use futures::StreamExt;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
@@ -12,6 +12,7 @@ use kube::runtime::WatchStreamExt;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::sync::Arc;
+use tracing::Instrument;
 
 /// Follows `synced` in the sync view at `url`, for as long as the task runs.
 pub async fn follow(agent: Arc<Agent>, url: String, synced: Synced) {
@@ -139,6 +140,14 @@ pub async fn remove_orphans(agent: &Agent, urls: &[String]) -> anyhow::Result<()
 impl Agent {
     /// One upstream object: apply it downstream and hold it, or delete the copy and let go.
     pub(crate) async fn reconcile(&self, url: &str, synced: &Synced, upstream: &Value) {
+        let cluster = transform::upstream_cluster(upstream);
+        let namespace = upstream.pointer("/metadata/namespace").and_then(Value::as_str);
+        let name = upstream.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        let span = traced::work_span("agent.sync", &synced.resource.plural, cluster, namespace, name);
+        self.sync(url, synced, upstream).instrument(span).await
+    }
+
+    async fn sync(&self, url: &str, synced: &Synced, upstream: &Value) {
         if let Some(cluster) = transform::upstream_cluster(upstream) {
             self.cluster_views.lock().insert(cluster.to_string(), url.to_string());
         }

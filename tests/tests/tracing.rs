@@ -1,7 +1,8 @@
 //! OpenTelemetry traces across the installation's processes, received by a real OTLP
 //! gRPC receiver ([`tests::otlp::Receiver`]): one `kubectl` call is one trace, from the
 //! front-proxy through the shard that serves it to the work it queues on other shards and
-//! in the cache.
+//! in the cache; and an agent's pass over a Fleet Work is one trace, from the agent
+//! through the member it applies to and the hub it reports to.
 //!
 //! Every process of this test binary's installation inherits the `OTEL_*` variables, so
 //! this file holds one test: the variables are set once, before anything starts.
@@ -9,13 +10,17 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use serde_json::json;
+use tests::agent::wait_json;
 use tests::cache::CacheTopology;
+use tests::fleet_members::FleetMembers;
 use tests::installation::{wait_workspace_ready, workspace_url, Installation, InstallationOptions};
 use tests::otlp::{ReceivedSpan, Receiver};
 
 /// How long spans may take to arrive (processes export every 100 ms here).
 const ARRIVAL_TIMEOUT: Duration = Duration::from_secs(30);
 /// OTLP span kinds.
+const INTERNAL: i32 = 1;
 const SERVER: i32 = 2;
 const CLIENT: i32 = 3;
 const PRODUCER: i32 = 4;
@@ -293,6 +298,68 @@ async fn one_kubectl_call_is_one_trace_across_processes() {
         trace.find("root's delete configmaps", |s| is_shard_server(s, "root") && s.name == "delete configmaps");
     let collect = trace.find("the collector's span", |s| s.name == "gc.collect");
     assert!(trace.descends(collect, request), "the collector's work continues the DELETE:\n{}", trace.dump());
+
+    // A Fleet member agent's pass over a Work is a trace of its own, and its HTTP calls carry
+    // it on: to the member (another shard, standing in for a cluster) for the apply, and
+    // through the proxy to the hub's shard for the Work's finalizer and status.
+    let placed = installation.place_workspaces("fleet-hub", 8, |p| p.values().any(|n| !n.is_empty())).await;
+    let hub = format!("root:{}", placed.expect("a hub workspace").values().flatten().next().expect("one"));
+    installation.proxy().wait_resolves(&hub).await.expect("the proxy resolves the hub");
+    let members = FleetMembers::join(&installation, &hub, &[("traced-member", json!({}))]).await;
+    let hub_kubectl = || installation.proxy().kubectl().cluster(&hub);
+    wait_json(hub_kubectl, &["namespace", "fleet-member-traced-member"], "the member's namespace", |_| true);
+    let work = json!({
+        "apiVersion": "placement.kubernetes-fleet.io/v1", "kind": "Work",
+        "metadata": {"name": "traced-work", "namespace": "fleet-member-traced-member"},
+        "spec": {"workload": {"manifests": [{
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "traced-cm", "namespace": "default"}, "data": {"placed": "yes"},
+        }]}},
+    });
+    hub_kubectl().args(["create", "-f", "-"]).stdin(work.to_string()).ok();
+    let is_member_apply = |s: &ReceivedSpan| {
+        s.service == "atoll-shard"
+            && s.kind == SERVER
+            && s.name == "patch configmaps"
+            && s.attribute("atoll.logical_cluster") == Some("traced-member")
+    };
+    let pass = wait_for(&receiver, "the agent's pass over the Work, with the member's apply", |spans| {
+        spans
+            .iter()
+            .filter(|s| s.service == "atoll-agent" && s.name == "work.reconcile")
+            .filter(|s| s.attribute("atoll.object") == Some("traced-work"))
+            .find(|s| spans.iter().any(|m| m.trace_id == s.trace_id && is_member_apply(m)))
+            .cloned()
+    })
+    .await;
+    assert_eq!(pass.kind, INTERNAL, "{pass:?}");
+    assert_eq!(pass.parent_span_id, "", "the pass starts a trace: {pass:?}");
+    assert_eq!(pass.attribute("k8s.namespace.name"), Some("fleet-member-traced-member"));
+    assert_eq!(pass.resource_attribute("service.name"), Some("atoll-agent"));
+    let hub_write = |spans: &[ReceivedSpan]| {
+        spans.iter().any(|s| s.trace_id == pass.trace_id && s.kind == SERVER && s.name == "patch works").then_some(())
+    };
+    wait_for(&receiver, "the hub's write of the Work in the same trace", hub_write).await;
+    let trace = Trace::of(&receiver.spans(), &pass.trace_id);
+    let applied = trace.find("the member's apply", |s| is_member_apply(s));
+    let call = trace.spans.get(&applied.parent_span_id).expect("the apply's parent is in the trace");
+    assert_eq!(call.service, "atoll-agent", "{}", trace.dump());
+    assert_eq!(call.kind, CLIENT, "{call:?}");
+    assert_eq!(call.attribute("http.request.method"), Some("PATCH"), "{call:?}");
+    // The apply created the ConfigMap.
+    assert_eq!(call.attribute("http.response.status_code"), Some("201"), "{call:?}");
+    assert!(call.attribute("url.full").is_some_and(|u| u.contains("/configmaps/traced-cm")), "{call:?}");
+    assert!(call.attribute("server.address").is_some(), "{call:?}");
+    assert!(trace.descends(call, &pass), "{}", trace.dump());
+    let status = trace.find("the hub's patch of the Work", |s| s.name == "patch works" && s.kind == SERVER);
+    assert_eq!(status.service, "atoll-shard", "{status:?}");
+    assert_ne!(status.attribute("atoll.logical_cluster"), Some("traced-member"), "{status:?}");
+    let via = trace.find("the proxy's span of that write", |s| {
+        s.service == "atoll-front-proxy" && trace.descends(status, s) && trace.descends(s, &pass)
+    });
+    assert_eq!(via.kind, SERVER, "{}", trace.dump());
+    assert_no_secrets(&trace);
+    drop(members);
 
     installation.stop().await.expect("stop the installation");
 }

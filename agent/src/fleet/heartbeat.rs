@@ -12,6 +12,7 @@ use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument;
 
 /// How long one heartbeat waits for the member's Nodes and Pods: a slow member must not
 /// hold the heartbeat back until the hub counts the agent as gone (KubeFleet gives a
@@ -36,7 +37,10 @@ impl Heartbeat {
     /// One heartbeat; returns the wait until the next.
     pub(super) async fn beat(&self) -> Duration {
         let default = self.every.unwrap_or(Duration::from_secs(DEFAULT_HEARTBEAT_SECONDS));
-        match self.report().await {
+        let span = crate::traced::work_span("membercluster.heartbeat", "memberclusters", None, None, &self.name);
+        let reported = self.report().instrument(span.clone()).await;
+        let _logged_in_span = span.enter();
+        match reported {
             Ok(Some(period)) => self.every.unwrap_or(period),
             Ok(None) => {
                 tracing::info!(member_cluster = %self.name, "the MemberCluster does not exist; looking again next period");

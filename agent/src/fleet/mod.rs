@@ -109,9 +109,10 @@ fn refused(code: u16) -> bool {
 
 /// Runs until the process ends.
 pub async fn run(config: MemberConfig) -> anyhow::Result<()> {
-    let hub = Client::try_from(crate::kube_config(&config.hub_kubeconfig).await?).context("build the hub client")?;
-    let member =
-        Client::try_from(crate::kube_config(&config.member_kubeconfig).await?).context("build the member client")?;
+    let hub =
+        crate::traced::client(crate::kube_config(&config.hub_kubeconfig).await?).context("build the hub client")?;
+    let member = crate::traced::client(crate::kube_config(&config.member_kubeconfig).await?)
+        .context("build the member client")?;
     let members: Api<DynamicObject> =
         Api::all_with(hub.clone(), &resource(CLUSTER_GROUP, "v1", "MemberCluster", "memberclusters"));
     let namespace = format!("fleet-member-{}", config.member_cluster);

@@ -12,6 +12,7 @@ use kube::runtime::WatchStreamExt;
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
+use tracing::Instrument;
 
 impl Applier {
     /// Follows the Works until the watch ends (it does not: it retries).
@@ -99,7 +100,8 @@ impl Applier {
     /// One pass over a Work, and the books: settled, or pending.
     async fn handle(&mut self, work: &Value) {
         let name = text(work, "/metadata/name").to_string();
-        match self.reconcile(&name, work).await {
+        let span = crate::traced::work_span("work.reconcile", "works", None, Some(&self.namespace), &name);
+        match self.reconcile(&name, work).instrument(span.clone()).await {
             Ok(true) => {
                 self.pending.remove(&name);
                 self.reconciled.insert(name, manifest::fingerprint(work));
@@ -109,7 +111,9 @@ impl Applier {
                 self.pending.insert(name);
             }
             Err(error) => {
-                tracing::warn!(error = %format!("{error:#}"), work = %name, "a pass over a Work failed; retrying");
+                span.in_scope(|| {
+                    tracing::warn!(error = %format!("{error:#}"), work = %name, "a pass over a Work failed; retrying")
+                });
                 self.reconciled.remove(&name);
                 self.pending.insert(name);
             }
