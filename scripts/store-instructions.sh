@@ -9,13 +9,18 @@
 # difference of the two totals over the difference of the two create counts is the cost of
 # one create, with start-up and shutdown cancelled out.
 #
-# usage: scripts/store-instructions.sh [SHORT LONG]   (default 5 25; about 2.5 minutes)
+# With RATIO (above 0, at most 1), a third mode exports with that share of traces sampled
+# (parentbased_traceidratio), to show what sampling saves.
+#
+# usage: scripts/store-instructions.sh [SHORT LONG [RATIO]]   (default 5 25; about 2.5 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 short="${1:-5}"
 long="${2:-25}"
-if ! [[ "$short" =~ ^[0-9]+$ && "$long" =~ ^[0-9]+$ && "$short" -ge 1 && "$long" -gt "$short" && "$long" -le 120 ]]; then
-    echo "usage: scripts/store-instructions.sh [SHORT LONG] with 1 <= SHORT < LONG <= 120 seconds" >&2
+ratio="${3:-}"
+if ! [[ "$short" =~ ^[0-9]+$ && "$long" =~ ^[0-9]+$ && "$short" -ge 1 && "$long" -gt "$short" && "$long" -le 120 ]] \
+    || ! [[ -z "$ratio" || "$ratio" =~ ^(0?\.[0-9]*[1-9][0-9]*|1(\.0*)?)$ ]]; then
+    echo "usage: scripts/store-instructions.sh [SHORT LONG [RATIO]] with 1 <= SHORT < LONG <= 120 seconds, 0 < RATIO <= 1" >&2
     exit 2
 fi
 if ! command -v valgrind > /dev/null; then
@@ -39,10 +44,13 @@ chmod +x "$work/atoll-shard"
 
 # Prints "creates instructions" for one run.
 measure() {
-    local mode="$1" seconds="$2" out creates total
+    local mode="$1" seconds="$2" out creates total export=(--tracing "$1")
+    if [[ "$mode" == sampled ]]; then
+        export=(--tracing on --sample-ratio "$ratio")
+    fi
     rm -f "$work/callgrind.out"
     # Eight connections: callgrind runs the shard's threads one at a time, ~50 times slower.
-    out="$("$work/bench-store" --skip-etcd --seconds "$seconds" --connections 8 --tracing "$mode" 2>&1)" || {
+    out="$("$work/bench-store" --skip-etcd --seconds "$seconds" --connections 8 "${export[@]}" 2>&1)" || {
         echo "$out" >&2
         return 1
     }
@@ -57,12 +65,18 @@ measure() {
 }
 
 declare -A per_create
-for mode in off on; do
+modes=(off on)
+[[ -n "$ratio" ]] && modes+=(sampled)
+for mode in "${modes[@]}"; do
     read -r short_creates short_total <<< "$(measure "$mode" "$short")"
     read -r long_creates long_total <<< "$(measure "$mode" "$long")"
     per_create[$mode]=$(((long_total - short_total) / (long_creates - short_creates)))
-    printf 'export %-3s %9d instructions per create (%d and %d creates, %d and %d s)\n' \
+    printf 'export %-7s %9d instructions per create (%d and %d creates, %d and %d s)\n' \
         "$mode" "${per_create[$mode]}" "$short_creates" "$long_creates" "$short" "$long"
 done
 awk -v off="${per_create[off]}" -v on="${per_create[on]}" \
-    'BEGIN { printf "span export adds %d instructions per create (%.1f%%)\n", on - off, 100 * (on - off) / off }'
+    'BEGIN { printf "span export (always_on) adds %d instructions per create (%.1f%%)\n", on - off, 100 * (on - off) / off }'
+if [[ -n "$ratio" ]]; then
+    awk -v off="${per_create[off]}" -v on="${per_create[sampled]}" -v ratio="$ratio" \
+        'BEGIN { printf "span export sampling %s of traces adds %d instructions per create (%.1f%%)\n", ratio, on - off, 100 * (on - off) / off }'
+fi

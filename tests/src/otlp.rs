@@ -215,6 +215,8 @@ impl tonic::server::UnaryService<skim::ExportRequest> for CountSpans {
 pub struct Receiver {
     endpoint: String,
     received: Arc<Received>,
+    /// The share of traces the processes sample (1: `always_on`).
+    ratio: f64,
     /// Dropped with the receiver, which ends its thread.
     _stop: tokio::sync::oneshot::Sender<()>,
 }
@@ -238,7 +240,22 @@ impl Receiver {
         } else {
             serve_on_thread(listener, Counter(received.clone()))?
         };
-        Ok(Receiver { endpoint, received, _stop: stop })
+        Ok(Receiver { endpoint, received, ratio: 1.0, _stop: stop })
+    }
+
+    /// Makes the processes sample `ratio` of the traces they start (OTel's
+    /// `parentbased_traceidratio`); 1 (the default) samples every one (`always_on`).
+    pub fn sampling(self, ratio: f64) -> Receiver {
+        Receiver { ratio: ratio.clamp(0.0, 1.0), ..self }
+    }
+
+    /// The sampler, as a heading says it.
+    pub fn sampler(&self) -> String {
+        if self.ratio >= 1.0 {
+            "always_on".into()
+        } else {
+            format!("parentbased_traceidratio {}", self.ratio)
+        }
     }
 
     /// The `OTEL_EXPORTER_OTLP_ENDPOINT` that reaches it.
@@ -248,12 +265,18 @@ impl Receiver {
 
     /// The variables that make an Atoll process export every span here promptly.
     pub fn env(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut vars = vec![
             ("OTEL_EXPORTER_OTLP_ENDPOINT", self.endpoint.clone()),
-            ("OTEL_TRACES_SAMPLER", "always_on".into()),
             // Export every 100 ms rather than every 5 s, so a test waits less.
             ("OTEL_BSP_SCHEDULE_DELAY", "100".into()),
-        ]
+        ];
+        if self.ratio >= 1.0 {
+            vars.push(("OTEL_TRACES_SAMPLER", "always_on".into()));
+        } else {
+            vars.push(("OTEL_TRACES_SAMPLER", "parentbased_traceidratio".into()));
+            vars.push(("OTEL_TRACES_SAMPLER_ARG", self.ratio.to_string()));
+        }
+        vars
     }
 
     /// Every span kept so far (none when only counting).
@@ -315,8 +338,9 @@ where
     Ok(stop)
 }
 
-/// Which runs a benchmark makes: with span export off, on (every span to a [`Receiver`]
-/// with `always_on` sampling), or both, off first, in the same session.
+/// Which runs a benchmark makes: with span export off, on (to a [`Receiver`], `always_on`
+/// sampling unless [`Receiver::sampling`] says otherwise), or both, off first, in the same
+/// session.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TracingRuns {
     Off,
@@ -359,6 +383,14 @@ impl Drop for ExportEnv {
     }
 }
 
+/// A benchmark's `--sample-ratio`: a share of traces above 0 and at most 1.
+pub fn parse_ratio(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(ratio) if ratio > 0.0 && ratio <= 1.0 => Ok(ratio),
+        _ => Err(format!("{text:?} is not a share of traces: give a number above 0 and at most 1, e.g. 0.1")),
+    }
+}
+
 /// What exporting costs in throughput, in percent of the untraced rate; `None` when the
 /// untraced run did nothing to compare with.
 pub fn overhead_percent(untraced: f64, traced: f64) -> Option<f64> {
@@ -366,7 +398,7 @@ pub fn overhead_percent(untraced: f64, traced: f64) -> Option<f64> {
 }
 
 /// Prints the throughput cost of span export: each traced run (`…+otel`) against the
-/// untraced run before it, with the goal.
+/// untraced run before it, with the goal (which is stated for `always_on`).
 pub fn print_overhead<'a>(runs: impl IntoIterator<Item = (&'a str, f64)>) {
     let mut untraced: Option<(&str, f64)> = None;
     for (name, rate) in runs {

@@ -131,10 +131,15 @@ struct Args {
     /// Bytes of the ConfigMap's one data value.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     configmap_bytes: u64,
-    /// Runs with OpenTelemetry export off, on (the shard and the front-proxy export every
-    /// span, always_on sampling, to an OTLP receiver in this program), or both in turn.
+    /// Runs with OpenTelemetry export off, on (the shard and the front-proxy export their
+    /// spans, sampled as `--sample-ratio` says, to an OTLP receiver in this program), or
+    /// both in turn.
     #[arg(long, value_enum, default_value = "both")]
     tracing: TracingRuns,
+    /// The share of traces sampled while export is on (`parentbased_traceidratio`); 1, the
+    /// default, is `always_on`, the sampling the export-cost goal is stated for.
+    #[arg(long, default_value_t = 1.0, value_parser = ::tests::otlp::parse_ratio)]
+    sample_ratio: f64,
 }
 
 /// The shape of one run.
@@ -147,6 +152,7 @@ struct Plan {
     rounds: usize,
     configmap_bytes: usize,
     tracing: TracingRuns,
+    sample_ratio: f64,
 }
 
 impl Plan {
@@ -163,6 +169,7 @@ impl Plan {
             rounds: size(args.rounds, "--rounds")?,
             configmap_bytes: size(args.configmap_bytes, "--configmap-bytes")?,
             tracing: args.tracing,
+            sample_ratio: args.sample_ratio,
         })
     }
 }
@@ -184,10 +191,11 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(plan: Plan) -> anyhow::Result<()> {
-    let receiver = Receiver::start(false).await.context("start the OTLP receiver")?;
+    let receiver = Receiver::start(false).await.context("start the OTLP receiver")?.sampling(plan.sample_ratio);
     let mut rates = Vec::new();
     for traced in plan.tracing.runs() {
-        println!("\n== span export {} ==", if traced { "on (always_on, to an OTLP receiver)" } else { "off" });
+        let export = format!("on ({}, to an OTLP receiver)", receiver.sampler());
+        println!("\n== span export {} ==", if traced { export.as_str() } else { "off" });
         let _export = traced.then(|| receiver.export_env());
         for result in run_once(&plan).await? {
             let name = format!("{}{}", result.target.label(), if traced { "+otel" } else { "" });
@@ -195,7 +203,7 @@ async fn run(plan: Plan) -> anyhow::Result<()> {
         }
     }
     if plan.tracing != TracingRuns::Off {
-        println!("\nspans received by the OTLP receiver: {}", receiver.count());
+        println!("\nspans received by the OTLP receiver ({}): {}", receiver.sampler(), receiver.count());
         // Each target's traced rate against its own untraced rate.
         for (name, _) in rates.iter().filter(|(name, _)| !name.ends_with("+otel")) {
             let pair = rates.iter().filter(|(n, _)| n == name || *n == format!("{name}+otel"));

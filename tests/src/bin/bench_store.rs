@@ -78,10 +78,14 @@ struct Args {
     /// Measure only etcd (a baseline for this machine, no atoll-shard needed).
     #[arg(long, conflicts_with = "skip_etcd")]
     skip_atoll: bool,
-    /// Atoll runs with OpenTelemetry export off, on (every span, always_on sampling, to
-    /// an OTLP receiver in this program), or both in turn.
+    /// Atoll runs with OpenTelemetry export off, on (to an OTLP receiver in this program,
+    /// sampled as `--sample-ratio` says), or both in turn.
     #[arg(long, value_enum, default_value = "both")]
     tracing: TracingRuns,
+    /// The share of traces sampled while export is on (`parentbased_traceidratio`); 1, the
+    /// default, is `always_on`, the sampling the export-cost goal is stated for.
+    #[arg(long, default_value_t = 1.0, value_parser = tests::otlp::parse_ratio)]
+    sample_ratio: f64,
     /// The shard's `--worker-threads` (default: the shard's own, one per CPU). The load
     /// generator shares the machine's CPUs with the server, so fewer may serve more.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
@@ -198,8 +202,10 @@ async fn run(load: Load, args: &Args) -> anyhow::Result<()> {
         load.duration, load.workers, load.value_bytes
     );
     settle().await?;
-    let receiver =
-        if args.skip_atoll { None } else { Some(Receiver::start(false).await.context("start the OTLP receiver")?) };
+    let receiver = match args.skip_atoll {
+        true => None,
+        false => Some(Receiver::start(false).await.context("start the OTLP receiver")?.sampling(args.sample_ratio)),
+    };
     let mut rounds = Vec::new();
     for round in 0..args.rounds {
         if args.rounds > 1 {
@@ -231,7 +237,7 @@ async fn run(load: Load, args: &Args) -> anyhow::Result<()> {
         rounds.push(round);
     }
     if let Some(receiver) = receiver.filter(|_| args.tracing != TracingRuns::Off) {
-        println!("spans received by the OTLP receiver: {}", receiver.count());
+        println!("spans received by the OTLP receiver ({}): {}", receiver.sampler(), receiver.count());
     }
     if rounds.len() > 1 {
         print_summary(&rounds);
