@@ -219,7 +219,10 @@ async fn heartbeat(targets: Api<DynamicObject>, name: String, interval: Duration
         let span = traced::work_span("synctarget.heartbeat", "synctargets", None, None, &name);
         let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
         if let Err(error) = targets.patch_status(&name, &params, &patch).instrument(span.clone()).await {
-            span.in_scope(|| tracing::warn!(%error, "heartbeat failed"));
+            span.in_scope(|| {
+                traced::failed();
+                tracing::warn!(%error, "heartbeat failed")
+            });
         }
         tokio::time::sleep(interval).await;
     }

@@ -78,9 +78,11 @@ pub async fn run(config: ManagedConfig) -> anyhow::Result<()> {
 /// Renews the cluster's lease and reports its status.
 async fn heartbeat(leases: &Api<DynamicObject>, clusters: &Api<DynamicObject>, member: &Client, name: &str) {
     if let Err(error) = renew(leases).await {
+        crate::traced::failed();
         tracing::warn!(error = %format!("{error:#}"), "renewing the lease failed");
     }
     if let Err(error) = report(clusters, member, name).await {
+        crate::traced::failed();
         tracing::warn!(error = %format!("{error:#}"), "reporting the cluster's status failed");
     }
 }

@@ -36,11 +36,17 @@ pub(crate) fn work_span(
         "work",
         otel.name = name,
         otel.kind = "internal",
+        otel.status_code = tracing::field::Empty,
         atoll.resource = resource,
         atoll.logical_cluster = cluster,
         k8s.namespace.name = namespace,
         atoll.object = object,
     )
+}
+
+/// Marks the current span (the agent's unit of work) as failed, as OTel's span status says.
+pub(crate) fn failed() {
+    tracing::Span::current().record("otel.status_code", "ERROR");
 }
 
 /// The server a client calls, as its spans name it. (Out here a request carries only its

@@ -162,6 +162,7 @@ impl Agent {
         match done {
             Ok(()) => drop(self.failed.lock().remove(&id)),
             Err(error) => {
+                traced::failed();
                 tracing::warn!(error = %format!("{error:#}"), name, "syncing an object failed; retrying at the next resync");
                 self.failed.lock().insert(id, (url.to_string(), synced.clone(), upstream.clone()));
             }

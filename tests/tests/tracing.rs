@@ -25,6 +25,8 @@ const SERVER: i32 = 2;
 const CLIENT: i32 = 3;
 const PRODUCER: i32 = 4;
 const CONSUMER: i32 = 5;
+/// The OTLP span status code of an error.
+const ERROR: i32 = 2;
 
 /// The spans of one trace, by span id.
 struct Trace {
@@ -359,6 +361,22 @@ async fn one_kubectl_call_is_one_trace_across_processes() {
     });
     assert_eq!(via.kind, SERVER, "{}", trace.dump());
     assert_no_secrets(&trace);
+    // A manifest the member refuses (no uppercase in a name): the agent's call is an
+    // error span with the member's code, and the pass goes on to report it.
+    let mut refused = work.clone();
+    refused["metadata"]["name"] = json!("refused-work");
+    refused["spec"]["workload"]["manifests"][0]["metadata"]["name"] = json!("Not_A_Name");
+    hub_kubectl().args(["create", "-f", "-"]).stdin(refused.to_string()).ok();
+    let call = wait_for(&receiver, "the agent's refused call", |spans| {
+        spans
+            .iter()
+            .filter(|s| s.service == "atoll-agent" && s.kind == CLIENT)
+            .find(|s| s.attribute("url.full").is_some_and(|u| u.contains("/configmaps/Not_A_Name")))
+            .cloned()
+    })
+    .await;
+    assert!(call.attribute("http.response.status_code").is_some_and(|c| c.starts_with('4')), "{call:?}");
+    assert_eq!(call.status_code, ERROR, "a refused call is an error span: {call:?}");
     drop(members);
 
     installation.stop().await.expect("stop the installation");

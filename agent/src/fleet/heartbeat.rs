@@ -47,6 +47,7 @@ impl Heartbeat {
                 default
             }
             Err(error) => {
+                crate::traced::failed();
                 tracing::warn!(error = %format!("{error:#}"), "the heartbeat failed; trying again next period");
                 default
             }

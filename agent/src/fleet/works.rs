@@ -112,6 +112,7 @@ impl Applier {
             }
             Err(error) => {
                 span.in_scope(|| {
+                    crate::traced::failed();
                     tracing::warn!(error = %format!("{error:#}"), work = %name, "a pass over a Work failed; retrying")
                 });
                 self.reconciled.remove(&name);
