@@ -66,8 +66,12 @@ impl Server {
             Some("https") => Some(443),
             _ => None,
         };
+        // Credentials a URL may carry (`user:password@host`) stay out of every span, as
+        // OTel's `url.full` asks.
+        let authority = url.authority().map_or("", |a| a.as_str().rsplit('@').next().unwrap_or_default());
+        let scheme = url.scheme_str().unwrap_or("https");
         Server {
-            base: url.to_string().trim_end_matches('/').to_string(),
+            base: format!("{scheme}://{authority}{}", url.path().trim_end_matches('/')),
             address: url.host().map(str::to_string),
             port: url.port_u16().or(default_port),
         }
@@ -169,5 +173,8 @@ mod tests {
         let server = Server::of(&"https://member.example".parse().unwrap());
         assert_eq!(server.base, "https://member.example");
         assert_eq!(server.port, Some(443), "the scheme's port when the URL names none");
+        let server = Server::of(&"https://admin:secret@member.example:8443/clusters/m/".parse().unwrap());
+        assert_eq!(server.base, "https://member.example:8443/clusters/m", "no credentials");
+        assert_eq!(server.address.as_deref(), Some("member.example"));
     }
 }
