@@ -144,14 +144,14 @@ impl Agent {
         let namespace = upstream.pointer("/metadata/namespace").and_then(Value::as_str);
         let name = upstream.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
         let span = traced::work_span("agent.sync", &synced.resource.plural, cluster, namespace, name);
-        self.sync(url, synced, upstream).instrument(span).await
+        self.sync(url, synced, upstream, cluster, name).instrument(span).await
     }
 
-    async fn sync(&self, url: &str, synced: &Synced, upstream: &Value) {
-        if let Some(cluster) = transform::upstream_cluster(upstream) {
+    /// [`Self::reconcile`] in its span, for the object `name` of logical cluster `cluster`.
+    async fn sync(&self, url: &str, synced: &Synced, upstream: &Value, cluster: Option<&str>, name: &str) {
+        if let Some(cluster) = cluster {
             self.cluster_views.lock().insert(cluster.to_string(), url.to_string());
         }
-        let name = upstream.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
         tracing::debug!(resource = %synced.resource.plural, name, "reconciling");
         let done = if transform::release_requested(upstream, &self.key) {
             self.let_go(url, synced, upstream).await

@@ -251,10 +251,18 @@ impl Receiver {
 
     /// The sampler, as a heading says it.
     pub fn sampler(&self) -> String {
+        match self.sampler_vars() {
+            (name, Some(ratio)) => format!("{name} {ratio}"),
+            (name, None) => name.to_string(),
+        }
+    }
+
+    /// `OTEL_TRACES_SAMPLER` and, for a ratio, `OTEL_TRACES_SAMPLER_ARG`.
+    fn sampler_vars(&self) -> (&'static str, Option<String>) {
         if self.ratio >= 1.0 {
-            "always_on".into()
+            ("always_on", None)
         } else {
-            format!("parentbased_traceidratio {}", self.ratio)
+            ("parentbased_traceidratio", Some(self.ratio.to_string()))
         }
     }
 
@@ -263,19 +271,16 @@ impl Receiver {
         &self.endpoint
     }
 
-    /// The variables that make an Atoll process export every span here promptly.
+    /// The variables that make an Atoll process export its sampled spans here promptly.
     pub fn env(&self) -> Vec<(&'static str, String)> {
         let mut vars = vec![
             ("OTEL_EXPORTER_OTLP_ENDPOINT", self.endpoint.clone()),
             // Export every 100 ms rather than every 5 s, so a test waits less.
             ("OTEL_BSP_SCHEDULE_DELAY", "100".into()),
         ];
-        if self.ratio >= 1.0 {
-            vars.push(("OTEL_TRACES_SAMPLER", "always_on".into()));
-        } else {
-            vars.push(("OTEL_TRACES_SAMPLER", "parentbased_traceidratio".into()));
-            vars.push(("OTEL_TRACES_SAMPLER_ARG", self.ratio.to_string()));
-        }
+        let (sampler, ratio) = self.sampler_vars();
+        vars.push(("OTEL_TRACES_SAMPLER", sampler.into()));
+        vars.extend(ratio.map(|ratio| ("OTEL_TRACES_SAMPLER_ARG", ratio)));
         vars
     }
 
