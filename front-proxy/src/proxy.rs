@@ -97,17 +97,19 @@ impl Proxy {
         request: Request<Incoming>,
     ) -> http::Response<Body> {
         let started = Instant::now();
-        // Debug level unless spans are exported: at the default info filter a disabled
-        // span costs nothing, and the proxy's added latency per request is a benchmarked
-        // goal. Exported, it is the server span of the caller's trace (OTel's HTTP
-        // conventions), continuing a `traceparent` the caller sent.
-        let span = if telemetry::enabled() { request_span!(INFO, request) } else { request_span!(DEBUG, request) };
-        telemetry::propagation::continue_http(&span, request.headers());
+        // Debug level unless the request is recorded: at the default info filter a
+        // disabled span costs nothing, and the proxy's added latency per request is a
+        // benchmarked goal. Recorded, it is the server span of the caller's trace (OTel's
+        // HTTP conventions), continuing a `traceparent` the caller sent. An unsampled
+        // request's work carries its context instead, so the shard is told not to sample.
+        let sampling = telemetry::Decision::of_http(request.headers());
+        let span = if sampling.recorded() { request_span!(INFO, request) } else { request_span!(DEBUG, request) };
+        sampling.start(&span);
         // Not `.instrument(span)`: the request's future is polled several times (the
         // shard's answer arrives on another task), and entering and leaving an exported
         // span on each poll cost ~2.5 µs per request. The span is handed down instead,
         // and entered only around what logs or calls out on the request's behalf.
-        let response = self.route(&span, &connection, request).await;
+        let response = sampling.scope(self.route(&span, &connection, request)).await;
         let code = response.status().as_u16();
         // An integer, as OTel's HTTP conventions type it (a u16 would be recorded as text).
         span.record("http.response.status_code", i64::from(code));

@@ -42,7 +42,8 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
     };
     let info = request_info::parse(&method, api_path, &query);
     let labels = labels_of(&shard, &info);
-    let span = request_span(&request, &info, &labels);
+    let sampling = telemetry::Decision::of_http(request.headers());
+    let span = request_span(&request, &info, &labels, &sampling);
     let response = async {
         let response = match route(&shard, &peer, info, query, request, view).await {
             Ok(response) => response,
@@ -62,8 +63,8 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
         }
         response
     }
-    .instrument(span)
-    .await;
+    .instrument(span);
+    let response = sampling.scope(response).await;
     let code = response.status().as_u16().to_string();
     let (verb, resource) = labels;
     let watch = verb == "watch";
@@ -75,17 +76,27 @@ pub async fn serve(shard: Arc<Shard>, peer: Arc<PeerInfo>, request: ::http::Requ
     response
 }
 
-/// The span of one request. Exporting traces, it is the server span of the caller's
-/// trace (continuing a `traceparent` the caller sent): named after the Kubernetes verb
-/// and resource (`create workspaces`), with OTel's HTTP server attributes and what the
-/// request addresses, but no body, query or credential (the shard is named once, by the
-/// exported Resource's `atoll.shard`). Otherwise it has the two fields a log line
-/// quotes (method and path; a failed request's own line names its code), formatted once.
-fn request_span(request: &::http::Request<Incoming>, info: &RequestInfo, labels: &(String, String)) -> tracing::Span {
+/// The span of one request. When the sampler records the request, it is the server span
+/// of the caller's trace (continuing a `traceparent` the caller sent): named after the
+/// Kubernetes verb and resource (`create workspaces`), with OTel's HTTP server attributes
+/// and what the request addresses, but no body, query or credential (the shard is named
+/// once, by the exported Resource's `atoll.shard`). Without export it has the two fields a
+/// log line quotes (method and path; a failed request's own line names its code),
+/// formatted once. Exporting an unsampled request, there is none: log lines then name the
+/// request's trace, not a span's fields.
+fn request_span(
+    request: &::http::Request<Incoming>,
+    info: &RequestInfo,
+    labels: &(String, String),
+    sampling: &telemetry::Decision,
+) -> tracing::Span {
     let method = request.method();
     let path = request.uri().path();
     if !telemetry::enabled() {
         return tracing::info_span!("request", %method, path = %path);
+    }
+    if !sampling.recorded() {
+        return tracing::Span::none();
     }
     let (verb, resource) = labels;
     // The name's two words, formatted once, straight into the exported span's name.
@@ -115,7 +126,7 @@ fn request_span(request: &::http::Request<Incoming>, info: &RequestInfo, labels:
         k8s.namespace.name = namespace,
         atoll.logical_cluster = cluster,
     );
-    telemetry::propagation::continue_http(&span, request.headers());
+    sampling.start(&span);
     span
 }
 

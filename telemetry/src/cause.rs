@@ -17,18 +17,18 @@ pub struct Cause {
 }
 
 impl Cause {
-    /// The span the caller is in, when spans are exported and that span is recorded.
+    /// The span the caller is in, when spans are exported: a recorded span, or the
+    /// context of the unsampled request the caller works for (flags `00`, so that what
+    /// it queues is not sampled either).
     pub fn current() -> Option<Cause> {
         // Checked before `Span::current()`, which is not free: this runs on every write.
         enabled().then(|| Cause::of(&tracing::Span::current())).flatten()
     }
 
-    /// `span`'s identity, when spans are exported and it is recorded.
+    /// The identity of `span`, or of the unsampled request it belongs to, when spans are
+    /// exported.
     pub fn of(span: &tracing::Span) -> Option<Cause> {
-        if !enabled() || span.is_disabled() {
-            return None;
-        }
-        Cause::from_span_context(span.context().span().span_context())
+        crate::sampling::context_of(span).and_then(|context| Cause::from_span_context(context.span().span_context()))
     }
 
     pub(crate) fn from_span_context(context: &SpanContext) -> Option<Cause> {
@@ -66,13 +66,14 @@ impl Cause {
 }
 
 impl Cause {
-    /// Links `span` to each distinct cause, at most [`MAX_LINKS`] of them.
+    /// Links `span` to each distinct sampled cause, at most [`MAX_LINKS`] of them: an
+    /// unsampled one names a span no backend has.
     pub fn link_all(span: &tracing::Span, causes: impl IntoIterator<Item = Cause>) {
         if !enabled() || span.is_disabled() {
             return;
         }
         let mut linked: Vec<Cause> = Vec::new();
-        for cause in causes {
+        for cause in causes.into_iter().filter(|cause| cause.flags.is_sampled()) {
             if linked.len() == MAX_LINKS {
                 break;
             }

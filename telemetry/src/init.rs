@@ -177,7 +177,13 @@ fn provider_to(
     let resource = resource(default_service, instance);
     opentelemetry::global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
     let processor = BatchSpanProcessor::builder(exporter).with_batch_config(batch_config()).build();
-    Ok((SdkTracerProvider::builder().with_resource(resource).with_span_processor(processor).build(), connection))
+    let provider = SdkTracerProvider::builder()
+        .with_resource(resource)
+        .with_sampler(crate::sampling::configured())
+        .with_id_generator(crate::sampling::DecidedIds::default())
+        .with_span_processor(processor)
+        .build();
+    Ok((provider, connection))
 }
 
 /// The gRPC endpoint spans go to: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as it is, else

@@ -3,13 +3,13 @@
 use opentelemetry::trace::TraceContextExt;
 use std::fmt;
 use tracing::{Event, Subscriber};
-use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
 /// Formats an event as `F` does and, when spans are exported and the event happens in a
-/// recorded span, ends the line with `trace_id=… span_id=…`.
+/// span OpenTelemetry knows (or in an unsampled request's work), ends the line with
+/// `trace_id=… span_id=…`.
 pub struct WithTraceIds<F>(pub F);
 
 impl<S, N, F> FormatEvent<S, N> for WithTraceIds<F>
@@ -22,10 +22,7 @@ where
         if !crate::enabled() {
             return self.0.format_event(ctx, writer, event);
         }
-        let current = tracing::Span::current();
-        let ids = (!current.is_disabled())
-            .then(|| current.context().span().span_context().clone())
-            .filter(|context| context.is_valid());
+        let ids = crate::sampling::context_of(&tracing::Span::current()).map(|c| c.span().span_context().clone());
         let Some(context) = ids else { return self.0.format_event(ctx, writer, event) };
         let mut line = String::new();
         self.0.format_event(ctx, Writer::new(&mut line), event)?;

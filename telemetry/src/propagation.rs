@@ -2,13 +2,15 @@
 //!
 //! Every function does nothing unless spans are exported ([`crate::enabled`]): without an
 //! exporter a process neither reads nor writes trace headers, so a client's `traceparent`
-//! passes a front-proxy unchanged.
+//! passes a front-proxy unchanged. Exporting, the context written out is a span's, or,
+//! for work of a request the sampler did not record ([`crate::Decision`]), that request's
+//! unsampled context.
 
 use crate::enabled;
+use crate::sampling::context_of;
 use http::header::{HeaderName, HeaderValue};
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::TraceContextExt;
-use opentelemetry_http::HeaderExtractor;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use std::collections::HashMap;
 use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
@@ -19,19 +21,13 @@ pub const TRACEPARENT: &str = "traceparent";
 /// The W3C header that carries vendor state along with it.
 pub const TRACESTATE: &str = "tracestate";
 
-/// Makes `span` continue the trace an incoming HTTP request carries, if it carries one.
-pub fn continue_http(span: &tracing::Span, headers: &http::HeaderMap) {
-    continue_from(span, &HeaderExtractor(headers));
-}
-
-/// Writes `span`'s context into outgoing HTTP headers, replacing any the caller sent.
+/// Writes `span`'s context (or that of the unsampled request it belongs to) into outgoing
+/// HTTP headers, replacing any the caller sent.
 pub fn inject_http(span: &tracing::Span, headers: &mut http::HeaderMap) {
-    if !enabled() || span.is_disabled() {
-        return;
-    }
+    let Some(context) = context_of(span) else { return };
     headers.remove(TRACEPARENT_HEADER);
     headers.remove(TRACESTATE_HEADER);
-    TraceContextPropagator::new().inject_context(&span.context(), &mut HttpInjector(headers));
+    TraceContextPropagator::new().inject_context(&context, &mut HttpInjector(headers));
 }
 
 const TRACEPARENT_HEADER: HeaderName = HeaderName::from_static(TRACEPARENT);
@@ -66,22 +62,20 @@ pub fn continue_grpc(span: &tracing::Span, metadata: &MetadataMap) {
     continue_from(span, &MetadataCarrier(metadata));
 }
 
-/// Writes `span`'s context into an outgoing gRPC call's metadata.
+/// Writes `span`'s context (or its unsampled request's) into an outgoing gRPC call's
+/// metadata.
 pub fn inject_grpc(span: &tracing::Span, metadata: &mut MetadataMap) {
-    if !enabled() || span.is_disabled() {
-        return;
-    }
-    TraceContextPropagator::new().inject_context(&span.context(), &mut MetadataCarrierMut(metadata));
+    let Some(context) = context_of(span) else { return };
+    TraceContextPropagator::new().inject_context(&context, &mut MetadataCarrierMut(metadata));
 }
 
-/// `span`'s context as one `traceparent` value, for a message field: one stream carries
-/// many units of work (replication batches), each with its own parent.
+/// `span`'s context (or its unsampled request's) as one `traceparent` value, for a
+/// message field: one stream carries many units of work (replication batches), each with
+/// its own parent.
 pub fn traceparent(span: &tracing::Span) -> Option<String> {
-    if !enabled() || span.is_disabled() {
-        return None;
-    }
+    let context = context_of(span)?;
     let mut fields = HashMap::new();
-    TraceContextPropagator::new().inject_context(&span.context(), &mut fields);
+    TraceContextPropagator::new().inject_context(&context, &mut fields);
     fields.remove(TRACEPARENT)
 }
 
