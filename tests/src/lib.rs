@@ -23,7 +23,8 @@
 //! - [`nginx`] starts Debian's nginx as a TLS reverse proxy in front of a shard, the
 //!   baseline of the front-proxy benchmark.
 //! - [`otlp`] receives the OpenTelemetry spans processes export ([`otlp::Receiver`]), for
-//!   the tracing test and the benchmarks' tracing-on runs.
+//!   the tracing test and the benchmarks' tracing-on runs; [`traces`] reads what it kept
+//!   (one trace's spans and their parents, waiting for spans to arrive).
 //! - [`fleet_hub`] loads a Fleet hub as the Fleet benchmarks do: MemberClusters joined
 //!   and heartbeated as their agents would, waits that watch, what placements wrote.
 //! - [`fleet_members`] sets up what the Fleet end-to-end tests share: a hub workspace
@@ -55,6 +56,7 @@ pub mod ports;
 pub mod process;
 pub mod shard;
 pub mod tls_http;
+pub mod traces;
 
 pub use binary::binary;
 pub use cache::{CacheClient, CacheServerOptions, CacheServerProcess, CacheTopology};

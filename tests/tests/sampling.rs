@@ -14,10 +14,10 @@
 //! the start, so this file holds one test.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use tests::installation::{Installation, InstallationOptions};
 use tests::otlp::{ReceivedSpan, Receiver};
+use tests::traces::{wait_for, SERVER};
 use tracing::Instrument as _;
 
 /// The sampling ratio under test.
@@ -25,8 +25,6 @@ const RATIO: f64 = 0.5;
 /// Root requests of each kind: both outcomes occur unless a coin comes up the same
 /// way this many times running (odds 2 in 2^40).
 const PROBES: usize = 40;
-const ARRIVAL_TIMEOUT: Duration = Duration::from_secs(30);
-const SERVER: i32 = 2;
 
 /// Whether OTel's trace-id ratio sampler samples `trace_id` (hex) at [`RATIO`]: its lower
 /// 64 bits, shifted right once, under the ratio's share of 2^63.
@@ -55,16 +53,11 @@ async fn fence(receiver: &Receiver, http: &tests::tls_http::TlsHttp, via_proxy: 
     let path = probe_path("fence", if via_proxy { 0 } else { 1 });
     let traceparent = "00-5b8efff798038103d269b633813fc60c-eee19b7ec3c1b174-01";
     http.send(http::Method::GET, &path, &[("traceparent", traceparent)], Vec::new()).await.expect("GET");
-    let deadline = tokio::time::Instant::now() + ARRIVAL_TIMEOUT;
-    loop {
-        let spans = receiver.spans();
-        let proxied = !via_proxy || server_span(&spans, "atoll-front-proxy", &path).is_some();
-        if proxied && server_span(&spans, "atoll-shard", &path).is_some() {
-            return;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "the fence's spans did not arrive");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_for(receiver, "the fence's spans", |spans| {
+        let proxied = !via_proxy || server_span(spans, "atoll-front-proxy", &path).is_some();
+        (proxied && server_span(spans, "atoll-shard", &path).is_some()).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -23,7 +23,9 @@ use tests::agent::{location, states, sync_target, wait_json, AgentProcess};
 use tests::cache::CacheTopology;
 use tests::installation::{Installation, InstallationOptions};
 use tests::kubectl::Kubectl;
+use tests::otlp::{ReceivedSpan, Receiver};
 use tests::shard::ShardProcess;
+use tests::traces::{wait_for, Trace, CLIENT, INTERNAL, SERVER};
 
 const FINALIZER: &str = "workload.kcp.io/syncer-";
 
@@ -266,6 +268,52 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: dev}]
     assert!(finalizers(&kept).contains(&format!("{FINALIZER}{key}")), "{kept}");
 }
 
+/// The agent's sync of the ConfigMap `settings` is one trace: its `agent.sync` span, the
+/// client span of its call to the member, and the member's apply as that call's child.
+/// Its heartbeat is a trace too, through to the hub shard's write of the SyncTarget.
+async fn sync_is_one_trace(receiver: &Receiver, target: &str) {
+    let is_member_apply = |s: &ReceivedSpan| {
+        s.service == "atoll-shard"
+            && s.kind == SERVER
+            && s.name == "patch configmaps"
+            && s.attribute("atoll.logical_cluster") == Some(target)
+    };
+    let sync = wait_for(receiver, "the agent's sync of the ConfigMap, with the member's apply", |spans| {
+        spans
+            .iter()
+            .filter(|s| s.service == "atoll-agent" && s.name == "agent.sync")
+            .filter(|s| s.attribute("atoll.object") == Some("settings"))
+            .find(|s| spans.iter().any(|m| m.trace_id == s.trace_id && is_member_apply(m)))
+            .cloned()
+    })
+    .await;
+    assert_eq!(sync.kind, INTERNAL, "{sync:?}");
+    assert_eq!(sync.attribute("atoll.resource"), Some("configmaps"), "{sync:?}");
+    assert_eq!(sync.attribute("k8s.namespace.name"), Some("app"), "{sync:?}");
+    let trace = Trace::of(&receiver.spans(), &sync.trace_id);
+    let applied = trace.find("the member's apply", is_member_apply);
+    let call = trace.spans.get(&applied.parent_span_id).expect("the apply's parent is in the trace");
+    assert_eq!((call.service.as_str(), call.kind), ("atoll-agent", CLIENT), "{}", trace.dump());
+    assert_eq!(call.attribute("http.request.method"), Some("PATCH"), "{call:?}");
+    assert!(call.attribute("url.full").is_some_and(|u| u.contains("/configmaps/settings")), "{call:?}");
+    assert!(trace.descends(call, &sync), "{}", trace.dump());
+
+    let heartbeat = wait_for(receiver, "a heartbeat of the target, with the hub's write", |spans| {
+        spans
+            .iter()
+            .filter(|s| s.service == "atoll-agent" && s.name == "synctarget.heartbeat")
+            .find(|s| {
+                spans.iter().any(|w| w.trace_id == s.trace_id && w.kind == SERVER && w.name.ends_with(" synctargets"))
+            })
+            .cloned()
+    })
+    .await;
+    assert_eq!(heartbeat.parent_span_id, "", "a heartbeat starts its own trace: {heartbeat:?}");
+    let trace = Trace::of(&receiver.spans(), &heartbeat.trace_id);
+    let write = trace.find("the hub's write", |s| s.service == "atoll-shard" && s.name.ends_with(" synctargets"));
+    assert!(trace.descends(write, &heartbeat), "{}", trace.dump());
+}
+
 fn finalizers(object: &Value) -> Vec<String> {
     let list = object.pointer("/metadata/finalizers").and_then(Value::as_array).cloned().unwrap_or_default();
     list.iter().filter_map(Value::as_str).map(str::to_string).collect()
@@ -273,6 +321,12 @@ fn finalizers(object: &Value) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agents_sync_placed_objects_to_members_and_clean_up() {
+    // Every process exports its spans here: the agents' syncs are traced end to end.
+    let receiver = Receiver::start(true).await.expect("start the OTLP receiver");
+    for (name, value) in receiver.env() {
+        // One test in this binary: nothing else reads the environment concurrently.
+        std::env::set_var(name, value);
+    }
     let options = InstallationOptions {
         extra_shards: 2,
         front_proxy: true,
@@ -372,6 +426,7 @@ async fn agents_sync_placed_objects_to_members_and_clean_up() {
         finalizers(cm).contains(&format!("{FINALIZER}{chosen_key}"))
     });
     assert_eq!(states(&upstream)[&chosen_key], "Sync");
+    sync_is_one_trace(&receiver, chosen).await;
 
     // The member's status flows back up; a Widget the member refuses says why upstream.
     let status = json!({"status": {"phase": "Running"}}).to_string();

@@ -7,7 +7,6 @@
 //! Every process of this test binary's installation inherits the `OTEL_*` variables, so
 //! this file holds one test: the variables are set once, before anything starts.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::json;
@@ -16,79 +15,7 @@ use tests::cache::CacheTopology;
 use tests::fleet_members::FleetMembers;
 use tests::installation::{wait_workspace_ready, workspace_url, Installation, InstallationOptions};
 use tests::otlp::{ReceivedSpan, Receiver};
-
-/// How long spans may take to arrive (processes export every 100 ms here).
-const ARRIVAL_TIMEOUT: Duration = Duration::from_secs(30);
-/// OTLP span kinds.
-const INTERNAL: i32 = 1;
-const SERVER: i32 = 2;
-const CLIENT: i32 = 3;
-const PRODUCER: i32 = 4;
-const CONSUMER: i32 = 5;
-/// The OTLP span status code of an error.
-const ERROR: i32 = 2;
-
-/// The spans of one trace, by span id.
-struct Trace {
-    spans: HashMap<String, ReceivedSpan>,
-}
-
-impl Trace {
-    fn of(all: &[ReceivedSpan], trace_id: &str) -> Trace {
-        Trace { spans: all.iter().filter(|s| s.trace_id == trace_id).map(|s| (s.span_id.clone(), s.clone())).collect() }
-    }
-
-    fn find(&self, what: &str, wanted: impl Fn(&ReceivedSpan) -> bool) -> &ReceivedSpan {
-        self.spans
-            .values()
-            .find(|span| wanted(span))
-            .unwrap_or_else(|| panic!("no {what} in the trace:\n{}", self.dump()))
-    }
-
-    /// Whether `ancestor` is `span`'s parent, grandparent, ….
-    fn descends(&self, span: &ReceivedSpan, ancestor: &ReceivedSpan) -> bool {
-        let mut parent = span.parent_span_id.clone();
-        while !parent.is_empty() {
-            if parent == ancestor.span_id {
-                return true;
-            }
-            parent = self.spans.get(&parent).map(|p| p.parent_span_id.clone()).unwrap_or_default();
-        }
-        false
-    }
-
-    fn dump(&self) -> String {
-        let mut lines: Vec<String> = self
-            .spans
-            .values()
-            .map(|s| {
-                format!(
-                    "  {} {} [{}] parent={} kind={} {:?}",
-                    s.service, s.name, s.span_id, s.parent_span_id, s.kind, s.attributes
-                )
-            })
-            .collect();
-        lines.sort();
-        lines.join("\n")
-    }
-}
-
-/// Waits until `found` picks something from the spans received so far.
-async fn wait_for<T>(receiver: &Receiver, what: &str, found: impl Fn(&[ReceivedSpan]) -> Option<T>) -> T {
-    let deadline = tokio::time::Instant::now() + ARRIVAL_TIMEOUT;
-    loop {
-        let spans = receiver.spans();
-        if let Some(value) = found(&spans) {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what} did not arrive within {ARRIVAL_TIMEOUT:?}; {} spans arrived",
-            spans.len()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
+use tests::traces::{wait_for, Trace, CLIENT, CONSUMER, ERROR, INTERNAL, PRODUCER, SERVER};
 
 fn is_shard_server(span: &ReceivedSpan, shard: &str) -> bool {
     span.service == "atoll-shard" && span.kind == SERVER && span.resource_attribute("atoll.shard") == Some(shard)
