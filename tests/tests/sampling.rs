@@ -132,7 +132,7 @@ async fn a_sampling_decision_holds_for_the_whole_request() {
 
     let direct: Vec<&ReceivedSpan> =
         (0..PROBES).filter_map(|index| server_span(&spans, "atoll-shard", &probe_path("direct", index))).collect();
-    assert!(0 < direct.len() && direct.len() < PROBES, "{} of {PROBES} roots were recorded", direct.len());
+    assert!(!direct.is_empty() && direct.len() < PROBES, "{} of {PROBES} roots were recorded", direct.len());
     for span in &direct {
         assert_eq!(span.parent_span_id, "", "{span:?}");
         assert!(ratio_samples(&span.trace_id), "{span:?}");
