@@ -81,3 +81,40 @@ pub async fn wait_for<T>(receiver: &Receiver, what: &str, found: impl Fn(&[Recei
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// An agent's apply to a member cluster, as one trace shows it.
+pub struct AgentApply {
+    /// The agent's unit of work that applied.
+    pub work: ReceivedSpan,
+    /// The client span of its PATCH to the member.
+    pub call: ReceivedSpan,
+}
+
+/// Waits for the agent's unit of work `work` (`work.reconcile`, `agent.sync`) over
+/// `object` whose trace holds the member shard's `patch configmaps` in logical cluster
+/// `member`, and checks that the apply is the child of a PATCH client span of the agent
+/// within that unit of work.
+pub async fn agent_apply(receiver: &Receiver, work: &str, object: &str, member: &str) -> AgentApply {
+    let is_member_apply = |s: &ReceivedSpan| {
+        s.service == "atoll-shard"
+            && s.kind == SERVER
+            && s.name == "patch configmaps"
+            && s.attribute("atoll.logical_cluster") == Some(member)
+    };
+    let what = format!("the agent's {work} of {object}, with the member's apply");
+    let unit = wait_for(receiver, &what, |spans| {
+        spans
+            .iter()
+            .filter(|s| s.service == "atoll-agent" && s.name == work && s.attribute("atoll.object") == Some(object))
+            .find(|s| spans.iter().any(|m| m.trace_id == s.trace_id && is_member_apply(m)))
+            .cloned()
+    })
+    .await;
+    let trace = Trace::of(&receiver.spans(), &unit.trace_id);
+    let applied = trace.find("the member's apply", is_member_apply);
+    let call = trace.spans.get(&applied.parent_span_id).expect("the apply's parent is in the trace").clone();
+    assert_eq!((call.service.as_str(), call.kind), ("atoll-agent", CLIENT), "{}", trace.dump());
+    assert_eq!(call.attribute("http.request.method"), Some("PATCH"), "{call:?}");
+    assert!(trace.descends(&call, &unit), "{}", trace.dump());
+    AgentApply { work: unit, call }
+}

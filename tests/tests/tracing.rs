@@ -15,7 +15,7 @@ use tests::cache::CacheTopology;
 use tests::fleet_members::FleetMembers;
 use tests::installation::{wait_workspace_ready, workspace_url, Installation, InstallationOptions};
 use tests::otlp::{ReceivedSpan, Receiver};
-use tests::traces::{wait_for, Trace, CLIENT, CONSUMER, ERROR, INTERNAL, PRODUCER, SERVER};
+use tests::traces::{agent_apply, wait_for, AgentApply, Trace, CLIENT, CONSUMER, ERROR, INTERNAL, PRODUCER, SERVER};
 
 fn is_shard_server(span: &ReceivedSpan, shard: &str) -> bool {
     span.service == "atoll-shard" && span.kind == SERVER && span.resource_attribute("atoll.shard") == Some(shard)
@@ -246,40 +246,21 @@ async fn one_kubectl_call_is_one_trace_across_processes() {
         }]}},
     });
     hub_kubectl().args(["create", "-f", "-"]).stdin(work.to_string()).ok();
-    let is_member_apply = |s: &ReceivedSpan| {
-        s.service == "atoll-shard"
-            && s.kind == SERVER
-            && s.name == "patch configmaps"
-            && s.attribute("atoll.logical_cluster") == Some("traced-member")
-    };
-    let pass = wait_for(&receiver, "the agent's pass over the Work, with the member's apply", |spans| {
-        spans
-            .iter()
-            .filter(|s| s.service == "atoll-agent" && s.name == "work.reconcile")
-            .filter(|s| s.attribute("atoll.object") == Some("traced-work"))
-            .find(|s| spans.iter().any(|m| m.trace_id == s.trace_id && is_member_apply(m)))
-            .cloned()
-    })
-    .await;
+    let AgentApply { work: pass, call } =
+        agent_apply(&receiver, "work.reconcile", "traced-work", "traced-member").await;
     assert_eq!(pass.kind, INTERNAL, "{pass:?}");
     assert_eq!(pass.parent_span_id, "", "the pass starts a trace: {pass:?}");
     assert_eq!(pass.attribute("k8s.namespace.name"), Some("fleet-member-traced-member"));
     assert_eq!(pass.resource_attribute("service.name"), Some("atoll-agent"));
+    // The apply created the ConfigMap.
+    assert_eq!(call.attribute("http.response.status_code"), Some("201"), "{call:?}");
+    assert!(call.attribute("url.full").is_some_and(|u| u.contains("/configmaps/traced-cm")), "{call:?}");
+    assert!(call.attribute("server.address").is_some(), "{call:?}");
     let hub_write = |spans: &[ReceivedSpan]| {
         spans.iter().any(|s| s.trace_id == pass.trace_id && s.kind == SERVER && s.name == "patch works").then_some(())
     };
     wait_for(&receiver, "the hub's write of the Work in the same trace", hub_write).await;
     let trace = Trace::of(&receiver.spans(), &pass.trace_id);
-    let applied = trace.find("the member's apply", |s| is_member_apply(s));
-    let call = trace.spans.get(&applied.parent_span_id).expect("the apply's parent is in the trace");
-    assert_eq!(call.service, "atoll-agent", "{}", trace.dump());
-    assert_eq!(call.kind, CLIENT, "{call:?}");
-    assert_eq!(call.attribute("http.request.method"), Some("PATCH"), "{call:?}");
-    // The apply created the ConfigMap.
-    assert_eq!(call.attribute("http.response.status_code"), Some("201"), "{call:?}");
-    assert!(call.attribute("url.full").is_some_and(|u| u.contains("/configmaps/traced-cm")), "{call:?}");
-    assert!(call.attribute("server.address").is_some(), "{call:?}");
-    assert!(trace.descends(call, &pass), "{}", trace.dump());
     let status = trace.find("the hub's patch of the Work", |s| s.name == "patch works" && s.kind == SERVER);
     assert_eq!(status.service, "atoll-shard", "{status:?}");
     assert_ne!(status.attribute("atoll.logical_cluster"), Some("traced-member"), "{status:?}");
