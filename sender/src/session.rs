@@ -219,15 +219,17 @@ async fn forward_ready<O: Outbox>(
     }
 }
 
-/// Sends one batch; when traced requests wrote its changes, under a span linked to each
-/// of them whose context travels in the batch, so the target's apply continues it.
+/// Sends one batch; when sampled requests wrote its changes, under a span linked to each
+/// of them whose context travels in the batch, so the target's apply continues it. (A
+/// batch only unsampled requests wrote is not traced, as they were not.)
 async fn send_traced(
     link: &Link,
     changes: Vec<Change>,
     position: u64,
-    causes: Vec<telemetry::Cause>,
+    mut causes: Vec<telemetry::Cause>,
     since: Option<std::time::Instant>,
 ) -> anyhow::Result<()> {
+    causes.retain(telemetry::Cause::is_sampled);
     if causes.is_empty() {
         return link.send(changes, position, String::new(), since).await;
     }

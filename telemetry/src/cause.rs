@@ -43,6 +43,21 @@ impl Cause {
         SpanContext::new(self.trace_id, self.span_id, self.flags, true, TraceState::default())
     }
 
+    /// Whether the span was sampled: only then does a backend have it, and work it
+    /// caused is worth a span of its own.
+    pub fn is_sampled(&self) -> bool {
+        self.flags.is_sampled()
+    }
+
+    /// Of the cause kept so far and a new one, the one to keep: the first, unless only the
+    /// new one was sampled (an unsampled request must not hide a traced one).
+    pub fn keep(kept: Option<Cause>, new: Option<Cause>) -> Option<Cause> {
+        match (kept, new) {
+            (Some(kept), Some(new)) if !kept.is_sampled() && new.is_sampled() => Some(new),
+            (kept, new) => kept.or(new),
+        }
+    }
+
     /// The trace this cause belongs to, as 32 lowercase hex digits.
     pub fn trace_id(&self) -> String {
         self.trace_id.to_string()
@@ -73,7 +88,7 @@ impl Cause {
             return;
         }
         let mut linked: Vec<Cause> = Vec::new();
-        for cause in causes.into_iter().filter(|cause| cause.flags.is_sampled()) {
+        for cause in causes.into_iter().filter(Cause::is_sampled) {
             if linked.len() == MAX_LINKS {
                 break;
             }
@@ -82,5 +97,25 @@ impl Cause {
                 linked.push(cause);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cause(flags: u8) -> Cause {
+        Cause { trace_id: TraceId::from(7_u128), span_id: SpanId::from(9_u64), flags: TraceFlags::new(flags) }
+    }
+
+    #[test]
+    fn a_sampled_cause_is_kept_over_an_unsampled_one() {
+        let (sampled, unsampled) = (cause(1), cause(0));
+        assert_eq!(Cause::keep(None, Some(unsampled)), Some(unsampled));
+        assert_eq!(Cause::keep(Some(unsampled), Some(sampled)), Some(sampled));
+        assert_eq!(Cause::keep(Some(sampled), Some(unsampled)), Some(sampled));
+        let other = Cause { span_id: SpanId::from(10_u64), ..sampled };
+        assert_eq!(Cause::keep(Some(sampled), Some(other)), Some(sampled), "the first of two sampled ones");
+        assert_eq!(Cause::keep(Some(unsampled), None), Some(unsampled));
     }
 }

@@ -124,8 +124,11 @@ fn subscriber(
             // span that no convention or dashboard reads.
             .with_level(false)
             .with_target(false)
-            // Nothing here reads OpenTelemetry's current context (trace context travels
-            // through `tracing` spans), so entering a span need not attach one on every poll.
+            // Trace context travels through `tracing` spans, so entering a span need not
+            // attach an OpenTelemetry context on every poll. The one context attached is an
+            // unsampled request's (`Decision::scope`): a span made in its work without a
+            // recorded ancestor takes it as parent, as the layer falls back to
+            // OpenTelemetry's current context.
             .with_context_activation(false)
             .with_filter(EXPORTED_SPANS)
     });

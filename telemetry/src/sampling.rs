@@ -6,10 +6,11 @@
 //! then dropped has paid for a span nobody receives (about 15,000 instructions of a
 //! shard's create). So the shard and the front-proxy ask the configured sampler first
 //! ([`Decision::of_http`]), with the caller's context and the trace id the span will have,
-//! and build the full span only for a request that is recorded. An unsampled request gets
-//! no exported span at all; its work carries the context the SDK would have given a
+//! and build the full span only for a request that is recorded. An unsampled request's
+//! own span is not built at all; its work carries the context the SDK would have given a
 //! dropped span instead (same trace id, flags `00`), so that what it queues and the calls
-//! it makes downstream are not sampled either.
+//! it makes downstream are not sampled either. (Spans its work makes on the way, a peer
+//! call's say, are still built, and the SDK drops them under that parent.)
 //!
 //! The decision is the SDK's own: the sampler is the one the SDK reads from
 //! `OTEL_TRACES_SAMPLER`/`_ARG`, shared with the provider, and a request's root span takes

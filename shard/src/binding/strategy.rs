@@ -70,7 +70,7 @@ impl Queue {
         let cause = Cause::current();
         let mut pending = self.pending.lock();
         let first = pending.entry((cluster.to_string(), name.to_string())).or_insert(None);
-        *first = first.or(cause);
+        *first = Cause::keep(*first, cause);
         drop(pending);
         // A stored permit wakes a controller that is not waiting yet.
         self.wake.notify_one();

@@ -72,11 +72,14 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
     }
 
     /// [`WorkQueue::add`], remembering the span that queued it (the first such while it
-    /// waits) for [`WorkQueue::take_cause`].
+    /// waits, preferring a sampled one: [`Cause::keep`]) for [`WorkQueue::take_cause`].
     pub fn add_caused(&self, item: T, cause: Option<Cause>) {
         let mut state = self.state.lock();
-        if let Some(cause) = cause {
-            state.causes.entry(item.clone()).or_insert(cause);
+        if cause.is_some() {
+            let kept = state.causes.get(&item).copied();
+            if let Some(keep) = Cause::keep(kept, cause) {
+                state.causes.insert(item.clone(), keep);
+            }
         }
         if state.active.contains(&item) {
             state.again.insert(item);

@@ -142,8 +142,9 @@ impl Collector {
         let decision = decide::decide(&view);
         let span = match cause {
             // A write this collector acts on because of a traced request (an owner's
-            // DELETE): part of that request's trace.
-            Some(cause) if !matches!(decision, Decision::Nothing) => {
+            // DELETE): part of that request's trace. (An unsampled request's would be
+            // dropped by the sampler: not worth building.)
+            Some(cause) if cause.is_sampled() && !matches!(decision, Decision::Nothing) => {
                 let span = tracing::info_span!("gc.collect", otel.kind = "internal", atoll.logical_cluster = %item.cluster, decision = decision.name());
                 cause.adopt(&span);
                 span
