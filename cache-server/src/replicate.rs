@@ -172,8 +172,8 @@ struct Session {
 }
 
 /// The span of one round: when its batches come from traced writes, it continues the one
-/// batch's trace or links to each batch's span, so the trace of a write shows it arriving
-/// here (and, through the writes this round commits, leaving for a parent cache).
+/// batch's trace or, a root, links to each batch's span, so the trace of a write shows it
+/// arriving here (and, through the writes this round commits, leaving for a parent cache).
 fn round_span(batches: &[Batch], sender: &str, first: u64) -> tracing::Span {
     let traced: Vec<&str> = batches.iter().map(|b| b.traceparent.as_str()).filter(|t| !t.is_empty()).collect();
     if traced.is_empty() || !telemetry::enabled() {
@@ -190,7 +190,7 @@ fn round_span(batches: &[Batch], sender: &str, first: u64) -> tracing::Span {
     );
     match traced.as_slice() {
         [one] => telemetry::propagation::continue_traceparent(&span, one),
-        many => telemetry::Cause::link_all(&span, many.iter().filter_map(|t| telemetry::propagation::cause_of(t))),
+        many => telemetry::Cause::follow_all(&span, many.iter().filter_map(|t| telemetry::propagation::cause_of(t))),
     }
     span
 }

@@ -219,9 +219,10 @@ async fn forward_ready<O: Outbox>(
     }
 }
 
-/// Sends one batch; when sampled requests wrote its changes, under a span linked to each
-/// of them whose context travels in the batch, so the target's apply continues it. (A
-/// batch only unsampled requests wrote is not traced, as they were not.)
+/// Sends one batch; when sampled requests wrote its changes, under a span of its own (a
+/// root, not a child of the long-lived session's span) linked to each of them, whose
+/// context travels in the batch so that the target's apply continues it. (A batch only
+/// unsampled requests wrote is not traced, as they were not.)
 async fn send_traced(
     link: &Link,
     changes: Vec<Change>,
@@ -240,7 +241,7 @@ async fn send_traced(
         messaging.batch.message_count = changes.len(),
         atoll.replication.position = position,
     );
-    telemetry::Cause::link_all(&span, causes);
+    telemetry::Cause::follow_all(&span, causes);
     let traceparent = telemetry::propagation::traceparent(&span).unwrap_or_default();
     link.send(changes, position, traceparent, since).instrument(span).await
 }

@@ -73,17 +73,20 @@ impl Cause {
         let _ = span.set_parent(parent);
     }
 
-    /// Links `span` to this cause: for work that serves many requests at once (a
-    /// replication batch, a garbage-collection pass).
-    pub fn link(self, span: &tracing::Span) {
+    fn link(self, span: &tracing::Span) {
         span.add_link(self.span_context());
     }
 }
 
 impl Cause {
-    /// Links `span` to each distinct sampled cause, at most [`MAX_LINKS`] of them: an
-    /// unsampled one names a span no backend has.
-    pub fn link_all(span: &tracing::Span, causes: impl IntoIterator<Item = Cause>) {
+    /// Makes `span` a root that follows from each distinct sampled cause (an OpenTelemetry
+    /// link to each, at most [`MAX_LINKS`] of them): for work that serves many requests at
+    /// once (a replication batch, a cache's round of batches), which has no one parent. A
+    /// parent-based sampler then records it when a cause was sampled, whatever its own
+    /// trace id (see the crate's sampler), so each sampled write's trace reaches it. An
+    /// unsampled cause names a span no backend has and is left out; with no sampled cause,
+    /// the span keeps its parent. Call before the span is entered.
+    pub fn follow_all(span: &tracing::Span, causes: impl IntoIterator<Item = Cause>) {
         if !enabled() || span.is_disabled() {
             return;
         }
@@ -96,6 +99,10 @@ impl Cause {
                 cause.link(span);
                 linked.push(cause);
             }
+        }
+        if !linked.is_empty() {
+            // Fails only for a span already started, which then keeps its parent.
+            let _ = span.set_parent(opentelemetry::Context::new());
         }
     }
 }

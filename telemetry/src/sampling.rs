@@ -21,11 +21,11 @@ use crate::enabled;
 use futures::future::Either;
 use opentelemetry::context::{FutureExt as _, WithContext};
 use opentelemetry::propagation::TextMapPropagator;
-use opentelemetry::trace::{SpanContext, SpanId, SpanKind, TraceContextExt, TraceFlags, TraceId};
-use opentelemetry::Context;
+use opentelemetry::trace::{Link, SpanContext, SpanId, SpanKind, TraceContextExt, TraceFlags, TraceId, TraceState};
+use opentelemetry::{Context, KeyValue};
 use opentelemetry_http::HeaderExtractor;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator, SamplingDecision, ShouldSample};
+use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator, SamplingDecision, SamplingResult, ShouldSample};
 use std::cell::Cell;
 use std::future::Future;
 use std::sync::OnceLock;
@@ -36,11 +36,61 @@ static SAMPLER: OnceLock<Box<dyn ShouldSample>> = OnceLock::new();
 
 /// The sampler `OTEL_TRACES_SAMPLER`/`_ARG` configure, read as the SDK reads them (its
 /// default configuration does), kept for [`Decision::of_http`] and returned for the
-/// provider: one sampler, so both decide alike.
+/// provider: one sampler, so both decide alike. A parent-based one also follows links
+/// ([`FollowingLinks`]).
 pub(crate) fn configured() -> Box<dyn ShouldSample> {
-    let sampler = opentelemetry_sdk::trace::Config::default().sampler;
+    let follow = parent_based(std::env::var("OTEL_TRACES_SAMPLER").ok().as_deref());
+    let sampler: Box<dyn ShouldSample> =
+        Box::new(FollowingLinks { sampler: opentelemetry_sdk::trace::Config::default().sampler, follow });
     let _ = SAMPLER.set(sampler.clone());
     sampler
+}
+
+/// Whether `OTEL_TRACES_SAMPLER` names a parent-based sampler, as the SDK reads it: only
+/// `always_on`, `always_off` and `traceidratio` are not (unset, unknown and unsupported
+/// names fall back to `parentbased_always_on`).
+fn parent_based(name: Option<&str>) -> bool {
+    !matches!(name, Some("always_on" | "always_off" | "traceidratio"))
+}
+
+/// The configured sampler, made to follow a span's causes where it follows parents.
+///
+/// A span of work that serves many requests at once (a replication batch, a cache's round
+/// of batches) has no one parent: it is a root, and each request it carries is a link
+/// ([`crate::Cause::follow_all`]). A parent-based sampler would decide such a root at its
+/// root ratio, on its own trace id, and so drop most batches of sampled writes at
+/// `parentbased_traceidratio` 0.1: the write's trace would end where it leaves the shard.
+/// Here a root that links to a sampled span is sampled, as a child of a sampled parent is;
+/// other spans, and every span under a sampler that is not parent-based, are decided by the
+/// configured sampler alone. (OpenTelemetry gives samplers a span's links for this; the
+/// Java and .NET projects offer links-based samplers of the same kind.)
+#[derive(Debug, Clone)]
+pub(crate) struct FollowingLinks {
+    sampler: Box<dyn ShouldSample>,
+    /// Whether the configured sampler is parent-based.
+    follow: bool,
+}
+
+impl ShouldSample for FollowingLinks {
+    fn should_sample(
+        &self,
+        parent: Option<&Context>,
+        trace_id: TraceId,
+        name: &str,
+        kind: &SpanKind,
+        attributes: &[KeyValue],
+        links: &[Link],
+    ) -> SamplingResult {
+        let root = parent.is_none_or(|context| !context.span().span_context().is_valid());
+        if self.follow && root && links.iter().any(|link| link.span_context.is_sampled()) {
+            return SamplingResult {
+                decision: SamplingDecision::RecordAndSample,
+                attributes: Vec::new(),
+                trace_state: TraceState::default(),
+            };
+        }
+        self.sampler.should_sample(parent, trace_id, name, kind, attributes, links)
+    }
 }
 
 thread_local! {
@@ -228,6 +278,38 @@ mod tests {
         ROOT_TRACE.with(|next| next.set(Some(decided)));
         assert_eq!(ids.new_trace_id(), decided);
         assert_ne!(ids.new_trace_id(), decided);
+    }
+
+    /// A root that links to a sampled span is sampled under a parent-based sampler, at any
+    /// ratio; a child follows its parent, whatever its links; other samplers ignore links.
+    #[test]
+    fn a_parent_based_sampler_follows_links_of_roots() {
+        let link = |flags: &str| Link::with_context(parent(flags).span().span_context().clone());
+        let sampled = |sampler: &FollowingLinks, parent: Option<&Context>, links: &[Link]| {
+            let trace_id = TraceId::from(1_u128);
+            let result = sampler.should_sample(parent, trace_id, "batch", &SpanKind::Producer, &[], links);
+            result.decision == SamplingDecision::RecordAndSample
+        };
+        let follows = FollowingLinks { sampler: Box::new(ratio(0.0)), follow: true };
+        let root = Context::new();
+        assert!(sampled(&follows, Some(&root), &[link("00"), link("01")]), "one sampled link");
+        assert!(sampled(&follows, None, &[link("01")]), "no parent context at all");
+        assert!(!sampled(&follows, Some(&root), &[link("00")]), "only unsampled links: the ratio decides");
+        assert!(!sampled(&follows, Some(&root), &[]), "no links: the ratio decides");
+        assert!(!sampled(&follows, Some(&parent("00")), &[link("01")]), "a child follows its parent");
+        assert!(sampled(&follows, Some(&parent("01")), &[]));
+        let off = FollowingLinks { sampler: Box::new(Sampler::AlwaysOff), follow: false };
+        assert!(!sampled(&off, Some(&root), &[link("01")]), "always_off samples nothing");
+    }
+
+    #[test]
+    fn only_the_three_plain_samplers_are_not_parent_based() {
+        for name in ["always_on", "always_off", "traceidratio"] {
+            assert!(!parent_based(Some(name)), "{name}");
+        }
+        for name in [None, Some("parentbased_traceidratio"), Some("parentbased_always_off"), Some("jaeger_remote")] {
+            assert!(parent_based(name), "{name:?}: the SDK's fallback is parentbased_always_on");
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Reading the traces a [`Receiver`] kept: span kinds and status codes as OTLP numbers
-//! them, one trace's spans with their parent relations ([`Trace`]), and waiting for spans
-//! to arrive ([`wait_for`]).
+//! them, one trace's spans with their parent relations ([`Trace`]), waiting for spans
+//! to arrive ([`wait_for`]), and the spans of one replication hop ([`replication_hop`]).
 
 use crate::otlp::{ReceivedSpan, Receiver};
 use std::collections::HashMap;
@@ -80,6 +80,22 @@ pub async fn wait_for<T>(receiver: &Receiver, what: &str, found: impl Fn(&[Recei
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// One replication hop: a batch span of `sender` with a link `links_to` picks, and the
+/// receiving cache's apply span, which continues that batch (or links to it).
+pub fn replication_hop(
+    spans: &[ReceivedSpan],
+    sender: &str,
+    links_to: impl Fn(&(String, String)) -> bool,
+) -> Option<(ReceivedSpan, ReceivedSpan)> {
+    let send = spans.iter().find(|s| s.service == sender && s.kind == PRODUCER && s.links.iter().any(&links_to))?;
+    let apply = spans.iter().find(|s| {
+        s.service == "atoll-cache-server"
+            && s.kind == CONSUMER
+            && (s.parent_span_id == send.span_id || s.links.iter().any(|(_, span)| *span == send.span_id))
+    })?;
+    Some((send.clone(), apply.clone()))
 }
 
 /// An agent's apply to a member cluster, as one trace shows it.

@@ -15,26 +15,10 @@ use tests::cache::CacheTopology;
 use tests::fleet_members::FleetMembers;
 use tests::installation::{wait_workspace_ready, workspace_url, Installation, InstallationOptions};
 use tests::otlp::{ReceivedSpan, Receiver};
-use tests::traces::{agent_apply, wait_for, AgentApply, Trace, CLIENT, CONSUMER, ERROR, INTERNAL, PRODUCER, SERVER};
+use tests::traces::{agent_apply, replication_hop, wait_for, AgentApply, Trace, CLIENT, ERROR, INTERNAL, SERVER};
 
 fn is_shard_server(span: &ReceivedSpan, shard: &str) -> bool {
     span.service == "atoll-shard" && span.kind == SERVER && span.resource_attribute("atoll.shard") == Some(shard)
-}
-
-/// One replication hop: a batch span of `sender` with a link `links_to` picks, and the
-/// receiving cache's apply span, which continues that batch (or links to it).
-fn replication_hop(
-    spans: &[ReceivedSpan],
-    sender: &str,
-    links_to: impl Fn(&(String, String)) -> bool,
-) -> Option<(ReceivedSpan, ReceivedSpan)> {
-    let send = spans.iter().find(|s| s.service == sender && s.kind == PRODUCER && s.links.iter().any(&links_to))?;
-    let apply = spans.iter().find(|s| {
-        s.service == "atoll-cache-server"
-            && s.kind == CONSUMER
-            && (s.parent_span_id == send.span_id || s.links.iter().any(|(_, span)| *span == send.span_id))
-    })?;
-    Some((send.clone(), apply.clone()))
 }
 
 /// No credential or body may travel in an attribute.
@@ -171,6 +155,7 @@ async fn one_kubectl_call_is_one_trace_across_processes() {
     })
     .await;
     assert_eq!(send.name, "replication.send");
+    assert_eq!(send.parent_span_id, "", "a batch serves many writes: a root that links to each");
     assert_eq!(apply.name, "replication.apply");
     // The regional cache's batch up to its parent links to that apply, and the parent's
     // apply continues it.
