@@ -37,7 +37,8 @@ async fn a_sampled_write_is_traced_through_the_cache_hierarchy() {
     // The unsampled write first: by the time the sampled one's batch has arrived, so has
     // any span the unsampled one caused.
     for (name, trace, flags) in [("unsampled", UNSAMPLED, "00"), ("sampled", SAMPLED, "01")] {
-        let export = json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExport", "metadata": {"name": name}, "spec": {}});
+        let export =
+            json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExport", "metadata": {"name": name}, "spec": {}});
         let traceparent = format!("00-{trace}-00f067aa0ba902b7-{flags}");
         let headers = [("traceparent", traceparent.as_str()), ("content-type", "application/json")];
         let path = "/clusters/root/apis/apis.kcp.io/v1alpha1/apiexports";
