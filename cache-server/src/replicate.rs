@@ -171,12 +171,17 @@ struct Session {
     fencing: bool,
 }
 
-/// The span of one round: when its batches come from traced writes, it continues the one
+/// The span of one round: when its batches come from sampled writes, it continues the one
 /// batch's trace or, a root, links to each batch's span, so the trace of a write shows it
 /// arriving here (and, through the writes this round commits, leaving for a parent cache).
 fn round_span(batches: &[Batch], sender: &str, first: u64) -> tracing::Span {
-    let traced: Vec<&str> = batches.iter().map(|b| b.traceparent.as_str()).filter(|t| !t.is_empty()).collect();
-    if traced.is_empty() || !telemetry::enabled() {
+    // Only sampled batches: an unsampled sender's context names a span no backend has.
+    let traced: Vec<(&str, telemetry::Cause)> = batches
+        .iter()
+        .filter_map(|b| Some((b.traceparent.as_str(), telemetry::propagation::cause_of(&b.traceparent)?)))
+        .filter(|(_, cause)| cause.is_sampled())
+        .collect();
+    if traced.is_empty() {
         return tracing::debug_span!("round", batches = batches.len(), first);
     }
     let span = tracing::info_span!(
@@ -189,8 +194,8 @@ fn round_span(batches: &[Batch], sender: &str, first: u64) -> tracing::Span {
         first,
     );
     match traced.as_slice() {
-        [one] => telemetry::propagation::continue_traceparent(&span, one),
-        many => telemetry::Cause::follow_all(&span, many.iter().filter_map(|t| telemetry::propagation::cause_of(t))),
+        [(one, _)] => telemetry::propagation::continue_traceparent(&span, one),
+        many => telemetry::Cause::follow_all(&span, many.iter().map(|(_, cause)| *cause)),
     }
     span
 }

@@ -16,6 +16,13 @@ use tracing_subscriber::Layer as _;
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
+/// Makes this test process count as exporting, as [`init`] does when it installs an
+/// exporter, for unit tests that give their own provider to [`subscriber`].
+#[cfg(test)]
+pub(crate) fn enable_for_tests() {
+    ENABLED.store(true, Ordering::Relaxed);
+}
+
 /// Whether this process exports spans. Every helper of this crate is a no-op otherwise,
 /// so a process without `OTEL_*` settings does no tracing work beyond its logs.
 pub fn enabled() -> bool {
@@ -95,7 +102,7 @@ pub const EXPORTED_SPANS: LevelFilter = LevelFilter::INFO;
 /// callsite of every dependency (h2 in the exporter, the `log` records of rustls through
 /// the log bridge) asks the subscriber on each call whether it is wanted, where without
 /// export a disabled callsite costs one comparison.
-fn subscriber(
+pub(crate) fn subscriber(
     filter: EnvFilter,
     ansi: bool,
     provider: Option<&SdkTracerProvider>,

@@ -143,6 +143,12 @@ fn read_tail(path: &Path, lines: usize) -> anyhow::Result<String> {
     Ok(all[first..].join("\n"))
 }
 
+/// `getconf CLK_TCK`, the unit of [`usage`]'s CPU time; 100 on every Linux we run.
+pub fn clock_ticks_per_second() -> f64 {
+    let output = std::process::Command::new("getconf").arg("CLK_TCK").output();
+    output.ok().and_then(|out| String::from_utf8_lossy(&out.stdout).trim().parse::<f64>().ok()).unwrap_or(100.0)
+}
+
 /// A process's CPU time (utime + stime, in clock ticks) and resident memory (KiB), read
 /// from `/proc`; zeros when it cannot be read.
 pub fn usage(pid: u32) -> (u64, u64) {

@@ -17,7 +17,7 @@ use tests::installation::{Installation, InstallationOptions};
 use tests::otlp::Receiver;
 use tests::traces::{replication_hop, wait_for, SERVER};
 
-/// Samples one root trace in a million: no replication session's span is sampled.
+/// Samples one root trace in a million: almost certainly no replication session's span.
 const RATIO: f64 = 0.000_001;
 const SAMPLED: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const UNSAMPLED: &str = "0af7651916cd43dd8448eb211c80319c";
@@ -33,6 +33,22 @@ async fn a_sampled_write_is_traced_through_the_cache_hierarchy() {
     let options = InstallationOptions { caches: Some(CacheTopology::chain()), ..InstallationOptions::default() };
     let mut installation = Installation::start_with(options).await.expect("start the installation");
     let shard = installation.root.http();
+    let path = "/clusters/root/apis/apis.kcp.io/v1alpha1/apiexports";
+
+    // A write both sessions (root to cache-r, cache-r to cache-p) carry live: a write the
+    // first full sync (or its catch-up from the change log) carries names no cause.
+    let warm_up =
+        json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExport", "metadata": {"name": "warm-up"}, "spec": {}});
+    shard.create(path, &warm_up).await.expect("create the warm-up export");
+    let parent = installation.cache("cache-p").expect("cache-p");
+    tests::cache::wait_replicas(
+        parent,
+        "the warm-up export at cache-p",
+        std::time::Duration::from_secs(60),
+        |replicas| replicas.iter().filter_map(|r| r.key.as_ref()).any(|key| key.name == "warm-up"),
+    )
+    .await
+    .expect("the warm-up export replicated");
 
     // The unsampled write first: by the time the sampled one's batch has arrived, so has
     // any span the unsampled one caused.
@@ -41,7 +57,6 @@ async fn a_sampled_write_is_traced_through_the_cache_hierarchy() {
             json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExport", "metadata": {"name": name}, "spec": {}});
         let traceparent = format!("00-{trace}-00f067aa0ba902b7-{flags}");
         let headers = [("traceparent", traceparent.as_str()), ("content-type", "application/json")];
-        let path = "/clusters/root/apis/apis.kcp.io/v1alpha1/apiexports";
         let response = shard
             .send(http::Method::POST, path, &headers, serde_json::to_vec(&export).expect("JSON"))
             .await

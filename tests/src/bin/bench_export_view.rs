@@ -351,7 +351,7 @@ async fn measure(installation: &Installation, plan: &Plan) -> anyhow::Result<()>
         served: served_by_shard(&load.writes),
         others: others.into_iter().map(|(name, _)| name).zip(other_ticks).collect(),
         baseline,
-        ticks_per_second: clock_ticks_per_second(),
+        ticks_per_second: ::tests::process::clock_ticks_per_second(),
     };
     cpu.print();
     print_summary(plan, &figures, unseen, load.errors);
@@ -1278,12 +1278,6 @@ fn record(histogram: &mut Histogram<u64>, latency: Duration) {
 
 fn ms(histogram: &Histogram<u64>, quantile: f64) -> f64 {
     histogram.value_at_quantile(quantile) as f64 / 1000.0
-}
-
-/// `getconf CLK_TCK`, the unit of `/proc/PID/stat` times; 100 on every Linux we run.
-fn clock_ticks_per_second() -> f64 {
-    let output = std::process::Command::new("getconf").arg("CLK_TCK").output();
-    output.ok().and_then(|out| String::from_utf8_lossy(&out.stdout).trim().parse::<f64>().ok()).unwrap_or(100.0)
 }
 
 /// The first few failures, printed as they happen; the rest are only counted.

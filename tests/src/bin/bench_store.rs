@@ -140,11 +140,22 @@ struct Report {
     system: String,
     tally: Tally,
     elapsed: Duration,
+    /// The CPU time the shard spent while loaded (its threads, the span exporter's
+    /// included; not the benchmark's, nor the OTLP receiver's in it); none for etcd.
+    server_cpu: Option<Duration>,
 }
 
 impl Report {
     fn ops_per_second(&self) -> f64 {
         self.tally.ops as f64 / self.elapsed.as_secs_f64()
+    }
+
+    /// The shard's CPU time per create, in microseconds: unlike creates/s, it does not
+    /// move with what else the machine runs (only with what the shard itself does), so it
+    /// shows what span export costs where throughput on a shared machine drifts.
+    fn cpu_us_per_op(&self) -> Option<f64> {
+        let cpu = self.server_cpu?;
+        (self.tally.ops > 0).then(|| cpu.as_secs_f64() * 1e6 / self.tally.ops as f64)
     }
 
     fn percentile_ms(&self, quantile: f64) -> f64 {
@@ -269,6 +280,13 @@ impl Round {
     fn export_cost(&self) -> Option<f64> {
         tests::otlp::overhead_percent(self.rate("atoll")?, self.rate("atoll+otel")?)
     }
+
+    /// The shard's CPU time per create with export on, over export off, in percent.
+    fn export_cpu_cost(&self) -> Option<f64> {
+        let cpu = |system: &str| self.atoll.iter().find(|report| report.system == system)?.cpu_us_per_op();
+        let (off, on) = (cpu("atoll")?, cpu("atoll+otel")?);
+        (off > 0.0).then(|| (on / off - 1.0) * 100.0)
+    }
 }
 
 /// The median of some figures (the mean of the middle two for an even count).
@@ -287,32 +305,34 @@ fn print_summary(rounds: &[Round]) {
     let show = |figure: Option<f64>, digits: usize| figure.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"));
     let percent = |figure: Option<f64>| figure.map_or_else(|| "-".to_string(), |v| format!("{v:.1}%"));
     println!(
-        "\n{:<6} {:>10} {:>12} {:>10} {:>8} {:>12}",
-        "round", "atoll/s", "atoll+otel/s", "etcd/s", "ratio", "export cost"
+        "\n{:<6} {:>10} {:>12} {:>10} {:>8} {:>12} {:>9}",
+        "round", "atoll/s", "atoll+otel/s", "etcd/s", "ratio", "export cost", "CPU cost"
     );
     let rate = |report: Option<&Report>| report.map(Report::ops_per_second);
     let plain = |round: &Round| round.rate("atoll");
     let traced = |round: &Round| round.rate("atoll+otel");
     for (n, round) in rounds.iter().enumerate() {
         println!(
-            "{:<6} {:>10} {:>12} {:>10} {:>8} {:>12}",
+            "{:<6} {:>10} {:>12} {:>10} {:>8} {:>12} {:>9}",
             n + 1,
             show(plain(round), 1),
             show(traced(round), 1),
             show(rate(round.etcd.as_ref()), 1),
             show(round.ratio(), 2),
             percent(round.export_cost()),
+            percent(round.export_cpu_cost()),
         );
     }
     let median_of = |figure: &dyn Fn(&Round) -> Option<f64>| median(rounds.iter().filter_map(figure).collect());
     println!(
-        "{:<6} {:>10} {:>12} {:>10} {:>8} {:>12}",
+        "{:<6} {:>10} {:>12} {:>10} {:>8} {:>12} {:>9}",
         "median",
         show(median_of(&plain), 1),
         show(median_of(&traced), 1),
         show(median_of(&|r: &Round| rate(r.etcd.as_ref())), 1),
         show(median_of(&Round::ratio), 2),
         percent(median_of(&Round::export_cost)),
+        percent(median_of(&Round::export_cpu_cost)),
     );
     let ratios: Vec<f64> = rounds.iter().filter_map(Round::ratio).collect();
     if !ratios.is_empty() {
@@ -323,19 +343,26 @@ fn print_summary(rounds: &[Round]) {
 
 fn print_table(round: &Round) {
     println!();
-    println!("{:<11} {:>10} {:>10} {:>9} {:>9} {:>8}", "system", "ops", "ops/s", "p50 ms", "p99 ms", "errors");
+    println!(
+        "{:<11} {:>10} {:>10} {:>9} {:>9} {:>8} {:>10}",
+        "system", "ops", "ops/s", "p50 ms", "p99 ms", "errors", "CPU µs/op"
+    );
     for report in round.atoll.iter().chain(&round.etcd) {
         println!(
-            "{:<11} {:>10} {:>10.1} {:>9.2} {:>9.2} {:>8}",
+            "{:<11} {:>10} {:>10.1} {:>9.2} {:>9.2} {:>8} {:>10}",
             report.system,
             report.tally.ops,
             report.ops_per_second(),
             report.percentile_ms(0.50),
             report.percentile_ms(0.99),
-            report.tally.errors
+            report.tally.errors,
+            report.cpu_us_per_op().map_or_else(|| "-".to_string(), |us| format!("{us:.1}")),
         );
     }
     tests::otlp::print_overhead(round.atoll.iter().map(|r| (r.system.as_str(), r.ops_per_second())));
+    if let Some(cost) = round.export_cpu_cost() {
+        println!("tracing CPU cost (atoll+otel vs atoll): {cost:.1}% of the shard's CPU time per create");
+    }
     match (round.ratio(), round.atoll.is_empty(), &round.etcd) {
         (Some(ratio), _, _) => println!("ratio atoll/etcd = {ratio:.2}x (goal ≥ 2.00x)"),
         (None, true, _) => println!("ratio atoll/etcd = skipped (--skip-atoll)"),
@@ -373,6 +400,9 @@ async fn bench_atoll(load: Load, worker_threads: Option<u16>, export_to: Option<
     eprintln!("atoll: {} connections open, loading for {:?}", load.workers, load.duration);
     let path: Arc<str> = format!("/clusters/{LOGICAL_CLUSTER}/api/v1/namespaces/default/configmaps").into();
     let samples = ErrorSamples::new("atoll");
+    let pid = shard.pid();
+    let cpu_ticks = || pid.map(|pid| tests::process::usage(pid).0);
+    let cpu_before = cpu_ticks();
     let started = Instant::now();
     let deadline = started + load.duration;
     let mut workers = JoinSet::new();
@@ -389,12 +419,15 @@ async fn bench_atoll(load: Load, worker_threads: Option<u16>, export_to: Option<
     }
     let tally = join_workers(workers).await?;
     let elapsed = started.elapsed();
+    let server_cpu = cpu_before.zip(cpu_ticks()).map(|(before, after)| {
+        Duration::from_secs_f64(after.saturating_sub(before) as f64 / tests::process::clock_ticks_per_second())
+    });
     match shard.stop().await {
         Ok(status) if !status.success() => eprintln!("atoll: warning: the shard exited with {status} on SIGTERM"),
         Ok(_) => {}
         Err(error) => eprintln!("atoll: warning: {error:#}"),
     }
-    Ok(Report { system, tally, elapsed })
+    Ok(Report { system, tally, elapsed, server_cpu })
 }
 
 /// Kubernetes refuses objects in a namespace that does not exist; create `default`
@@ -538,7 +571,7 @@ async fn bench_etcd(load: Load) -> anyhow::Result<Report> {
     if let Err(error) = etcd.stop().await {
         eprintln!("etcd: warning: {error:#}");
     }
-    Ok(Report { system: "etcd".to_string(), tally, elapsed })
+    Ok(Report { system: "etcd".to_string(), tally, elapsed, server_cpu: None })
 }
 
 async fn etcd_worker(
