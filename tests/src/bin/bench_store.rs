@@ -23,8 +23,14 @@
 //!
 //! Run: `cargo build --bins && cargo run -p tests --bin bench-store -- --seconds 30`.
 //! `--skip-etcd` measures Atoll alone; `--skip-atoll` gives this machine's etcd baseline.
-//! `--rounds N` repeats the comparison, alternating which system goes first, and ends with
-//! every round's ratio and the medians: on a machine whose speed drifts, one round is one sample.
+//! `--rounds N` repeats the comparison, alternating which system goes first (and whether
+//! the shard exports in its first or second run), and ends with every round's ratio and
+//! the medians: on a machine whose speed drifts, one round is one sample.
+//!
+//! Besides creates/s, each shard run reports the shard's CPU time per create (from
+//! `/proc`), and the tracing CPU cost compares the two: it leaves out the benchmark's own
+//! CPU, and the OTLP receiver's, but still moves with the machine (shared caches, a busy
+//! sibling core), so `scripts/store-instructions.sh` remains the stable figure.
 
 use std::io::Write as _;
 use std::sync::{Arc, Mutex};
@@ -231,7 +237,7 @@ async fn run(load: Load, args: &Args) -> anyhow::Result<()> {
         }
         let mut atoll = Vec::new();
         if let Some(receiver) = &receiver {
-            for traced in args.tracing.runs() {
+            for traced in args.tracing.runs_in_round(round) {
                 let report = bench_atoll(load, args.shard_worker_threads, traced.then_some(receiver))
                     .await
                     .context("benchmark atoll")?;
@@ -263,9 +269,10 @@ struct Round {
 }
 
 impl Round {
-    /// Atoll's first run (export off unless `--tracing on`) over etcd, when both ran.
+    /// Atoll's run with export off (with `--tracing on`, its one run) over etcd, when both
+    /// ran.
     fn ratio(&self) -> Option<f64> {
-        let atoll = self.atoll.first()?;
+        let atoll = self.atoll.iter().find(|report| report.system == "atoll").or(self.atoll.first())?;
         let etcd = self.etcd.as_ref().filter(|etcd| etcd.tally.ops > 0)?;
         Some(atoll.ops_per_second() / etcd.ops_per_second())
     }
