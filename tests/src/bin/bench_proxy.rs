@@ -136,6 +136,13 @@ struct Args {
     /// both in turn.
     #[arg(long, value_enum, default_value = "both")]
     tracing: TracingRuns,
+    /// With `--tracing both`, how often the pair of runs (export off, export on) is
+    /// repeated, exporting first in every second pass; each target's traced and untraced
+    /// rates are then averaged over the passes. (Export is set when the processes start,
+    /// so it cannot alternate within one run's rounds, and the later run of a pair tends
+    /// to be the slower on this machine.)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10))]
+    passes: u64,
     /// The share of traces sampled while export is on (`parentbased_traceidratio`); 1, the
     /// default, is `always_on`, the sampling the export-cost goal is stated for.
     #[arg(long, default_value_t = 1.0, value_parser = ::tests::otlp::parse_ratio)]
@@ -152,6 +159,7 @@ struct Plan {
     rounds: usize,
     configmap_bytes: usize,
     tracing: TracingRuns,
+    passes: u64,
     sample_ratio: f64,
 }
 
@@ -169,6 +177,7 @@ impl Plan {
             rounds: size(args.rounds, "--rounds")?,
             configmap_bytes: size(args.configmap_bytes, "--configmap-bytes")?,
             tracing: args.tracing,
+            passes: args.passes,
             sample_ratio: args.sample_ratio,
         })
     }
@@ -192,23 +201,32 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(plan: Plan) -> anyhow::Result<()> {
     let receiver = Receiver::start(false).await.context("start the OTLP receiver")?.sampling(plan.sample_ratio);
-    let mut rates = Vec::new();
-    for traced in plan.tracing.runs() {
-        let export = format!("on ({}, to an OTLP receiver)", receiver.sampler());
-        println!("\n== span export {} ==", if traced { export.as_str() } else { "off" });
-        let _export = traced.then(|| receiver.export_env());
-        for result in run_once(&plan).await? {
-            let name = format!("{}{}", result.target.label(), if traced { "+otel" } else { "" });
-            rates.push((name, result.requests_per_second()));
+    // Every run's rate per name (`front-proxy`, `front-proxy+otel`, ...), in run order.
+    let mut rates: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let passes = if plan.tracing == TracingRuns::Both { plan.passes } else { 1 };
+    for pass in 0..passes {
+        for traced in plan.tracing.runs_in_round(pass) {
+            let export = format!("on ({}, to an OTLP receiver)", receiver.sampler());
+            let of = if passes > 1 { format!(", pass {} of {passes}", pass + 1) } else { String::new() };
+            println!("\n== span export {}{of} ==", if traced { export.as_str() } else { "off" });
+            let _export = traced.then(|| receiver.export_env());
+            for result in run_once(&plan).await? {
+                let name = format!("{}{}", result.target.label(), if traced { "+otel" } else { "" });
+                rates.entry(name).or_default().push(result.requests_per_second());
+            }
         }
     }
     if plan.tracing != TracingRuns::Off {
         println!("\nspans received by the OTLP receiver ({}): {}", receiver.sampler(), receiver.count());
-        // Each target's traced rate against its own untraced rate.
-        for (name, _) in rates.iter().filter(|(name, _)| !name.ends_with("+otel")) {
-            let pair = rates.iter().filter(|(n, _)| n == name || *n == format!("{name}+otel"));
-            ::tests::otlp::print_overhead(pair.map(|(n, rate)| (n.as_str(), *rate)));
+        let mean = |runs: &[f64]| runs.iter().sum::<f64>() / runs.len() as f64;
+        if passes > 1 {
+            for (name, runs) in &rates {
+                let each: Vec<String> = runs.iter().map(|rate| format!("{rate:.0}")).collect();
+                println!("{name}: {:.0} req/s on average ({})", mean(runs), each.join(", "));
+            }
         }
+        // Each target's traced rate against its own untraced rate.
+        ::tests::otlp::print_overhead(rates.iter().map(|(name, runs)| (name.as_str(), mean(runs))));
     }
     Ok(())
 }
