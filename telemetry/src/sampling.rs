@@ -66,9 +66,9 @@ fn parent_based(name: Option<&str>) -> bool {
 /// Java and .NET projects offer links-based samplers of the same kind.)
 #[derive(Debug, Clone)]
 pub(crate) struct FollowingLinks {
-    sampler: Box<dyn ShouldSample>,
+    pub(crate) sampler: Box<dyn ShouldSample>,
     /// Whether the configured sampler is parent-based.
-    follow: bool,
+    pub(crate) follow: bool,
 }
 
 impl ShouldSample for FollowingLinks {
@@ -313,49 +313,6 @@ mod tests {
         for name in others.into_iter().map(Some).chain([None]) {
             assert!(parent_based(name), "{name:?}: the SDK's fallback is parentbased_always_on");
         }
-    }
-
-    /// What `Cause::follow_all` makes of a span, exported through the production
-    /// subscriber at a ratio of 0: a batch that follows a sampled cause is a sampled root
-    /// linked to it, though the span it was made in (a session's) was dropped; one that
-    /// follows only unsampled causes keeps that parent, and is dropped with it.
-    #[test]
-    fn a_span_that_follows_a_sampled_cause_is_a_sampled_root() {
-        use opentelemetry_sdk::error::OTelSdkResult;
-        use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
-        use std::sync::{Arc, Mutex};
-
-        #[derive(Debug, Clone, Default)]
-        struct Kept(Arc<Mutex<Vec<SpanData>>>);
-        impl SpanExporter for Kept {
-            async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-                self.0.lock().expect("not poisoned").extend(batch);
-                Ok(())
-            }
-        }
-
-        crate::init::enable_for_tests();
-        let kept = Kept::default();
-        let sampler = FollowingLinks { sampler: Box::new(ratio(0.0)), follow: true };
-        let provider = SdkTracerProvider::builder().with_sampler(sampler).with_simple_exporter(kept.clone()).build();
-        let cause = |flags| crate::Cause::from_span_context(parent(flags).span().span_context()).expect("a cause");
-        let (sampled, unsampled) = (cause("01"), cause("00"));
-        let subscriber = crate::init::subscriber(tracing_subscriber::EnvFilter::new("info"), false, Some(&provider));
-        tracing::subscriber::with_default(subscriber, || {
-            let session = tracing::info_span!("session");
-            let _in_session = session.enter();
-            let batch = tracing::info_span!("batch");
-            crate::Cause::follow_all(&batch, [unsampled, sampled, sampled]);
-            let lone = tracing::info_span!("lone");
-            crate::Cause::follow_all(&lone, [unsampled]);
-        });
-        let spans = kept.0.lock().expect("not poisoned").clone();
-        let names: Vec<&str> = spans.iter().map(|span| span.name.as_ref()).collect();
-        assert_eq!(names, ["batch"], "the session and the lone span are dropped at ratio 0");
-        assert_eq!(spans[0].parent_span_id, SpanId::INVALID, "a root");
-        assert!(spans[0].span_context.is_sampled());
-        let links: Vec<SpanContext> = spans[0].links.links.iter().map(|link| link.span_context.clone()).collect();
-        assert_eq!(links, [sampled.span_context()], "one link, to the sampled cause");
     }
 
     #[test]
