@@ -354,14 +354,10 @@ pub enum TracingRuns {
 }
 
 impl TracingRuns {
-    /// Whether each run exports, in order.
-    pub fn runs(self) -> Vec<bool> {
-        self.runs_in_round(0)
-    }
-
     /// Whether each run of round `round` (from 0) exports, in order: with both, every
-    /// second round exports first, so that a machine that drifts within a round (or a run
-    /// that leaves work behind for the next) favours neither.
+    /// second round exports first, so that over an even number of rounds a machine that
+    /// drifts within a round (or a run that leaves work behind for the next) favours
+    /// neither.
     pub fn runs_in_round(self, round: u64) -> Vec<bool> {
         match self {
             TracingRuns::Off => vec![false],

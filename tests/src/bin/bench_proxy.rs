@@ -201,9 +201,16 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(plan: Plan) -> anyhow::Result<()> {
     let receiver = Receiver::start(false).await.context("start the OTLP receiver")?.sampling(plan.sample_ratio);
-    // Every run's rate per name (`front-proxy`, `front-proxy+otel`, ...), in run order.
+    // Each name's rates (`front-proxy`, `front-proxy+otel`, ...), each in run order.
     let mut rates: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let passes = if plan.tracing == TracingRuns::Both { plan.passes } else { 1 };
+    if passes < plan.passes {
+        eprintln!("--passes {} ignored: only --tracing both has a pair of runs to repeat", plan.passes);
+    } else if passes % 2 == 1 && plan.tracing == TracingRuns::Both {
+        eprintln!(
+            "note: with an odd --passes, export runs second more often than first (the later run tends to be slower)"
+        );
+    }
     for pass in 0..passes {
         for traced in plan.tracing.runs_in_round(pass) {
             let export = format!("on ({}, to an OTLP receiver)", receiver.sampler());
@@ -807,7 +814,7 @@ struct CpuFigures {
 
 impl CpuFigures {
     fn between(before: &CpuSample, after: &CpuSample) -> CpuFigures {
-        let ticks_per_second = clock_ticks_per_second();
+        let ticks_per_second = ::tests::process::clock_ticks_per_second();
         let seconds = |a: Option<u64>, b: Option<u64>| Some(b?.checked_sub(a?)? as f64 / ticks_per_second);
         let shard_seconds = seconds(before.shard, after.shard);
         let proxy_seconds = seconds(before.proxy, after.proxy);
@@ -850,12 +857,6 @@ fn machine_busy_ticks() -> Option<u64> {
     let ticks: Vec<u64> = line.split_whitespace().take(8).map(str::parse).collect::<Result<_, _>>().ok()?;
     let total: u64 = ticks.iter().sum();
     Some(total - ticks.get(3)? - ticks.get(4)?)
-}
-
-/// `getconf CLK_TCK`, the unit of `/proc/PID/stat` times; 100 on every Linux we run.
-fn clock_ticks_per_second() -> f64 {
-    let output = Command::new("getconf").arg("CLK_TCK").output();
-    output.ok().and_then(|out| String::from_utf8_lossy(&out.stdout).trim().parse::<f64>().ok()).unwrap_or(100.0)
 }
 
 fn available_cores() -> usize {

@@ -97,9 +97,9 @@ struct Args {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     shard_worker_threads: Option<u16>,
     /// Rounds of the whole comparison. This machine's speed drifts over minutes, so one
-    /// ratio is one sample: with several rounds (etcd first in every second one) each
-    /// round prints its own table and the end a summary with every round's ratio and the
-    /// medians.
+    /// ratio is one sample: with several rounds (etcd first in every second one, and the
+    /// exporting shard first in rounds 2 and 3 of every four) each round prints its own
+    /// table and the end a summary with every round's ratio and the medians.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=20))]
     rounds: u64,
 }
@@ -156,9 +156,9 @@ impl Report {
         self.tally.ops as f64 / self.elapsed.as_secs_f64()
     }
 
-    /// The shard's CPU time per create, in microseconds: unlike creates/s, it does not
-    /// move with what else the machine runs (only with what the shard itself does), so it
-    /// shows what span export costs where throughput on a shared machine drifts.
+    /// The shard's CPU time per create, in microseconds. It leaves out the load generator's
+    /// and the receiver's CPU, but still moves with contention (shared caches, a busy
+    /// sibling core) and with load (fixed background work over fewer creates).
     fn cpu_us_per_op(&self) -> Option<f64> {
         let cpu = self.server_cpu?;
         (self.tally.ops > 0).then(|| cpu.as_secs_f64() * 1e6 / self.tally.ops as f64)
@@ -237,7 +237,10 @@ async fn run(load: Load, args: &Args) -> anyhow::Result<()> {
         }
         let mut atoll = Vec::new();
         if let Some(receiver) = &receiver {
-            for traced in args.tracing.runs_in_round(round) {
+            // Export first in rounds 1 and 2 (from 0) of every four: with etcd first in every
+            // odd round, each of the two shard runs then holds every position once, so a
+            // drift or a slower later run favours neither, with or without etcd.
+            for traced in args.tracing.runs_in_round(round + round / 2) {
                 let report = bench_atoll(load, args.shard_worker_threads, traced.then_some(receiver))
                     .await
                     .context("benchmark atoll")?;
@@ -368,7 +371,7 @@ fn print_table(round: &Round) {
     }
     tests::otlp::print_overhead(round.atoll.iter().map(|r| (r.system.as_str(), r.ops_per_second())));
     if let Some(cost) = round.export_cpu_cost() {
-        println!("tracing CPU cost (atoll+otel vs atoll): {cost:.1}% of the shard's CPU time per create");
+        println!("tracing CPU cost (atoll+otel vs atoll): {cost:+.1}% shard CPU time per create");
     }
     match (round.ratio(), round.atoll.is_empty(), &round.etcd) {
         (Some(ratio), _, _) => println!("ratio atoll/etcd = {ratio:.2}x (goal ≥ 2.00x)"),
@@ -408,7 +411,8 @@ async fn bench_atoll(load: Load, worker_threads: Option<u16>, export_to: Option<
     let path: Arc<str> = format!("/clusters/{LOGICAL_CLUSTER}/api/v1/namespaces/default/configmaps").into();
     let samples = ErrorSamples::new("atoll");
     let pid = shard.pid();
-    let cpu_ticks = || pid.map(|pid| tests::process::usage(pid).0);
+    // A zero reading means `/proc` could not be read: no figure rather than a wrong one.
+    let cpu_ticks = || pid.map(|pid| tests::process::usage(pid).0).filter(|&ticks| ticks > 0);
     let cpu_before = cpu_ticks();
     let started = Instant::now();
     let deadline = started + load.duration;
@@ -426,8 +430,8 @@ async fn bench_atoll(load: Load, worker_threads: Option<u16>, export_to: Option<
     }
     let tally = join_workers(workers).await?;
     let elapsed = started.elapsed();
-    let server_cpu = cpu_before.zip(cpu_ticks()).map(|(before, after)| {
-        Duration::from_secs_f64(after.saturating_sub(before) as f64 / tests::process::clock_ticks_per_second())
+    let server_cpu = cpu_before.zip(cpu_ticks()).filter(|(before, after)| after >= before).map(|(before, after)| {
+        Duration::from_secs_f64((after - before) as f64 / tests::process::clock_ticks_per_second())
     });
     match shard.stop().await {
         Ok(status) if !status.success() => eprintln!("atoll: warning: the shard exited with {status} on SIGTERM"),
