@@ -176,10 +176,10 @@ struct Session {
 /// arriving here (and, through the writes this round commits, leaving for a parent cache).
 fn round_span(batches: &[Batch], sender: &str, first: u64) -> tracing::Span {
     // Only sampled batches: an unsampled sender's context names a span no backend has.
-    let traced: Vec<(&str, telemetry::Cause)> = batches
+    let traced: Vec<telemetry::Cause> = batches
         .iter()
-        .filter_map(|b| Some((b.traceparent.as_str(), telemetry::propagation::cause_of(&b.traceparent)?)))
-        .filter(|(_, cause)| cause.is_sampled())
+        .filter_map(|b| telemetry::propagation::cause_of(&b.traceparent))
+        .filter(telemetry::Cause::is_sampled)
         .collect();
     if traced.is_empty() {
         return tracing::debug_span!("round", batches = batches.len(), first);
@@ -194,8 +194,8 @@ fn round_span(batches: &[Batch], sender: &str, first: u64) -> tracing::Span {
         first,
     );
     match traced.as_slice() {
-        [(one, _)] => telemetry::propagation::continue_traceparent(&span, one),
-        many => telemetry::Cause::follow_all(&span, many.iter().map(|(_, cause)| *cause)),
+        [one] => one.adopt(&span),
+        many => telemetry::Cause::follow_all(&span, many.iter().copied()),
     }
     span
 }

@@ -72,10 +72,6 @@ impl Cause {
         // own parent, which is still a correct (if less connected) trace.
         let _ = span.set_parent(parent);
     }
-
-    fn link(self, span: &tracing::Span) {
-        span.add_link(self.span_context());
-    }
 }
 
 impl Cause {
@@ -96,7 +92,7 @@ impl Cause {
                 break;
             }
             if !linked.contains(&cause) {
-                cause.link(span);
+                span.add_link(cause.span_context());
                 linked.push(cause);
             }
         }

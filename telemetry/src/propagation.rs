@@ -79,16 +79,8 @@ pub fn traceparent(span: &tracing::Span) -> Option<String> {
     fields.remove(TRACEPARENT)
 }
 
-/// Makes `span` continue the trace of a `traceparent` value taken from a message field.
-pub fn continue_traceparent(span: &tracing::Span, traceparent: &str) {
-    if traceparent.is_empty() {
-        return;
-    }
-    let fields = HashMap::from([(TRACEPARENT.to_string(), traceparent.to_string())]);
-    continue_from(span, &fields);
-}
-
-/// The span a `traceparent` value names, to link to.
+/// The span a `traceparent` value taken from a message field names, to continue
+/// ([`crate::Cause::adopt`]) or link to.
 pub fn cause_of(traceparent: &str) -> Option<crate::Cause> {
     if !enabled() || traceparent.is_empty() {
         return None;

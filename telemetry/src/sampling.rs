@@ -207,9 +207,8 @@ pub(crate) fn context_of(span: &tracing::Span) -> Option<Context> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::propagation::TRACEPARENT;
     use opentelemetry_sdk::trace::Sampler;
-
-    const TRACEPARENT: &str = "traceparent";
 
     fn parent(flags: &str) -> Context {
         let value = format!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-{flags}");

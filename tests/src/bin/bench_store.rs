@@ -275,14 +275,19 @@ impl Round {
     /// Atoll's run with export off (with `--tracing on`, its one run) over etcd, when both
     /// ran.
     fn ratio(&self) -> Option<f64> {
-        let atoll = self.atoll.iter().find(|report| report.system == "atoll").or(self.atoll.first())?;
+        let atoll = self.run("atoll").or(self.atoll.first())?;
         let etcd = self.etcd.as_ref().filter(|etcd| etcd.tally.ops > 0)?;
         Some(atoll.ops_per_second() / etcd.ops_per_second())
     }
 
-    /// The creates/s of Atoll's run named `system` (`atoll` or `atoll+otel`), if it ran.
+    /// Atoll's run named `system` (`atoll` or `atoll+otel`), if it ran.
+    fn run(&self, system: &str) -> Option<&Report> {
+        self.atoll.iter().find(|report| report.system == system)
+    }
+
+    /// The creates/s of Atoll's run named `system`, if it ran.
     fn rate(&self, system: &str) -> Option<f64> {
-        self.atoll.iter().find(|report| report.system == system).map(Report::ops_per_second)
+        self.run(system).map(Report::ops_per_second)
     }
 
     /// The export's throughput cost in percent, when the round ran Atoll with export off
@@ -293,8 +298,7 @@ impl Round {
 
     /// The shard's CPU time per create with export on, over export off, in percent.
     fn export_cpu_cost(&self) -> Option<f64> {
-        let cpu = |system: &str| self.atoll.iter().find(|report| report.system == system)?.cpu_us_per_op();
-        let (off, on) = (cpu("atoll")?, cpu("atoll+otel")?);
+        let (off, on) = (self.run("atoll")?.cpu_us_per_op()?, self.run("atoll+otel")?.cpu_us_per_op()?);
         (off > 0.0).then(|| (on / off - 1.0) * 100.0)
     }
 }
