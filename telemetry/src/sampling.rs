@@ -207,13 +207,12 @@ pub(crate) fn context_of(span: &tracing::Span) -> Option<Context> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::propagation::TRACEPARENT;
     use opentelemetry_sdk::trace::Sampler;
 
     fn parent(flags: &str) -> Context {
         let value = format!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-{flags}");
         let mut headers = http::HeaderMap::new();
-        headers.insert(TRACEPARENT, value.parse().expect("a header value"));
+        headers.insert("traceparent", value.parse().expect("a header value"));
         TraceContextPropagator::new().extract(&HeaderExtractor(&headers))
     }
 
